@@ -1,0 +1,474 @@
+"""A fake OpenAI- and Anthropic-compatible LLM server for examples and tests (stdlib only).
+
+The "model" is a deterministic script: when tools are offered and none has answered since the
+last user message it calls a tool (two in parallel if the user says "both"); otherwise it
+answers with text that quotes the tool results. Model names inject faults: "fail-500" answers
+HTTP 500 in the provider's error shape, "slow" waits 2 s before answering.
+
+    with FakeLLMServer() as srv:
+        OpenAI(base_url=srv.openai_base_url, api_key="sk-fake")
+        Anthropic(base_url=srv.anthropic_base_url, api_key="sk-ant-fake")
+
+Run it in the foreground with `python examples/fake_llm.py --port 8765`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+FAIL_MODEL = "fail-500"
+SLOW_MODEL = "slow"
+SLOW_SECONDS = 2.0
+
+JSON = dict[str, Any]
+
+
+# --- the script: provider-neutral decisions ---------------------------------------------------
+
+
+@dataclass
+class ToolSpec:
+    name: str
+    schema: JSON
+
+
+@dataclass
+class ToolCall:
+    name: str
+    arguments: JSON
+
+    @property
+    def arguments_json(self) -> str:
+        return json.dumps(self.arguments)
+
+
+@dataclass
+class Reply:
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+def _pick_string(question: str) -> str:
+    # The last run of capitalised words that doesn't open the sentence: "weather in New York?" -> "New York".
+    names = [
+        m.group(0) for m in re.finditer(r"\b[A-Z][a-zA-Z]+(?:\s+[A-Z][a-zA-Z]+)*", question) if m.start()
+    ]
+    return names[-1] if names else question.strip().rstrip("?.!")[:60]
+
+
+def _pick_number(question: str, schema: JSON) -> int:
+    if match := re.search(r"\b\d+\b", question):
+        return int(match.group(0))
+    fallback = schema.get("default", schema.get("minimum", 1))
+    return int(fallback) if isinstance(fallback, (int, float)) else 1
+
+
+def build_arguments(question: str, schema: JSON) -> JSON:
+    """Fill every property of a JSON schema from the question, deterministically."""
+    args: JSON = {}
+    for name, prop in schema.get("properties", {}).items():
+        kind = prop.get("type")
+        if "enum" in prop:
+            args[name] = prop["enum"][0]
+        elif kind in ("integer", "number"):
+            args[name] = _pick_number(question, prop)
+        elif kind == "boolean":
+            args[name] = True
+        elif kind == "array":
+            args[name] = []
+        elif kind == "object":
+            args[name] = {}
+        else:
+            args[name] = _pick_string(question)
+    return args
+
+
+def decide(question: str, tools: list[ToolSpec], tool_results: list[str] | None) -> Reply:
+    """tool_results is None when no tool has answered since the last user message."""
+    if tools and tool_results is None:
+        wanted = tools[:2] if re.search(r"\bboth\b", question, re.IGNORECASE) else tools[:1]
+        return Reply(tool_calls=[ToolCall(t.name, build_arguments(question, t.schema)) for t in wanted])
+    if tool_results:
+        return Reply(text="Final answer: " + " | ".join(tool_results))
+    return Reply(text=f"Final answer: you asked {question!r}")
+
+
+def count_tokens(text: str) -> int:
+    # Roughly 4 characters a token, like real tokenizers on English; never zero.
+    return max(1, len(text) // 4)
+
+
+def split_text(text: str) -> list[str]:
+    """Word-sized pieces (keeping spaces) so streamed text arrives in several deltas."""
+    return re.findall(r"\S+\s*|\s+", text) or [text]
+
+
+def split_json(text: str, parts: int = 3) -> list[str]:
+    size = max(1, -(-len(text) // parts))
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def new_id(prefix: str) -> str:
+    return prefix + uuid.uuid4().hex[:24]
+
+
+# --- OpenAI Chat Completions -----------------------------------------------------------------
+
+
+def _openai_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def openai_reply(body: JSON) -> Reply:
+    messages: list[JSON] = body.get("messages", [])
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    question = _openai_text(messages[last_user].get("content")) if last_user >= 0 else ""
+    results = [_openai_text(m.get("content")) for m in messages[last_user + 1 :] if m.get("role") == "tool"]
+    tools = [
+        ToolSpec(t["function"]["name"], t["function"].get("parameters", {}))
+        for t in body.get("tools", [])
+        if t.get("type") == "function"
+    ]
+    if body.get("tool_choice") == "none":
+        tools = []
+    return decide(question, tools, results or None)
+
+
+def _openai_usage(body: JSON, reply: Reply) -> JSON:
+    prompt = count_tokens(json.dumps(body.get("messages", [])))
+    completion = count_tokens(reply.text + "".join(c.name + c.arguments_json for c in reply.tool_calls))
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def openai_completion(body: JSON, reply: Reply) -> JSON:
+    message: JSON = {"role": "assistant", "content": reply.text or None, "refusal": None}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": new_id("call_"),
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments_json},
+            }
+            for c in reply.tool_calls
+        ]
+    return {
+        "id": new_id("chatcmpl-"),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", ""),
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+            }
+        ],
+        "usage": _openai_usage(body, reply),
+        "system_fingerprint": "fp_fake",
+    }
+
+
+def openai_chunks(body: JSON, reply: Reply) -> Iterator[JSON]:
+    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    base: JSON = {
+        "id": new_id("chatcmpl-"),
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": body.get("model", ""),
+        "system_fingerprint": "fp_fake",
+    }
+    # With include_usage the real API sends "usage": null on every chunk; the stream helper
+    # overwrites its snapshot's usage with each chunk's, so only the last chunk may carry it.
+    if include_usage:
+        base["usage"] = None
+
+    def chunk(delta: JSON, finish_reason: str | None = None) -> JSON:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        return {**base, "choices": [choice]}
+
+    # Deltas are merged by concatenation, so role/id/name must appear once only.
+    yield chunk({"role": "assistant", "content": "" if reply.text else None, "refusal": None})
+    for piece in split_text(reply.text) if reply.text else []:
+        yield chunk({"content": piece})
+    for index, call in enumerate(reply.tool_calls):
+        head = {"id": new_id("call_"), "type": "function", "function": {"name": call.name, "arguments": ""}}
+        yield chunk({"tool_calls": [{"index": index, **head}]})
+        for piece in split_json(call.arguments_json):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    yield chunk({}, "tool_calls" if reply.tool_calls else "stop")
+    if include_usage:
+        yield {**base, "choices": [], "usage": _openai_usage(body, reply)}
+
+
+def openai_error(message: str, kind: str = "server_error") -> JSON:
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+# --- Anthropic Messages ----------------------------------------------------------------------
+
+
+def _blocks(content: Any) -> list[JSON]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, dict)]
+
+
+def _anthropic_text(content: Any) -> str:
+    return "".join(b.get("text", "") for b in _blocks(content) if b.get("type") == "text")
+
+
+def anthropic_reply(body: JSON) -> Reply:
+    question = ""
+    results: list[str] = []
+    # A user turn made of tool_result blocks answers tools; any other user turn is a new question.
+    for message in body.get("messages", []):
+        if message.get("role") != "user":
+            continue
+        tool_results = [b for b in _blocks(message.get("content")) if b.get("type") == "tool_result"]
+        if tool_results:
+            results.extend(_anthropic_text(b.get("content")) for b in tool_results)
+        else:
+            question, results = _anthropic_text(message.get("content")), []
+    tools = [ToolSpec(t["name"], t["input_schema"]) for t in body.get("tools", []) if "input_schema" in t]
+    if (body.get("tool_choice") or {}).get("type") == "none":
+        tools = []
+    return decide(question, tools, results or None)
+
+
+def _anthropic_content(reply: Reply) -> list[JSON]:
+    # Claude usually says something before calling tools; keep that so clients see mixed content.
+    text = reply.text or "Let me look that up."
+    blocks: list[JSON] = [{"type": "text", "text": text}]
+    blocks += [
+        {"type": "tool_use", "id": new_id("toolu_"), "name": c.name, "input": c.arguments}
+        for c in reply.tool_calls
+    ]
+    return blocks
+
+
+def _anthropic_usage(body: JSON, content: list[JSON]) -> tuple[int, int]:
+    prompt = json.dumps([body.get("system", ""), body.get("messages", [])])
+    return count_tokens(prompt), count_tokens(json.dumps(content))
+
+
+def anthropic_message(body: JSON, reply: Reply) -> JSON:
+    content = _anthropic_content(reply)
+    input_tokens, output_tokens = _anthropic_usage(body, content)
+    return {
+        "id": new_id("msg_"),
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", ""),
+        "content": content,
+        "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+    }
+
+
+def anthropic_events(body: JSON, reply: Reply) -> Iterator[tuple[str, JSON]]:
+    message = anthropic_message(body, reply)
+    start = {**message, "content": [], "stop_reason": None, "usage": {**message["usage"], "output_tokens": 1}}
+    yield "message_start", {"type": "message_start", "message": start}
+    yield "ping", {"type": "ping"}
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            yield (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+            deltas = [{"type": "text_delta", "text": piece} for piece in split_text(block["text"])]
+        else:
+            empty = {**block, "input": {}}
+            yield (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": empty},
+            )
+            # The real API opens every tool input with an empty partial_json.
+            pieces = ["", *split_json(json.dumps(block["input"]))]
+            deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
+        for delta in deltas:
+            yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+    stop = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    usage = {"output_tokens": message["usage"]["output_tokens"]}
+    yield "message_delta", {"type": "message_delta", "delta": stop, "usage": usage}
+    yield "message_stop", {"type": "message_stop"}
+
+
+def anthropic_error(message: str, kind: str = "api_error") -> JSON:
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+# --- HTTP -------------------------------------------------------------------------------------
+
+
+class _Handler(BaseHTTPRequestHandler):
+    # HTTP/1.1 so the SDKs reuse connections: JSON gets a Content-Length, SSE is chunked.
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if not self.server.quiet:
+            super().log_message(format, *args)
+
+    def do_POST(self) -> None:
+        path = self.path.split("?", 1)[0]
+        is_openai = path.startswith("/v1/chat/")
+        error = openai_error if is_openai else anthropic_error
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("request body must be a JSON object")
+        except ValueError as exc:
+            self._send_json(400, error(f"invalid JSON body: {exc}", "invalid_request_error"))
+            return
+        self.server.record(path, body)
+
+        if path not in ("/v1/chat/completions", "/v1/messages"):
+            self._send_json(404, error(f"unknown path {path}", "not_found_error"))
+            return
+        model = body.get("model")
+        if model == FAIL_MODEL:
+            self._send_json(500, error("injected failure: the fake model 'fail-500' always fails"))
+            return
+        if model == SLOW_MODEL:
+            time.sleep(SLOW_SECONDS)
+
+        if is_openai:
+            reply = openai_reply(body)
+            if body.get("stream"):
+                self._send_sse((None, c) for c in openai_chunks(body, reply))
+            else:
+                self._send_json(200, openai_completion(body, reply))
+        else:
+            reply = anthropic_reply(body)
+            if body.get("stream"):
+                self._send_sse(anthropic_events(body, reply))
+            else:
+                self._send_json(200, anthropic_message(body, reply))
+
+    def _send_json(self, status: int, payload: JSON) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("request-id", new_id("req_"))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_sse(self, events: Iterator[tuple[str | None, JSON]]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for name, payload in events:
+            prefix = f"event: {name}\n" if name else ""
+            self._write_chunk(f"{prefix}data: {json.dumps(payload)}\n\n".encode())
+        if self.path.startswith("/v1/chat/"):  # only OpenAI ends its stream with a sentinel
+            self._write_chunk(b"data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], quiet: bool, requests: list[tuple[str, JSON]]) -> None:
+        super().__init__(address, _Handler)
+        self.quiet = quiet
+        self.requests = requests
+        self._lock = threading.Lock()
+
+    def record(self, path: str, body: JSON) -> None:
+        with self._lock:
+            self.requests.append((path, body))
+
+
+class FakeLLMServer:
+    """The fake provider on 127.0.0.1, served from a daemon thread."""
+
+    def __init__(self, port: int = 0, *, quiet: bool = True) -> None:
+        self._port = port
+        self._quiet = quiet
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        # (path, parsed JSON body) of every request received, oldest first; kept after stop().
+        self.requests: list[tuple[str, JSON]] = []
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("FakeLLMServer is not started")
+        return int(self._server.server_address[1])
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> FakeLLMServer:
+        if self._server is None:
+            self._server = _Server(("127.0.0.1", self._port), self._quiet, self.requests)
+            self._thread = threading.Thread(target=self._server.serve_forever, name="fake-llm", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            if self._thread is not None:
+                self._thread.join()
+            self._server, self._thread = None, None
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free one)")
+    args = parser.parse_args()
+    with FakeLLMServer(args.port, quiet=False) as srv:
+        print(f"OpenAI base URL:    {srv.openai_base_url}", flush=True)
+        print(f"Anthropic base URL: {srv.anthropic_base_url}", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""Exceptions raised by otel-blackbox's own APIs (never by the span processor into the host).
+
+Hierarchy::
+
+    BlackboxError                 base of everything below
+    ├── ConfigError (ValueError)  a bad option or environment variable
+    └── StoreError                a database that cannot be used
+        ├── DatabaseNotFound      no file at the path
+        ├── NotABlackboxDatabase  not SQLite, or SQLite without our schema, or a newer schema
+        ├── DatabaseLocked        another process holds a lock longer than the busy timeout
+        └── TraceLookupError      a trace id prefix that is unknown or ambiguous
+            ├── TraceNotFound
+            └── AmbiguousTraceId
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AmbiguousTraceId",
+    "BlackboxError",
+    "ConfigError",
+    "DatabaseLocked",
+    "DatabaseNotFound",
+    "NotABlackboxDatabase",
+    "StoreError",
+    "TraceLookupError",
+    "TraceNotFound",
+]
+
+
+class BlackboxError(Exception):
+    """Base class: its message is one line, fit to show a user as is."""
+
+
+class ConfigError(BlackboxError, ValueError):
+    """An invalid configuration value, from code or from an OTEL_BLACKBOX_* variable."""
+
+
+class StoreError(BlackboxError):
+    """The database cannot be read or written."""
+
+
+class DatabaseNotFound(StoreError):
+    pass
+
+
+class NotABlackboxDatabase(StoreError):
+    pass
+
+
+class DatabaseLocked(StoreError):
+    pass
+
+
+class TraceLookupError(StoreError):
+    pass
+
+
+class TraceNotFound(TraceLookupError):
+    pass
+
+
+class AmbiguousTraceId(TraceLookupError):
+    pass

@@ -1,0 +1,55 @@
+"""BlackboxSpanExporter: the end-only variant, for a BatchSpanProcessor or opentelemetry-instrument.
+
+It writes finished spans only (no open rows, so a killed process shows nothing of the call it
+died in); use BlackboxSpanProcessor where that matters. Same store, same rows, same redaction.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from .config import BlackboxConfig
+from .store.writer import FlushMarker, SpanWriter
+
+__all__ = ["BlackboxSpanExporter"]
+
+
+class BlackboxSpanExporter(SpanExporter):
+    """Writes each exported batch of finished spans to the SQLite store, on the exporting thread."""
+
+    def __init__(self, db_path: str | Path | None = None, *, config: BlackboxConfig | None = None) -> None:
+        config = config or BlackboxConfig.from_env()
+        if db_path is not None:
+            config = config.replace(db_path=db_path)
+        self.config = config
+        self._queue: deque[Any] = deque()
+        self._lock = threading.Lock()
+        # The writer's thread is never started: export() drives it synchronously.
+        self._writer = SpanWriter(config, self._queue, threading.Event(), lambda: 0)
+        self._shutdown = False
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self._shutdown:
+            return SpanExportResult.FAILURE
+        marker = FlushMarker()
+        with self._lock:
+            self._queue.extend(spans)
+            self._queue.append(marker)
+            self._writer.write_pending()
+            self._writer.maintain()
+        return SpanExportResult.SUCCESS if marker.ok else SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        self._shutdown = True
+        with self._lock:
+            self._writer.close()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True  # every export() is written before it returns

@@ -1,0 +1,142 @@
+"""Reading messages, tool calls and tools back out of stored span attributes.
+
+OpenInference flattens lists into dotted keys (``llm.input_messages.0.message.role``); the
+OpenTelemetry GenAI conventions put them in JSON (``gen_ai.input.messages``). Both become the
+same small dataclasses here, for ``show -v`` and, later, cassettes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from openinference.semconv.trace import (
+    MessageAttributes,
+    MessageContentAttributes,
+    SpanAttributes,
+    ToolAttributes,
+    ToolCallAttributes,
+)
+
+__all__ = ["Message", "ToolCall", "indexed", "input_messages", "output_messages", "tool_definitions"]
+
+GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
+
+
+@dataclass
+class ToolCall:
+    id: str | None
+    name: str | None
+    arguments: str | None
+
+
+@dataclass
+class Message:
+    role: str
+    content: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+def indexed(attributes: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """``prefix.0.a``, ``prefix.0.b``, ``prefix.1.a`` -> ``[{a, b}, {a}]``, in index order."""
+    start = prefix + "."
+    items: dict[int, dict[str, Any]] = {}
+    for key, value in attributes.items():
+        if not key.startswith(start):
+            continue
+        index, _, rest = key[len(start) :].partition(".")
+        if index.isdigit() and rest:
+            items.setdefault(int(index), {})[rest] = value
+    return [items[i] for i in sorted(items)]
+
+
+def _tool_calls(flat: Mapping[str, Any]) -> list[ToolCall]:
+    return [
+        ToolCall(
+            id=call.get(ToolCallAttributes.TOOL_CALL_ID),
+            name=call.get(ToolCallAttributes.TOOL_CALL_FUNCTION_NAME),
+            arguments=call.get(ToolCallAttributes.TOOL_CALL_FUNCTION_ARGUMENTS_JSON),
+        )
+        for call in indexed(flat, MessageAttributes.MESSAGE_TOOL_CALLS)
+    ]
+
+
+def _openinference_messages(attributes: Mapping[str, Any], prefix: str) -> list[Message]:
+    messages = []
+    for flat in indexed(attributes, prefix):
+        content = flat.get(MessageAttributes.MESSAGE_CONTENT)
+        if content is None:
+            texts = [
+                part.get(MessageContentAttributes.MESSAGE_CONTENT_TEXT)
+                for part in indexed(flat, MessageAttributes.MESSAGE_CONTENTS)
+            ]
+            content = "\n".join(t for t in texts if isinstance(t, str)) or None
+        messages.append(
+            Message(
+                role=str(flat.get(MessageAttributes.MESSAGE_ROLE, "?")),
+                content=None if content is None else str(content),
+                tool_calls=_tool_calls(flat),
+                tool_call_id=flat.get(MessageAttributes.MESSAGE_TOOL_CALL_ID),
+                name=flat.get(MessageAttributes.MESSAGE_NAME),
+            )
+        )
+    return messages
+
+
+def _gen_ai_messages(raw: Any) -> list[Message]:
+    """The GenAI JSON shape: [{role, parts: [{type: text, content} | {type: tool_call, id, name, arguments}]}]."""
+    try:
+        items = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return []
+    if not isinstance(items, list):
+        return []
+    messages = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        texts, calls, call_id = [], [], None
+        for part in item.get("parts") or []:
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            if kind == "text":
+                texts.append(str(part.get("content", "")))
+            elif kind == "tool_call":
+                args = part.get("arguments")
+                calls.append(ToolCall(part.get("id"), part.get("name"), args if isinstance(args, str) else json.dumps(args)))
+            elif kind == "tool_call_response":
+                call_id = part.get("id")
+                texts.append(str(part.get("response", "")))
+        messages.append(Message(str(item.get("role", "?")), "\n".join(texts) or None, calls, call_id))
+    return messages
+
+
+def input_messages(attributes: Mapping[str, Any]) -> list[Message]:
+    return _openinference_messages(attributes, SpanAttributes.LLM_INPUT_MESSAGES) or _gen_ai_messages(
+        attributes.get(GEN_AI_INPUT_MESSAGES)
+    )
+
+
+def output_messages(attributes: Mapping[str, Any]) -> list[Message]:
+    return _openinference_messages(attributes, SpanAttributes.LLM_OUTPUT_MESSAGES) or _gen_ai_messages(
+        attributes.get(GEN_AI_OUTPUT_MESSAGES)
+    )
+
+
+def tool_definitions(attributes: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The tools offered to the model (``llm.tools.N.tool.json_schema``), parsed where they are JSON."""
+    tools = []
+    for flat in indexed(attributes, SpanAttributes.LLM_TOOLS):
+        schema = flat.get(ToolAttributes.TOOL_JSON_SCHEMA)
+        try:
+            parsed = json.loads(schema) if isinstance(schema, str) else None
+        except ValueError:
+            parsed = None
+        tools.append(parsed if isinstance(parsed, dict) else {"raw": schema})
+    return tools

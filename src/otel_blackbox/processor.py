@@ -1,0 +1,145 @@
+"""BlackboxSpanProcessor: every span on disk from the moment it starts.
+
+``on_start`` and ``on_end`` run on the agent's thread, so they only append the span to a bounded
+deque (a few hundred nanoseconds, no lock, no I/O); the writer thread (store.writer) does the
+serialization, redaction and SQLite work. When the deque is full spans are dropped and counted,
+never waited for: the agent comes first.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import weakref
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from .config import BlackboxConfig
+from .store.writer import FlushMarker, SpanWriter
+
+__all__ = ["BlackboxSpanProcessor"]
+
+logger = logging.getLogger("otel_blackbox")
+
+_EXIT_FLUSH_TIMEOUT_S = 5.0
+
+
+class BlackboxSpanProcessor(SpanProcessor):
+    """Records spans to a local SQLite file when they start, and replaces the row when they end.
+
+    Args:
+        db_path: the database file; default ``OTEL_BLACKBOX_DB`` or ``./blackbox.db``.
+        config: every other setting (``BlackboxConfig.from_env()`` when omitted); ``db_path`` wins
+            over ``config.db_path`` when both are given.
+    """
+
+    def __init__(self, db_path: str | Path | None = None, *, config: BlackboxConfig | None = None) -> None:
+        config = config or BlackboxConfig.from_env()
+        if db_path is not None:
+            config = config.replace(db_path=db_path)
+        self.config = config
+        self.disabled = os.environ.get(OTEL_SDK_DISABLED, "").strip().lower() == "true"
+        self._shutdown = False
+        # Ends may use twice the room of starts: a span whose start was dropped still gets its row.
+        self._max_starts = config.max_queue_size
+        self._max_items = config.max_queue_size * 2
+        self._wake_at = config.max_batch_size
+        self._open_rows_dropped = 0
+        self._spans_dropped = 0
+        self._new_writer()
+        if not self.disabled:
+            self._writer.start()
+        ref = weakref.ref(self)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=lambda: _call(ref, "_after_fork_in_child"))
+        atexit.register(_call, ref, "_at_exit")
+
+    def _new_writer(self) -> None:
+        self._queue: deque[Any] = deque()
+        self._wake = threading.Event()
+        self._writer = SpanWriter(self.config, self._queue, self._wake, self.dropped_count)
+
+    # -- SpanProcessor (caller's thread: append only) -----------------------------------------------
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        if self._shutdown or self.disabled:
+            return
+        if len(self._queue) < self._max_starts:
+            self._queue.append(span)
+        else:
+            self._open_rows_dropped += 1
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self._shutdown or self.disabled:
+            return
+        queue = self._queue
+        if len(queue) < self._max_items:
+            queue.append(span)
+            if len(queue) >= self._wake_at and not self._wake.is_set():
+                self._wake.set()
+        else:
+            self._spans_dropped += 1
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Write everything recorded so far (open spans as open rows). False on timeout or write failure."""
+        if self._shutdown or self.disabled or not self._writer.thread.is_alive():
+            return not self._queue
+        marker = FlushMarker()
+        self._queue.append(marker)
+        self._wake.set()
+        if not marker.done.wait(max(timeout_millis, 0) / 1000):
+            return False
+        return marker.ok
+
+    def shutdown(self) -> None:
+        if self._shutdown:
+            return
+        self._shutdown = True
+        if not self.disabled and not self._writer.stop(_EXIT_FLUSH_TIMEOUT_S * 6):
+            logger.warning("otel-blackbox writer did not finish within %ss", _EXIT_FLUSH_TIMEOUT_S * 6)
+
+    # -- counters ----------------------------------------------------------------------------------
+
+    def dropped_count(self) -> int:
+        """Spans lost because the queue was full (their final row was never written)."""
+        return self._spans_dropped
+
+    @property
+    def open_rows_dropped(self) -> int:
+        """Span starts not queued because the queue was full (the span still gets its final row)."""
+        return self._open_rows_dropped
+
+    @property
+    def spans_written(self) -> int:
+        return self._writer.spans_written
+
+    # -- process events ----------------------------------------------------------------------------
+
+    def _after_fork_in_child(self) -> None:
+        # The parent's queue, thread and SQLite connection belong to the parent: start afresh.
+        self._open_rows_dropped = 0
+        self._spans_dropped = 0
+        self._new_writer()
+        if not self._shutdown and not self.disabled:
+            self._writer.start()
+
+    def _at_exit(self) -> None:
+        # A clean exit or an unhandled exception: flush, even if nobody calls shutdown().
+        if not self._shutdown and not self.disabled:
+            self.force_flush(int(_EXIT_FLUSH_TIMEOUT_S * 1000))
+
+
+def _call(ref: weakref.ref[BlackboxSpanProcessor], method: str) -> None:
+    processor = ref()
+    if processor is not None:
+        try:
+            getattr(processor, method)()
+        except Exception:  # never raise into the host, not even at exit
+            logger.warning("otel-blackbox: %s failed", method, exc_info=True)

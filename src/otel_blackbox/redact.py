@@ -1,0 +1,133 @@
+"""Masking of credentials and bounding of huge values, applied before anything is persisted.
+
+Runs on the writer thread (never on the agent's), over span attributes, event attributes and the
+resource. Two rules:
+
+* a value that looks like a credential (OpenAI / Anthropic keys, bearer tokens, AWS access key ids,
+  GitHub tokens, JWTs, passwords in URLs, or a user regex) is replaced by ``[REDACTED:<kind>]``; an
+  attribute or JSON field whose name is a secret's (``password``, ``api_key``, ``authorization``...
+  plus the user's names) is masked whole;
+* a value larger than ``max_bytes`` becomes a JSON truncation marker that keeps the original size
+  and the SHA-256 of the original, so two huge values can still be compared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["DEFAULT_SECRET_FIELDS", "TRUNCATION_KEY", "Redactor"]
+
+TRUNCATION_KEY = "blackbox.truncated"
+_HEAD_CHARS = 1024
+_MIN_SECRET_LEN = 8  # no pattern below matches a shorter string: skip the regex entirely
+
+DEFAULT_SECRET_FIELDS = (
+    "password", "passwd", "secret", "client_secret", "api_key", "apikey", "x_api_key", "api_token",
+    "authorization", "proxy_authorization", "access_token", "refresh_token", "id_token", "auth_token",
+    "cookie", "set_cookie", "private_key", "aws_secret_access_key", "secret_access_key",
+)  # fmt: skip
+
+# (kind, regex). Order matters: the Anthropic rule must win over the generic OpenAI one.
+_BUILTIN_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("anthropic-key", r"sk-ant-[A-Za-z0-9_\-]{16,}"),
+    ("openai-key", r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}"),
+    ("bearer", r"(?i:bearer)\s+[A-Za-z0-9\-._~+/]{8,}=*"),
+    ("aws-key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b"),
+    ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+    ("jwt", r"\beyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"),
+    ("url-password", r"(?<=://)[^/\s:@]+:[^/\s@]+@"),
+)
+
+
+def _normalize_field(name: str) -> str:
+    return name.rsplit(".", 1)[-1].strip().lower().replace("-", "_")
+
+
+class Redactor:
+    """Applies the masking and size rules; one instance per processor, used by one thread."""
+
+    def __init__(
+        self,
+        *,
+        enabled: bool = True,
+        patterns: Iterable[str] = (),
+        fields: Iterable[str] = (),
+        max_bytes: int = 256 * 1024,
+    ) -> None:
+        self.enabled = enabled
+        self.max_bytes = max_bytes
+        rules = [*_BUILTIN_PATTERNS, *((f"custom-{i}", p) for i, p in enumerate(patterns))]
+        self._kinds = [kind for kind, _ in rules]
+        self._values = re.compile("|".join(f"(?P<g{i}>{rx})" for i, (_, rx) in enumerate(rules)))
+        self._fields = frozenset({*DEFAULT_SECRET_FIELDS, *(_normalize_field(f) for f in fields)})
+        field_alternatives = "|".join(re.escape(f).replace("_", "[_-]?") for f in sorted(self._fields))
+        # "api_key": "value" inside JSON text, e.g. a serialized request in input.value.
+        self._json_fields = re.compile(
+            rf'("(?:[^"\\]*[._-])?(?:{field_alternatives})"\s*:\s*)"(?:[^"\\]|\\.)*"', re.IGNORECASE
+        )
+
+    # -- strings ---------------------------------------------------------------------------------
+
+    def _mask(self, match: re.Match[str]) -> str:
+        kind = self._kinds[int(match.lastgroup[1:])] if match.lastgroup else "secret"
+        if kind == "bearer":
+            return "Bearer [REDACTED:bearer]"
+        if kind == "url-password":
+            return match.group(0).split(":", 1)[0] + ":[REDACTED]@"
+        return f"[REDACTED:{kind}]"
+
+    def redact_text(self, text: str) -> str:
+        if not self.enabled or len(text) < _MIN_SECRET_LEN:
+            return text
+        text = self._values.sub(self._mask, text)
+        if '"' in text:
+            text = self._json_fields.sub(r'\1"[REDACTED]"', text)
+        return text
+
+    def is_secret_field(self, name: str) -> bool:
+        return self.enabled and _normalize_field(name) in self._fields
+
+    # -- attribute values ------------------------------------------------------------------------
+
+    def _bounded(self, value: Any) -> Any:
+        """Replace a value over max_bytes by its truncation marker (a JSON string)."""
+        if isinstance(value, str):
+            if len(value) * 4 <= self.max_bytes:  # cannot be over the limit: skip the encode
+                return value
+            raw = value.encode("utf-8", "surrogatepass")
+            head = value[:_HEAD_CHARS]
+        elif isinstance(value, (list, tuple)) and value and isinstance(value[0], str):
+            if sum(len(v) for v in value if isinstance(v, str)) * 4 <= self.max_bytes:
+                return value
+            raw = json.dumps(list(value), ensure_ascii=False).encode("utf-8", "surrogatepass")
+            head = raw[: _HEAD_CHARS * 4].decode("utf-8", "ignore")[:_HEAD_CHARS]
+        else:
+            return value
+        if len(raw) <= self.max_bytes:
+            return value
+        marker = {
+            TRUNCATION_KEY: True,
+            "original_bytes": len(raw),
+            "sha256": hashlib.sha256(raw).hexdigest(),
+            "head": self.redact_text(head),
+        }
+        return json.dumps(marker, ensure_ascii=False)
+
+    def value(self, key: str, value: Any) -> Any:
+        if self.is_secret_field(key):
+            return "[REDACTED]"
+        value = self._bounded(value)
+        if isinstance(value, str):
+            return self.redact_text(value)
+        if isinstance(value, (list, tuple)):
+            return [self.redact_text(v) if isinstance(v, str) else v for v in value]
+        return value
+
+    def attributes(self, attributes: Mapping[str, Any] | None) -> dict[str, Any]:
+        if not attributes:
+            return {}
+        return {key: self.value(key, val) for key, val in attributes.items()}

@@ -1,0 +1,90 @@
+"""Which span attributes fill which columns: OpenInference first, then OpenTelemetry GenAI (gen_ai.*).
+
+The table here is the single source of truth in code; semconv/columns.yaml documents it for
+people writing SQL, and a test checks that the two agree. ``blackbox.*`` attributes that this
+project sets itself are registered in semconv/registry.yaml.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from openinference.semconv.trace import OpenInferenceSpanKindValues, SpanAttributes
+
+__all__ = [
+    "ATTR_SPAN_OPEN",
+    "COLUMN_SOURCES",
+    "GEN_AI_OPERATION_KINDS",
+    "INTEGER_COLUMNS",
+    "columns_from_attributes",
+]
+
+# Attributes this project adds (registered in semconv/registry.yaml).
+ATTR_SPAN_OPEN = "blackbox.span.open"
+
+# Column -> attributes that can fill it, in order of preference.
+COLUMN_SOURCES: dict[str, tuple[str, ...]] = {
+    "oi_span_kind": (SpanAttributes.OPENINFERENCE_SPAN_KIND,),
+    "session_id": (SpanAttributes.SESSION_ID, "gen_ai.conversation.id"),
+    "user_id": (SpanAttributes.USER_ID,),
+    "model": (
+        SpanAttributes.LLM_MODEL_NAME,
+        "gen_ai.response.model",
+        "gen_ai.request.model",
+        SpanAttributes.EMBEDDING_MODEL_NAME,
+    ),
+    "prompt_tokens": (
+        SpanAttributes.LLM_TOKEN_COUNT_PROMPT,
+        "gen_ai.usage.input_tokens",
+        "gen_ai.usage.prompt_tokens",
+    ),
+    "completion_tokens": (
+        SpanAttributes.LLM_TOKEN_COUNT_COMPLETION,
+        "gen_ai.usage.output_tokens",
+        "gen_ai.usage.completion_tokens",
+    ),
+    "total_tokens": (SpanAttributes.LLM_TOKEN_COUNT_TOTAL,),
+    "tool_name": (SpanAttributes.TOOL_NAME, "gen_ai.tool.name"),
+}
+INTEGER_COLUMNS = frozenset({"prompt_tokens", "completion_tokens", "total_tokens"})
+
+# A span with gen_ai.operation.name but no openinference.span.kind gets this kind.
+GEN_AI_OPERATION_KINDS: dict[str, str] = {
+    "chat": OpenInferenceSpanKindValues.LLM.value,
+    "text_completion": OpenInferenceSpanKindValues.LLM.value,
+    "generate_content": OpenInferenceSpanKindValues.LLM.value,
+    "embeddings": OpenInferenceSpanKindValues.EMBEDDING.value,
+    "execute_tool": OpenInferenceSpanKindValues.TOOL.value,
+    "invoke_agent": OpenInferenceSpanKindValues.AGENT.value,
+    "create_agent": OpenInferenceSpanKindValues.AGENT.value,
+}
+
+
+def _first(attributes: Mapping[str, Any], keys: tuple[str, ...], integer: bool) -> Any:
+    for key in keys:
+        value = attributes.get(key)
+        if value is None or isinstance(value, (list, tuple)):
+            continue
+        if integer:
+            if isinstance(value, bool):
+                continue
+            if isinstance(value, (int, float)):
+                return int(value)
+            continue
+        return str(value)
+    return None
+
+
+def columns_from_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """The column values for one span's attributes (None where nothing maps)."""
+    row = {col: _first(attributes, keys, col in INTEGER_COLUMNS) for col, keys in COLUMN_SOURCES.items()}
+    if row["oi_span_kind"] is None:
+        operation = attributes.get("gen_ai.operation.name")
+        if isinstance(operation, str):
+            row["oi_span_kind"] = GEN_AI_OPERATION_KINDS.get(operation)
+    else:
+        row["oi_span_kind"] = row["oi_span_kind"].upper()
+    if row["total_tokens"] is None and (row["prompt_tokens"] is not None or row["completion_tokens"] is not None):
+        row["total_tokens"] = (row["prompt_tokens"] or 0) + (row["completion_tokens"] or 0)
+    return row

@@ -1,0 +1,1 @@
+"""The SQLite store: schema, connections, the writer thread, queries and retention."""

@@ -1,0 +1,124 @@
+"""Opening the database: the writer's connection (creates and migrates) and the reader's (read-only).
+
+Every sqlite3 failure that a user can cause (no file, not SQLite, a newer schema, a lock held too
+long) becomes one StoreError subclass with a one-line message.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+from ..errors import DatabaseLocked, DatabaseNotFound, NotABlackboxDatabase, StoreError
+from .schema import SCHEMA_VERSION, migrate
+
+__all__ = ["connect_reader", "connect_writer", "describe_sqlite_error"]
+
+
+def describe_sqlite_error(path: str | Path, exc: sqlite3.Error) -> StoreError:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return DatabaseLocked(f"database is locked by another process: {path}")
+    if "not a database" in text or "malformed" in text or "file is encrypted" in text:
+        return NotABlackboxDatabase(f"not a SQLite database, or a damaged one: {path} ({text})")
+    if "unable to open" in text or "readonly" in text or "read-only" in text:
+        return StoreError(f"cannot open database {path}: {text}")
+    return StoreError(f"database error in {path}: {text}")
+
+
+def _check_version(path: str | Path, conn: sqlite3.Connection) -> int:
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise NotABlackboxDatabase(
+            f"{path} has schema version {version}, newer than this otel-blackbox supports "
+            f"({SCHEMA_VERSION}): upgrade otel-blackbox"
+        )
+    return version
+
+
+def connect_writer(path: str | Path, *, busy_timeout_ms: int = 5000, create: bool = True) -> sqlite3.Connection:
+    """A connection for writing: WAL, synchronous=NORMAL, the schema created or upgraded.
+
+    Safe when several processes open a new file at the same moment: the schema is created inside
+    an IMMEDIATE transaction that re-reads user_version.
+    """
+    path = Path(path)
+    if not create and not path.exists():
+        raise DatabaseNotFound(f"database not found: {path}")
+    if path.is_dir():
+        raise StoreError(f"database path is a directory: {path}")
+    try:
+        conn = sqlite3.connect(
+            str(path), timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as exc:
+        raise describe_sqlite_error(path, exc) from None
+    try:
+        # auto_vacuum only takes effect on a file with no tables yet; it lets the size cap give space back.
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        _retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL"), busy_timeout_ms)
+        conn.execute("PRAGMA synchronous = NORMAL")
+        if _check_version(path, conn) < SCHEMA_VERSION:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                current = _check_version(path, conn)
+                if current == 0 and _has_foreign_tables(conn):
+                    raise NotABlackboxDatabase(f"not an otel-blackbox database (other tables found): {path}")
+                migrate(conn, current)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return conn
+    except sqlite3.Error as exc:
+        conn.close()
+        raise describe_sqlite_error(path, exc) from None
+    except BaseException:
+        conn.close()
+        raise
+
+
+def connect_reader(path: str | Path, *, busy_timeout_ms: int = 2000) -> sqlite3.Connection:
+    """A read-only connection to an existing otel-blackbox database."""
+    path = Path(path)
+    if not path.exists():
+        raise DatabaseNotFound(f"database not found: {path}")
+    if path.is_dir():
+        raise StoreError(f"database path is a directory: {path}")
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout_ms / 1000, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise describe_sqlite_error(path, exc) from None
+    try:
+        conn.row_factory = sqlite3.Row
+        version = _check_version(path, conn)
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if version == 0 or "spans" not in tables:
+            raise NotABlackboxDatabase(f"not an otel-blackbox database (no spans table): {path}")
+        return conn
+    except sqlite3.Error as exc:
+        conn.close()
+        raise describe_sqlite_error(path, exc) from None
+    except BaseException:
+        conn.close()
+        raise
+
+
+def _has_foreign_tables(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0] > 0
+
+
+def _retry_busy(action: object, busy_timeout_ms: int) -> None:
+    """Switching to WAL can answer SQLITE_BUSY without calling the busy handler: retry it ourselves."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    while True:
+        try:
+            action()  # type: ignore[operator]
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)

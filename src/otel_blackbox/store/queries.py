@@ -1,0 +1,222 @@
+"""Read-side queries for the CLI: recent traces, one trace's spans, errors, stats.
+
+Everything here reads through a connection from ``connect_reader``; nothing writes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import AmbiguousTraceId, TraceNotFound
+from .schema import SCHEMA_VERSION
+
+__all__ = [
+    "SpanRecord",
+    "TraceSummary",
+    "error_spans",
+    "recent_traces",
+    "resolve_trace_id",
+    "stats",
+    "trace_spans",
+]
+
+_HEX = re.compile(r"^[0-9a-f]{1,32}$")
+_JSON_COLUMNS: dict[str, Any] = {"attributes": dict, "events": list, "links": list, "resource": dict, "scope": dict}
+
+
+@dataclass
+class SpanRecord:
+    """One stored span, JSON columns parsed."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    span_kind: str
+    oi_span_kind: str | None
+    status: str
+    status_message: str | None
+    start_ns: int
+    end_ns: int | None
+    duration_ns: int | None
+    written_ns: int
+    session_id: str | None
+    user_id: str | None
+    model: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    total_tokens: int | None
+    tool_name: str | None
+    pid: int | None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    links: list[dict[str, Any]] = field(default_factory=list)
+    resource: dict[str, Any] = field(default_factory=dict)
+    scope: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> SpanRecord:
+        values = {k: row[k] for k in row.keys() if k != "id"}  # noqa: SIM118 (sqlite3.Row)
+        for key, empty in _JSON_COLUMNS.items():
+            try:
+                values[key] = json.loads(values[key] or "null") or empty()
+            except ValueError:  # a hand-edited row: keep the text visible rather than fail
+                values[key] = {"blackbox.unreadable": values[key]} if key == "attributes" else empty()
+        return cls(**values)
+
+    @property
+    def exception_events(self) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("name") == "exception"]
+
+
+@dataclass
+class TraceSummary:
+    trace_id: str
+    start_ns: int
+    end_ns: int
+    span_count: int
+    open_count: int
+    error_count: int
+    root_name: str
+    session_id: str | None
+    total_tokens: int | None
+
+    @property
+    def status(self) -> str:
+        if self.open_count:
+            return "open"
+        return "error" if self.error_count else "ok"
+
+    @property
+    def duration_ns(self) -> int:
+        return max(0, self.end_ns - self.start_ns)
+
+
+def _recent_trace_ids(conn: sqlite3.Connection, limit: int, session: str | None, errors_only: bool) -> list[str]:
+    where, params = [], []
+    if session is not None:
+        where.append("session_id = ?")
+        params.append(session)
+    if errors_only:
+        where.append("status = 'error'")
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    seen: dict[str, None] = {}
+    # Walk the start-time index from the newest span down until `limit` distinct traces are found.
+    for (trace_id,) in conn.execute(f"SELECT trace_id FROM spans {clause} ORDER BY start_ns DESC", params):
+        seen.setdefault(trace_id, None)
+        if len(seen) >= limit:
+            break
+    return list(seen)
+
+
+def summarize(conn: sqlite3.Connection, trace_ids: list[str]) -> list[TraceSummary]:
+    if not trace_ids:
+        return []
+    marks = ",".join("?" * len(trace_ids))
+    roots = {
+        r[0]: r[1]
+        for r in conn.execute(
+            f"""
+            SELECT trace_id, name FROM (
+                SELECT trace_id, name, row_number() OVER (
+                    PARTITION BY trace_id ORDER BY parent_span_id IS NOT NULL, start_ns) AS n
+                FROM spans WHERE trace_id IN ({marks})
+            ) WHERE n = 1
+            """,
+            trace_ids,
+        )
+    }
+    rows = conn.execute(
+        f"""
+        SELECT trace_id, min(start_ns), max(coalesce(end_ns, written_ns)), count(*),
+               sum(status = 'open'), sum(status = 'error'), max(session_id),
+               sum(CASE WHEN oi_span_kind = 'LLM' THEN total_tokens END)
+        FROM spans WHERE trace_id IN ({marks}) GROUP BY trace_id
+        """,
+        trace_ids,
+    ).fetchall()
+    summaries = [
+        TraceSummary(r[0], r[1], r[2], r[3], r[4], r[5], roots.get(r[0], "?"), r[6], r[7]) for r in rows
+    ]
+    return sorted(summaries, key=lambda s: s.start_ns, reverse=True)
+
+
+def recent_traces(
+    conn: sqlite3.Connection, *, limit: int = 20, session: str | None = None, errors_only: bool = False
+) -> list[TraceSummary]:
+    return summarize(conn, _recent_trace_ids(conn, limit, session, errors_only))
+
+
+def resolve_trace_id(conn: sqlite3.Connection, prefix: str) -> str:
+    """A full trace id from a unique prefix; TraceNotFound / AmbiguousTraceId otherwise."""
+    wanted = prefix.strip().lower()
+    if not _HEX.match(wanted):
+        raise TraceNotFound(f"not a trace id (expected 1 to 32 hex digits): {prefix!r}")
+    upper = wanted + "g"  # every id with the prefix sorts between prefix and prefix + 'g'
+    found = [
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT trace_id FROM spans WHERE trace_id >= ? AND trace_id < ? LIMIT 6", (wanted, upper)
+        )
+    ]
+    if not found:
+        raise TraceNotFound(f"no trace with id {prefix!r}")
+    if len(found) > 1:
+        shown = ", ".join(f[:12] for f in found[:5])
+        raise AmbiguousTraceId(f"trace id {prefix!r} is ambiguous: it matches {shown}{' ...' if len(found) > 5 else ''}")
+    return str(found[0])
+
+
+def trace_spans(conn: sqlite3.Connection, trace_id: str) -> list[SpanRecord]:
+    rows = conn.execute("SELECT * FROM spans WHERE trace_id = ? ORDER BY start_ns, id", (trace_id,))
+    return [SpanRecord.from_row(r) for r in rows]
+
+
+def error_spans(conn: sqlite3.Connection, *, limit: int = 20) -> list[SpanRecord]:
+    rows = conn.execute("SELECT * FROM spans WHERE status = 'error' ORDER BY start_ns DESC LIMIT ?", (limit,))
+    return [SpanRecord.from_row(r) for r in rows]
+
+
+def stats(conn: sqlite3.Connection, path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    files = [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
+    size = sum(p.stat().st_size for p in files if p.exists())
+    spans, traces, open_spans, errors = conn.execute(
+        "SELECT count(*), count(DISTINCT trace_id), coalesce(sum(status = 'open'), 0), "
+        "coalesce(sum(status = 'error'), 0) FROM spans"
+    ).fetchone()
+    dropped, write_errors, recorders = conn.execute(
+        "SELECT coalesce(sum(spans_dropped), 0), coalesce(sum(write_errors), 0), count(*) FROM recorders"
+    ).fetchone()
+    oldest, newest = conn.execute("SELECT min(start_ns), max(start_ns) FROM spans").fetchone()
+    models = [
+        {"model": r[0], "llm_spans": r[1], "prompt_tokens": r[2], "completion_tokens": r[3], "total_tokens": r[4]}
+        for r in conn.execute(
+            """
+            SELECT model, count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0),
+                   coalesce(sum(total_tokens), 0)
+            FROM spans WHERE model IS NOT NULL AND oi_span_kind = 'LLM'
+            GROUP BY model ORDER BY sum(total_tokens) DESC
+            """
+        )
+    ]
+    return {
+        "database": str(path),
+        "size_bytes": size,
+        "schema_version": SCHEMA_VERSION,
+        "traces": traces,
+        "spans": spans,
+        "open_spans": open_spans,
+        "error_spans": errors,
+        "spans_dropped": dropped,
+        "write_errors": write_errors,
+        "recording_processes": recorders,
+        "oldest_span_ns": oldest,
+        "newest_span_ns": newest,
+        "tokens_by_model": models,
+    }

@@ -1,0 +1,136 @@
+"""Turning an OpenTelemetry span into the row written to the spans table.
+
+Runs on the writer thread: serialization, redaction and column mapping all happen here, never
+on the caller's thread.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
+
+from ..redact import Redactor
+from ..semconv import columns_from_attributes
+
+__all__ = ["RowBuilder", "dumps"]
+
+_STATUS = {StatusCode.OK: "ok", StatusCode.ERROR: "error", StatusCode.UNSET: "unset"}
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities are not JSON: keep them as strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON that SQLite's json functions accept (no NaN); odd objects become strings."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
+    except ValueError:
+        return json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+class RowBuilder:
+    """Builds row tuples (in SPAN_COLUMNS order); caches the JSON of shared resources and scopes."""
+
+    def __init__(self, redactor: Redactor, pid: int) -> None:
+        self.redactor = redactor
+        self.pid = pid
+        # Keyed by id() with the object kept alive in the value, so an id is never reused wrongly.
+        self._resource_json: dict[int, tuple[object, str]] = {}
+        self._scope_json: dict[int, tuple[object, str]] = {}
+
+    def _cached(self, cache: dict[int, tuple[object, str]], obj: object, make: Any) -> str:
+        hit = cache.get(id(obj))
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        if len(cache) > 64:
+            cache.clear()
+        text: str = make()
+        cache[id(obj)] = (obj, text)
+        return text
+
+    def _attributes(self, attributes: Mapping[str, Any] | None) -> dict[str, Any]:
+        # A live span's attributes may change on another thread while we copy them: retry.
+        for _ in range(3):
+            try:
+                return self.redactor.attributes(attributes)
+            except RuntimeError:
+                continue
+        return {}
+
+    def row(self, span: ReadableSpan, written_ns: int, *, is_open: bool) -> tuple[Any, ...]:
+        context = span.context
+        assert context is not None  # SDK spans always have one
+        attributes = self._attributes(span.attributes)
+        columns = columns_from_attributes(attributes)
+        start_ns = span.start_time or written_ns
+        end_ns = None if is_open else span.end_time
+        if is_open:
+            status, message = "open", None
+        else:
+            status = _STATUS.get(span.status.status_code, "unset")
+            message = span.status.description
+        parent = span.parent
+        events = [
+            {"name": e.name, "timestamp_ns": e.timestamp, "attributes": self._attributes(e.attributes)}
+            for e in span.events
+        ]
+        links = [
+            {
+                "trace_id": format(link.context.trace_id, "032x"),
+                "span_id": format(link.context.span_id, "016x"),
+                "attributes": self._attributes(link.attributes),
+            }
+            for link in span.links
+        ]
+        resource = span.resource
+        resource_json = self._cached(
+            self._resource_json, resource, lambda: dumps(self._attributes(resource.attributes))
+        )
+        scope = span.instrumentation_scope
+        scope_json = self._cached(
+            self._scope_json,
+            scope,
+            lambda: dumps(
+                {"name": scope.name, "version": scope.version, "schema_url": scope.schema_url} if scope else {}
+            ),
+        )
+        return (
+            format(context.trace_id, "032x"),
+            format(context.span_id, "016x"),
+            format(parent.span_id, "016x") if parent is not None else None,
+            self.redactor.redact_text(span.name),
+            span.kind.name,
+            columns["oi_span_kind"],
+            status,
+            self.redactor.redact_text(message) if message else message,
+            start_ns,
+            end_ns,
+            None if end_ns is None else end_ns - start_ns,
+            written_ns,
+            columns["session_id"],
+            columns["user_id"],
+            columns["model"],
+            columns["prompt_tokens"],
+            columns["completion_tokens"],
+            columns["total_tokens"],
+            columns["tool_name"],
+            self.pid,
+            dumps(attributes),
+            dumps(events) if events else "[]",
+            dumps(links) if links else "[]",
+            resource_json,
+            scope_json,
+        )

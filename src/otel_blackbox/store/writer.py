@@ -1,0 +1,231 @@
+"""The writer thread: drains the processor's queue and writes rows in batched transactions.
+
+The caller's thread only appends span objects to a deque. Each tick (half the flush interval) the
+writer takes what is queued and:
+
+* a span that has ended gets its final row (an upsert on trace id + span id);
+* a span that is still open gets an open row (insert-if-absent), so a process killed now still
+  shows it; a span that started and ended between two ticks never needs an open row at all.
+
+A final row is never overwritten by an open one, whatever order the rows arrive in.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, set_value
+from opentelemetry.sdk.trace import ReadableSpan
+
+from ..config import BlackboxConfig
+from ..errors import StoreError
+from ..redact import Redactor
+from .connection import connect_writer
+from .retention import cleanup, database_bytes
+from .rows import RowBuilder
+from .schema import SPAN_COLUMNS
+
+__all__ = ["FlushMarker", "SpanWriter"]
+
+logger = logging.getLogger("otel_blackbox")
+
+_COLUMNS = ", ".join(SPAN_COLUMNS)
+_PLACEHOLDERS = ", ".join("?" * len(SPAN_COLUMNS))
+_UPDATES = ", ".join(f"{c} = excluded.{c}" for c in SPAN_COLUMNS[2:])
+_UPSERT_FINAL = (
+    f"INSERT INTO spans ({_COLUMNS}) VALUES ({_PLACEHOLDERS}) "
+    f"ON CONFLICT (trace_id, span_id) DO UPDATE SET {_UPDATES}"
+)
+_INSERT_OPEN = f"INSERT INTO spans ({_COLUMNS}) VALUES ({_PLACEHOLDERS}) ON CONFLICT (trace_id, span_id) DO NOTHING"
+
+
+class FlushMarker:
+    """Queued by force_flush: set once everything queued before it is written (or failed)."""
+
+    __slots__ = ("done", "ok")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.ok = True
+
+
+class SpanWriter:
+    """Owns the SQLite connection and the thread that writes to it. One per process."""
+
+    def __init__(
+        self,
+        config: BlackboxConfig,
+        queue: deque[Any],
+        wake: threading.Event,
+        dropped: Callable[[], int],
+    ) -> None:
+        self.config = config
+        self.queue = queue
+        self.wake = wake
+        self._dropped = dropped
+        self.redactor = Redactor(
+            enabled=config.redact,
+            patterns=config.redact_patterns,
+            fields=config.redact_fields,
+            max_bytes=config.max_attribute_bytes,
+        )
+        self.rows = RowBuilder(self.redactor, os.getpid())
+        self.spans_written = 0
+        self.write_errors = 0
+        self._stopping = False
+        self._conn: sqlite3.Connection | None = None
+        self._recorder_id: int | None = None
+        self._warned: set[str] = set()
+        self._last_cleanup = 0.0
+        self._last_size_check = 0.0
+        self.thread = threading.Thread(target=self._run, name="otel-blackbox-writer", daemon=True)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self, timeout_s: float) -> bool:
+        """Write what is queued, then end the thread. False if it did not finish in time."""
+        self._stopping = True
+        self.wake.set()
+        self.thread.join(timeout_s)
+        return not self.thread.is_alive()
+
+    def _run(self) -> None:
+        # Our own SQLite I/O must not show up as spans of the agent.
+        attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+        tick = self.config.flush_interval_ms / 2000
+        while True:
+            self.wake.wait(tick)
+            self.wake.clear()
+            stopping = self._stopping
+            try:
+                self.write_pending()
+                self.maintain()
+            except Exception:  # the writer must survive anything: log and keep going
+                self._warn_once("writer", "otel-blackbox writer error; continuing", exc_info=True)
+            if stopping:
+                self.close()
+                return
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def write_pending(self) -> None:
+        """Write everything queued right now, in transactions of at most max_batch_size rows."""
+        while self.queue:
+            finals: dict[tuple[int, int], ReadableSpan] = {}
+            opens: dict[tuple[int, int], ReadableSpan] = {}
+            markers: list[FlushMarker] = []
+            for _ in range(self.config.max_batch_size):
+                try:
+                    item = self.queue.popleft()
+                except IndexError:
+                    break
+                if isinstance(item, FlushMarker):
+                    markers.append(item)
+                    continue
+                context = item.context
+                key = (context.trace_id, context.span_id)
+                if item.end_time is not None:
+                    finals[key] = item
+                    opens.pop(key, None)
+                elif key not in finals:
+                    opens[key] = item
+            ok = self._write(finals, opens)
+            for marker in markers:
+                marker.ok = ok
+                marker.done.set()
+
+    def _write(self, finals: dict[Any, ReadableSpan], opens: dict[Any, ReadableSpan]) -> bool:
+        if not finals and not opens:
+            return True
+        now = time.time_ns()
+        count = len(finals) + len(opens)
+        try:
+            final_rows = [self.rows.row(s, now, is_open=False) for s in finals.values()]
+            # A span may have ended since it was queued: its final row is on its way, skip the open one.
+            open_rows = [self.rows.row(s, now, is_open=True) for s in opens.values() if s.end_time is None]
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if final_rows:
+                    conn.executemany(_UPSERT_FINAL, final_rows)
+                if open_rows:
+                    conn.executemany(_INSERT_OPEN, open_rows)
+                self.spans_written += len(final_rows)
+                self._update_recorder(conn, now)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return True
+        except (sqlite3.Error, StoreError, OSError) as exc:
+            self.write_errors += count
+            self._warn_once(f"write:{type(exc).__name__}", f"otel-blackbox could not write {count} spans: {exc}")
+            self.close()  # reopen on the next batch: the file may have been replaced or fixed
+            return False
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            conn = connect_writer(self.config.db_path, busy_timeout_ms=self.config.busy_timeout_ms)
+            now = time.time_ns()
+            cursor = conn.execute(
+                "INSERT INTO recorders (pid, started_ns, last_seen_ns) VALUES (?, ?, ?)", (os.getpid(), now, now)
+            )
+            self._recorder_id = cursor.lastrowid
+            self._conn = conn
+        return self._conn
+
+    def _update_recorder(self, conn: sqlite3.Connection, now: int) -> None:
+        conn.execute(
+            "UPDATE recorders SET last_seen_ns = ?, spans_written = ?, spans_dropped = ?, write_errors = ? "
+            "WHERE id = ?",
+            (now, self.spans_written, self._dropped(), self.write_errors, self._recorder_id),
+        )
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+            self._conn = None
+
+    # -- maintenance -----------------------------------------------------------------------------
+
+    def maintain(self) -> None:
+        """Retention and the size cap: at start, every cleanup interval, and when the file grows past the cap."""
+        dropped = self._dropped()
+        if dropped:
+            self._warn_once("dropped", f"otel-blackbox queue full: dropping spans ({dropped} so far)")
+        config = self.config
+        if config.retention_seconds is None and config.max_db_bytes is None:
+            return
+        now = time.monotonic()
+        due = now - self._last_cleanup >= config.cleanup_interval_s or self._last_cleanup == 0.0
+        if not due and config.max_db_bytes is not None and now - self._last_size_check >= 1.0:
+            self._last_size_check = now
+            if self._conn is not None:
+                due = database_bytes(self._conn) > config.max_db_bytes
+        if not due:
+            return
+        self._last_cleanup = now
+        try:
+            cleanup(self._connection(), max_age_s=config.retention_seconds, max_bytes=config.max_db_bytes)
+        except (sqlite3.Error, StoreError) as exc:
+            self._warn_once(f"cleanup:{type(exc).__name__}", f"otel-blackbox cleanup failed: {exc}")
+            self.close()
+
+    def _warn_once(self, key: str, message: str, **kwargs: Any) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            logger.warning(message, **kwargs)
