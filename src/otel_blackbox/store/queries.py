@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,11 @@ __all__ = [
     "SpanRecord",
     "TraceSummary",
     "error_spans",
+    "iter_spans",
+    "last_seen_by_trace",
     "recent_traces",
     "resolve_trace_id",
+    "summarize",
     "stats",
     "trace_spans",
 ]
@@ -220,3 +224,24 @@ def stats(conn: sqlite3.Connection, path: str | Path) -> dict[str, Any]:
         "newest_span_ns": newest,
         "tokens_by_model": models,
     }
+
+
+def iter_spans(conn: sqlite3.Connection, trace_id: str | None = None) -> Iterator[SpanRecord]:
+    """Every span (or one trace's), oldest first, streamed from the cursor."""
+    if trace_id is None:
+        rows = conn.execute("SELECT * FROM spans ORDER BY start_ns, id")
+    else:
+        rows = conn.execute("SELECT * FROM spans WHERE trace_id = ? ORDER BY start_ns, id", (trace_id,))
+    for row in rows:
+        yield SpanRecord.from_row(row)
+
+
+def last_seen_by_trace(conn: sqlite3.Connection, trace_id: str | None = None) -> dict[str, int]:
+    """For traces with open spans: the last moment anything in the trace was seen (ended or written)."""
+    query = (
+        "SELECT trace_id, max(coalesce(end_ns, written_ns)) FROM spans WHERE trace_id IN "
+        "(SELECT trace_id FROM spans WHERE status = 'open'{}) GROUP BY trace_id"
+    )
+    if trace_id is None:
+        return dict(conn.execute(query.format("")).fetchall())
+    return dict(conn.execute(query.format(" AND trace_id = ?"), (trace_id,)).fetchall())

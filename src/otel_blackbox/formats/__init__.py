@@ -1,0 +1,1 @@
+"""Export formats: stored spans in shapes other tools read."""

@@ -1,0 +1,1 @@
+"""Turning stored spans into text for people (and, later, HTML)."""

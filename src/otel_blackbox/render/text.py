@@ -1,0 +1,173 @@
+"""Plain-text views for the terminal: durations, times, the span tree and its verbose details.
+
+Every value that came from a span passes through ``safe`` so a hostile span name cannot send
+terminal control sequences.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from openinference.semconv.trace import SpanAttributes
+
+from ..messages import Message, input_messages, output_messages
+from ..store.queries import SpanRecord, TraceSummary
+
+__all__ = ["fmt_duration", "fmt_time", "render_tree", "safe", "status_marker"]
+
+Style = Callable[[str, str], str]  # (text, status) -> styled text
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_MARKERS = {"ok": "✓", "error": "✗", "open": "…", "unset": "·"}
+
+
+def safe(text: object, *, single_line: bool = True) -> str:
+    """Neutralize control characters (escape sequences, NUL...) before they reach a terminal."""
+    value = _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", str(text))
+    return value.replace("\n", "\\n").replace("\t", " ") if single_line else value
+
+
+def _clip(text: str, limit: int | None) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more chars)"
+
+
+def fmt_duration(ns: int | None) -> str:
+    if ns is None:
+        return "-"
+    ms = ns / 1e6
+    if ms < 1:
+        return f"{ms:.2f}ms"
+    if ms < 1000:
+        return f"{ms:.0f}ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.2f}s"
+    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+def fmt_time(ns: int | None) -> str:
+    if ns is None:
+        return "-"
+    return datetime.fromtimestamp(ns / 1e9).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def status_marker(status: str) -> str:
+    return _MARKERS.get(status, "?")
+
+
+def _plain(text: str, _status: str) -> str:
+    return text
+
+
+def _span_line(span: SpanRecord, last_seen_ns: int) -> str:
+    parts = [f"{status_marker(span.status)} {safe(span.name)}"]
+    if span.oi_span_kind:
+        parts.append(f"[{safe(span.oi_span_kind)}]")
+    elif span.span_kind != "INTERNAL":
+        parts.append(f"[{span.span_kind}]")
+    if span.status == "open":
+        parts.append(f"OPEN (last seen {fmt_duration(max(0, last_seen_ns - span.start_ns))} after start)")
+    else:
+        parts.append(fmt_duration(span.duration_ns))
+        if span.status == "error":
+            parts.append("ERROR" + (f": {safe(span.status_message)}" if span.status_message else ""))
+    if span.model:
+        parts.append(safe(span.model))
+    if span.total_tokens is not None:
+        parts.append(f"tokens {span.prompt_tokens or 0}+{span.completion_tokens or 0}={span.total_tokens}")
+    return "  ".join(parts)
+
+
+def _format_message(message: Message, limit: int | None) -> list[str]:
+    label = safe(message.role) + (f" {safe(message.tool_call_id)}" if message.tool_call_id else "")
+    lines = []
+    if message.content:
+        lines.append(f"[{label}] {safe(_clip(message.content, limit))}")
+    for call in message.tool_calls:
+        args = safe(_clip(call.arguments or "", limit))
+        lines.append(f"[{label}] → {safe(call.name)}({args})" + (f"  id={safe(call.id)}" if call.id else ""))
+    return lines or [f"[{label}]"]
+
+
+def _details(span: SpanRecord, limit: int | None) -> list[str]:
+    attrs = span.attributes
+    lines: list[str] = []
+    inputs = input_messages(attrs)
+    outputs = output_messages(attrs)
+    if inputs:
+        lines.append("messages:")
+        lines += [f"  {m}" for msg in inputs for m in _format_message(msg, limit)]
+    elif SpanAttributes.INPUT_VALUE in attrs:
+        lines.append(f"input: {safe(_clip(str(attrs[SpanAttributes.INPUT_VALUE]), limit))}")
+    if SpanAttributes.TOOL_PARAMETERS in attrs and not inputs:
+        lines.append(f"tool parameters: {safe(_clip(str(attrs[SpanAttributes.TOOL_PARAMETERS]), limit))}")
+    if outputs:
+        lines.append("output:")
+        lines += [f"  {m}" for msg in outputs for m in _format_message(msg, limit)]
+    elif SpanAttributes.OUTPUT_VALUE in attrs:
+        lines.append(f"output: {safe(_clip(str(attrs[SpanAttributes.OUTPUT_VALUE]), limit))}")
+    if span.model or span.total_tokens is not None:
+        lines.append(
+            f"model: {safe(span.model or '-')}  tokens: prompt {span.prompt_tokens or 0}, "
+            f"completion {span.completion_tokens or 0}, total {span.total_tokens or 0}"
+        )
+    params = attrs.get(SpanAttributes.LLM_INVOCATION_PARAMETERS)
+    if params:
+        lines.append(f"parameters: {safe(_clip(str(params), limit))}")
+    for event in span.exception_events:
+        ev = event.get("attributes", {})
+        lines.append(f"exception: {safe(ev.get('exception.type', '?'))}: {safe(ev.get('exception.message', ''))}")
+        stack = ev.get("exception.stacktrace")
+        if stack:
+            lines += [f"  {safe(line)}" for line in _clip(str(stack), limit).rstrip().splitlines()]
+    if span.status == "open":
+        lines.append("still open when the recording stopped: the process was killed, crashed or is still running")
+    return lines
+
+
+def render_tree(
+    summary: TraceSummary,
+    spans: list[SpanRecord],
+    *,
+    verbose: bool = False,
+    max_chars: int | None = 1000,
+    style: Style = _plain,
+) -> list[str]:
+    """The span tree of one trace as lines, children under parents in start order."""
+    by_id = {s.span_id: s for s in spans}
+    children: dict[str | None, list[SpanRecord]] = {}
+    for span in spans:
+        parent = span.parent_span_id if span.parent_span_id in by_id else None
+        children.setdefault(parent, []).append(span)
+    opened = f", {summary.open_count} open" if summary.open_count else ""
+    header = (
+        f"trace {summary.trace_id}  {safe(summary.root_name)}  {summary.status.upper()}  "
+        f"{fmt_duration(summary.duration_ns)}  {summary.span_count} spans{opened}  started {fmt_time(summary.start_ns)}"
+    )
+    if summary.session_id:
+        header += f"  session {safe(summary.session_id)}"
+    lines = [style(header, summary.status)]
+
+    # Depth-first with an explicit stack: a deeply nested trace must not hit the recursion limit.
+    roots = children.get(None, [])
+    stack = [(root, "", i == len(roots) - 1) for i, root in reversed(list(enumerate(roots)))]
+    while stack:
+        span, prefix, last = stack.pop()
+        lines.append(prefix + ("└── " if last else "├── ") + style(_span_line(span, summary.end_ns), span.status))
+        inner = prefix + ("    " if last else "│   ")
+        kids = children.get(span.span_id, [])
+        if verbose:
+            bar = "│   " if kids else "    "
+            lines.extend(inner + bar + line for line in _details(span, max_chars))
+        stack.extend((kid, inner, i == len(kids) - 1) for i, kid in reversed(list(enumerate(kids))))
+    return lines
+
+
+def span_to_json(span: SpanRecord) -> dict[str, Any]:
+    return json.loads(json.dumps(span.__dict__, default=str))
