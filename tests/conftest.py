@@ -1,0 +1,47 @@
+"""Shared fixtures: a temporary database, a provider with BlackboxSpanProcessor, the fake LLM server."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import EXAMPLES, Recorder
+
+sys.path.insert(0, str(EXAMPLES))
+
+from fake_llm import FakeLLMServer  # noqa: E402  (needs the path above)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "blackbox.db"
+
+
+@pytest.fixture
+def recorder(db_path: Path) -> Iterator[Recorder]:
+    rec = Recorder(db_path)
+    yield rec
+    rec.provider.shutdown()
+
+
+@pytest.fixture
+def make_recorder(db_path: Path) -> Iterator[Callable[..., Recorder]]:
+    made: list[Recorder] = []
+
+    def make(**config: Any) -> Recorder:
+        rec = Recorder(config.pop("path", db_path), **config)
+        made.append(rec)
+        return rec
+
+    yield make
+    for rec in made:
+        rec.provider.shutdown()
+
+
+@pytest.fixture(scope="session")
+def fake_llm() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as server:
+        yield server

@@ -1,0 +1,50 @@
+"""Helpers the tests share: a recorder on a temp database and the CLI run as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.sdk.trace import TracerProvider
+
+from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+class Recorder:
+    """A TracerProvider wired to a BlackboxSpanProcessor on a temp database."""
+
+    def __init__(self, db_path: Path, **config: Any) -> None:
+        self.db_path = db_path
+        self.processor = BlackboxSpanProcessor(config=BlackboxConfig(db_path=db_path, **config))
+        self.provider = TracerProvider(shutdown_on_exit=False)
+        self.provider.add_span_processor(self.processor)
+        self.tracer = self.provider.get_tracer("tests")
+
+    def rows(self, query: str = "SELECT * FROM spans ORDER BY start_ns", *params: Any) -> list[sqlite3.Row]:
+        conn = sqlite3.connect(self.db_path)
+        conn.row_factory = sqlite3.Row
+        try:
+            return conn.execute(query, params).fetchall()
+        finally:
+            conn.close()
+
+    def flush(self) -> None:
+        assert self.processor.force_flush(10_000)
+
+
+def run_cli(*args: str, db: Path | None = None, check: bool = False) -> subprocess.CompletedProcess[str]:
+    """The real console entry point, in a subprocess, as a user runs it."""
+    argv = [sys.executable, "-m", "otel_blackbox.cli"]
+    if db is not None:
+        argv += ["--db", str(db)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_BLACKBOX")}
+    result = subprocess.run([*argv, *args], capture_output=True, text=True, env=env, timeout=60)
+    if check and result.returncode != 0:
+        raise AssertionError(f"exit {result.returncode}: {result.stderr}")
+    return result
