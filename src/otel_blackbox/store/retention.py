@@ -45,7 +45,7 @@ def apply_retention(conn: sqlite3.Connection, max_age_s: float, now_ns: int | No
         SELECT trace_id FROM spans
         WHERE trace_id IN (SELECT DISTINCT trace_id FROM spans WHERE start_ns < ?)
         GROUP BY trace_id
-        HAVING max(max(start_ns, coalesce(end_ns, start_ns), written_ns)) < ?
+        HAVING max(coalesce(end_ns, written_ns)) < ?
         """,
         (cutoff, cutoff),
     ).fetchall()
@@ -99,7 +99,8 @@ def enforce_size_cap(conn: sqlite3.Connection, max_bytes: int) -> int:
 
 
 def _give_space_back(conn: sqlite3.Connection) -> None:
-    conn.execute("PRAGMA incremental_vacuum")
+    # Through execute() each step frees one page only; executescript steps the pragma to completion.
+    conn.executescript("PRAGMA incremental_vacuum;")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 

@@ -1,0 +1,150 @@
+"""The store: schema versions, readers' errors, retention by age, the size cap."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from helpers import Recorder
+
+from otel_blackbox.errors import DatabaseLocked, DatabaseNotFound, NotABlackboxDatabase
+from otel_blackbox.store.connection import connect_reader, connect_writer
+from otel_blackbox.store.retention import apply_retention, cleanup, database_bytes
+from otel_blackbox.store.schema import SCHEMA_VERSION
+
+DAY_NS = 86_400 * 10**9
+
+
+def _trace_at(rec: Recorder, name: str, start_ns: int, children: int = 2, payload: str = "") -> None:
+    root = rec.tracer.start_span(name, start_time=start_ns)
+    ctx = __import__("opentelemetry.trace", fromlist=["set_span_in_context"]).set_span_in_context(root)
+    for i in range(children):
+        rec.tracer.start_span(f"{name}-child{i}", context=ctx, start_time=start_ns + 1000,
+                              attributes={"input.value": payload}).end(end_time=start_ns + 2000)  # fmt: skip
+    root.end(end_time=start_ns + 3000)
+
+
+def test_new_database_is_wal_versioned_and_incremental(db_path: Path) -> None:
+    conn = connect_writer(db_path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # incremental
+    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"spans_by_start", "spans_by_session", "spans_by_kind", "spans_not_ok"} <= indexes
+    conn.close()
+    connect_writer(db_path).close()  # reopening an up-to-date file is a no-op
+
+
+def test_newer_schema_is_refused(db_path: Path) -> None:
+    connect_writer(db_path).close()
+    raw = sqlite3.connect(db_path)
+    raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    raw.close()
+    for connect in (connect_writer, connect_reader):
+        with pytest.raises(NotABlackboxDatabase, match="newer than this otel-blackbox supports"):
+            connect(db_path)
+
+
+def test_foreign_sqlite_database_is_refused_and_untouched(db_path: Path) -> None:
+    raw = sqlite3.connect(db_path)
+    raw.execute("CREATE TABLE notes (t TEXT)")
+    raw.commit()
+    raw.close()
+    before = db_path.read_bytes()
+    with pytest.raises(NotABlackboxDatabase, match="not an otel-blackbox database"):
+        connect_writer(db_path)
+    with pytest.raises(NotABlackboxDatabase):
+        connect_reader(db_path)
+    assert sqlite3.connect(db_path).execute("SELECT name FROM sqlite_master").fetchall() == [("notes",)]
+    assert len(db_path.read_bytes()) == len(before)
+
+
+def test_reader_errors(tmp_path: Path) -> None:
+    with pytest.raises(DatabaseNotFound):
+        connect_reader(tmp_path / "nope.db")
+    text = tmp_path / "notes.txt"
+    text.write_text("hello, not a database\n" * 100)
+    with pytest.raises(NotABlackboxDatabase, match="not a SQLite database"):
+        connect_reader(text)
+    assert text.read_text().startswith("hello")
+
+
+def test_locked_database_is_one_clear_error(db_path: Path) -> None:
+    connect_writer(db_path).close()
+    locker = sqlite3.connect(db_path, isolation_level=None)
+    locker.execute("PRAGMA locking_mode = EXCLUSIVE")
+    locker.execute("BEGIN EXCLUSIVE")
+    locker.execute("INSERT INTO recorders (pid, started_ns, last_seen_ns) VALUES (1, 1, 1)")
+    try:
+        with pytest.raises(DatabaseLocked, match="locked by another process"):
+            reader = connect_reader(db_path, busy_timeout_ms=100)
+            reader.execute("SELECT count(*) FROM spans").fetchone()
+    finally:
+        locker.execute("COMMIT")
+        locker.close()
+
+
+def test_retention_removes_exactly_the_old_traces(make_recorder: Callable[..., Recorder]) -> None:
+    rec = make_recorder(retention=None, max_db_mb=0)
+    now = time.time_ns()
+    _trace_at(rec, "ancient", now - 40 * DAY_NS)
+    _trace_at(rec, "old", now - 8 * DAY_NS)
+    _trace_at(rec, "recent", now - 6 * DAY_NS)
+    # A trace that started long ago but still had a span ending yesterday is kept whole.
+    straddling = rec.tracer.start_span("straddling", start_time=now - 20 * DAY_NS)
+    straddling.end(end_time=now - 1 * DAY_NS)
+    rec.flush()
+    conn = connect_writer(rec.db_path)
+    assert apply_retention(conn, 7 * 86_400) == 2
+    roots = {r[0] for r in conn.execute("SELECT name FROM spans WHERE parent_span_id IS NULL")}
+    assert roots == {"recent", "straddling"}
+    assert conn.execute("SELECT count(*) FROM spans").fetchone()[0] == 4  # recent (3) + straddling (1)
+
+
+def test_size_cap_evicts_oldest_complete_traces_and_shrinks_file(make_recorder: Callable[..., Recorder]) -> None:
+    rec = make_recorder(retention=None, max_db_mb=0)
+    now = time.time_ns()
+    payload = "x" * 4000
+    for i in range(300):
+        _trace_at(rec, f"t{i:03d}", now - (300 - i) * 10**9, children=3, payload=payload)
+    still_running = rec.tracer.start_span("still-running", start_time=now - 10**12)  # oldest, but open
+    rec.flush()
+    conn = connect_writer(rec.db_path)
+    before = database_bytes(conn)
+    cap = 1024 * 1024
+    assert before > 3 * cap
+    result = cleanup(conn, max_age_s=None, max_bytes=cap)
+    assert result.traces_evicted > 0
+    assert database_bytes(conn) <= cap
+    assert os.path.getsize(rec.db_path) <= cap * 1.1  # the space went back to the filesystem
+    names = sorted(r[0] for r in conn.execute("SELECT name FROM spans WHERE parent_span_id IS NULL"))
+    assert "still-running" in names  # an open trace is never evicted
+    kept = [n for n in names if n != "still-running"]
+    assert kept == [f"t{i:03d}" for i in range(300 - len(kept), 300)]  # the newest survive
+    still_running.end()
+
+
+def test_writer_applies_size_cap_while_recording(make_recorder: Callable[..., Recorder]) -> None:
+    rec = make_recorder(retention=None, max_db_mb=1, max_batch_size=200)
+    payload = "y" * 8000
+    for i in range(600):
+        with rec.tracer.start_as_current_span(f"t{i}", attributes={"input.value": payload}):
+            pass
+        if i % 100 == 99:
+            rec.flush()
+            time.sleep(1.1)  # the writer checks the size at most once a second
+    rec.flush()
+    time.sleep(1.2)
+    with rec.tracer.start_as_current_span("last"):
+        pass
+    rec.flush()
+    deadline = time.monotonic() + 10
+    conn = connect_writer(rec.db_path)
+    while database_bytes(conn) > 1024 * 1024 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert database_bytes(conn) <= 1024 * 1024
+    assert conn.execute("SELECT count(*) FROM spans WHERE name = 'last'").fetchone()[0] == 1
