@@ -1,0 +1,97 @@
+"""Redaction before persistence: credentials, secret fields, user patterns, the size marker."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+
+import pytest
+from helpers import Recorder
+
+from otel_blackbox.redact import TRUNCATION_KEY, Redactor
+
+# Realistic shapes; none is a live credential.
+SECRETS = {
+    "openai-key": "sk-abcdefghijklmnopqrstuvwxyz0123456789ABCD",
+    "openai-project-key": "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
+    "anthropic-key": "sk-ant-api03-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAA",
+    "bearer": "Bearer eyJhbGciOiJIUzI1NiJ9abcdefgh12345678",
+    "aws-key": "AKIAIOSFODNN7EXAMPLE",
+    "github-token": "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+    "jwt": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    "url-password": "postgres://admin:hunter2secret@db.internal:5432/prod",
+}
+SECRET_CORES = ["abcdefghijklmnopqrstuvwxyz0123456789ABCD", "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z", "eyJhbGciOiJIUzI1NiJ9abcdefgh12345678",
+                "AKIAIOSFODNN7EXAMPLE", "ghp_16C7e42F292c6912E7710c838347Ae178B4a", "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+                "hunter2secret"]  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", sorted(SECRETS))
+def test_each_credential_shape_is_masked(kind: str) -> None:
+    text = f"calling with {SECRETS[kind]} now"
+    masked = Redactor().redact_text(text)
+    assert "[REDACTED" in masked and masked.startswith("calling with ") and masked.endswith(" now")
+    for core in SECRET_CORES:
+        assert core not in masked
+
+
+def test_ordinary_text_is_untouched() -> None:
+    redactor = Redactor()
+    for text in ["What is the weather in Paris?", "task-1234 skipped", '{"city": "Paris", "days": 3}', "sk-short"]:
+        assert redactor.redact_text(text) == text
+
+
+def test_secret_fields_attributes_and_json_text() -> None:
+    redactor = Redactor(fields=["customer_ssn"])
+    attrs = redactor.attributes(
+        {
+            "http.request.header.authorization": "whatever-value",
+            "app.password": "pw",
+            "app.customer-ssn": "123-45-6789",
+            "input.value": json.dumps({"query": "hi", "api_key": "plain-but-named", "nested": {"password": "p@ss"}}),
+            "llm.token_count.prompt": 12,
+        }
+    )
+    assert attrs["http.request.header.authorization"] == "[REDACTED]"
+    assert attrs["app.password"] == "[REDACTED]" and attrs["app.customer-ssn"] == "[REDACTED]"
+    parsed = json.loads(attrs["input.value"])  # still valid JSON after masking inside it
+    assert parsed == {"query": "hi", "api_key": "[REDACTED]", "nested": {"password": "[REDACTED]"}}
+    assert attrs["llm.token_count.prompt"] == 12
+
+
+def test_user_patterns_and_disabling() -> None:
+    assert Redactor(patterns=[r"ACME-\d{6}"]).redact_text("ticket ACME-123456 opened") == (
+        "ticket [REDACTED:custom-0] opened"
+    )
+    assert Redactor(enabled=False).redact_text(SECRETS["openai-key"]) == SECRETS["openai-key"]
+
+
+def test_oversized_value_becomes_a_marker_with_size_and_hash() -> None:
+    big = "é" * 200_000  # 400,000 bytes in UTF-8
+    value = Redactor(max_bytes=256 * 1024).value("output.value", big)
+    marker = json.loads(value)
+    assert marker[TRUNCATION_KEY] is True
+    assert marker["original_bytes"] == 400_000
+    assert marker["sha256"] == hashlib.sha256(big.encode()).hexdigest()
+    assert marker["head"] == "é" * 1024
+    assert len(value.encode()) < 4096
+
+
+def test_nothing_secret_reaches_the_database(make_recorder: Callable[..., Recorder]) -> None:
+    rec = make_recorder(redact_fields=("session_token",))
+    secrets = list(SECRETS.values())
+    with rec.tracer.start_as_current_span(
+        "agent", attributes={"input.value": " ".join(secrets), "app.session_token": "opaque-value-123"}
+    ) as span:
+        span.add_event("log", {"message": f"retrying with {secrets[0]}"})
+        try:
+            raise RuntimeError(f"auth failed for {secrets[2]}")
+        except RuntimeError as exc:
+            span.record_exception(exc)
+    rec.flush()
+    dump = rec.db_path.read_bytes() + (rec.db_path.with_name(rec.db_path.name + "-wal").read_bytes())
+    for core in [*SECRET_CORES, "opaque-value-123"]:
+        assert core.encode() not in dump
+    (row,) = rec.rows()
+    assert "[REDACTED:anthropic-key]" in row["events"]
