@@ -12,7 +12,7 @@ from helpers import EXAMPLES, Recorder
 
 sys.path.insert(0, str(EXAMPLES))
 
-from fake_llm import FakeLLMServer  # noqa: E402  (needs the path above)
+from fake_llm import FakeLLMServer
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
+
 class Recorder:
     """A TracerProvider wired to a BlackboxSpanProcessor on a temp database."""
 

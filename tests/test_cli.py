@@ -18,7 +18,8 @@ def recorded(recorder: Recorder) -> tuple[Path, str, str]:
     """One finished agent run with a failing tool, and one run left open (as if killed)."""
     tracer = recorder.tracer
     with tracer.start_as_current_span(
-        "agent", attributes={"openinference.span.kind": "AGENT", "session.id": "sess-1", "input.value": "Weather?"}
+        "agent",
+        attributes={"openinference.span.kind": "AGENT", "session.id": "sess-1", "input.value": "Weather?"},
     ) as root:
         with tracer.start_as_current_span(
             "ChatCompletion",
@@ -32,7 +33,7 @@ def recorded(recorder: Recorder) -> tuple[Path, str, str]:
                 "llm.output_messages.0.message.role": "assistant",
                 "llm.output_messages.0.message.tool_calls.0.tool_call.id": "call_abc",
                 "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "get_weather",
-                "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"city": "Paris"}',
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"city":"Paris"}',
             },
         ):
             pass
@@ -46,7 +47,9 @@ def recorded(recorder: Recorder) -> tuple[Path, str, str]:
         done_trace = format(root.get_span_context().trace_id, "032x")
     killed = tracer.start_span("killed-agent", attributes={"openinference.span.kind": "AGENT"})
     ctx = trace.set_span_in_context(killed)
-    tracer.start_span("slow_tool", context=ctx, attributes={"openinference.span.kind": "TOOL", "input.value": "{}"})
+    tracer.start_span(
+        "slow_tool", context=ctx, attributes={"openinference.span.kind": "TOOL", "input.value": "{}"}
+    )
     recorder.flush()
     open_trace = format(killed.get_span_context().trace_id, "032x")
     return recorder.db_path, done_trace, open_trace
@@ -74,10 +77,12 @@ def test_show_tree_and_verbose(recorded: tuple[Path, str, str]) -> None:
     assert out.startswith(f"trace {done}  agent  ERROR")
     assert "└── · agent  [AGENT]" in out
     assert "ChatCompletion  [LLM]" in out and "gpt-4o-mini  tokens 20+5=25" in out
-    assert "✗ get_weather  [TOOL]" in out and "ERROR: ValueError: weather service unavailable for Paris" in out
+    assert (
+        "✗ get_weather  [TOOL]" in out and "ERROR: ValueError: weather service unavailable for Paris" in out
+    )
     verbose = run_cli("show", done, "-v", db=db, check=True).stdout
     assert "[user] What is the weather in Paris?" in verbose
-    assert '[assistant] → get_weather({"city": "Paris"})  id=call_abc' in verbose
+    assert '[assistant] → get_weather({"city":"Paris"})  id=call_abc' in verbose
     assert "exception: ValueError: weather service unavailable for Paris" in verbose
     assert "Traceback (most recent call last)" in verbose
     assert "input: Weather?" in verbose
@@ -95,7 +100,13 @@ def test_errors_stats_export(recorded: tuple[Path, str, str], tmp_path: Path) ->
     stats = json.loads(run_cli("stats", "--json", db=db, check=True).stdout)
     assert (stats["traces"], stats["spans"], stats["open_spans"], stats["spans_dropped"]) == (2, 5, 2, 0)
     assert stats["tokens_by_model"] == [
-        {"model": "gpt-4o-mini", "llm_spans": 1, "prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}
+        {
+            "model": "gpt-4o-mini",
+            "llm_spans": 1,
+            "prompt_tokens": 20,
+            "completion_tokens": 5,
+            "total_tokens": 25,
+        }
     ]
     assert "tokens by model:" in run_cli("stats", db=db, check=True).stdout
 
@@ -124,7 +135,7 @@ def test_cleanup(recorded: tuple[Path, str, str]) -> None:
 
 
 def test_bad_inputs_one_line_and_exit_code(recorded: tuple[Path, str, str], tmp_path: Path) -> None:
-    db, done, _ = recorded
+    db, _, _ = recorded
     text = tmp_path / "notes.txt"
     text.write_text("not a database")
     cases = [
@@ -179,7 +190,7 @@ def test_locked_database(recorded: tuple[Path, str, str], recorder: Recorder) ->
 
 def test_every_command_has_help_with_an_example() -> None:
     assert cli.help and "Example:" in cli.help
-    for name, command in cli.commands.items():  # type: ignore[attr-defined]
+    for name, command in cli.commands.items():
         assert command.help and "Example:" in command.help, name
         result = run_cli(name, "--help")
         assert result.returncode == 0 and "Example:" in result.stdout, name

@@ -20,7 +20,8 @@ def test_defaults() -> None:
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("7d", 7 * 86_400), ("30d", 30 * 86_400), ("12h", 43_200), ("30m", 1_800), ("45s", 45), ("3", 3 * 86_400),
+    [("7d", 7 * 86_400), ("30d", 30 * 86_400), ("12h", 43_200), ("30m", 1_800), ("45s", 45),
+     ("3", 3 * 86_400),
      ("0", None), ("off", None), (None, None), (2, 2 * 86_400)],
 )  # fmt: skip
 def test_parse_duration(text: str | int | None, seconds: float | None) -> None:

@@ -15,6 +15,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import Recorder
@@ -22,7 +23,6 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.trace import Status, StatusCode
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
-from otel_blackbox.store import connection
 
 
 def test_open_row_then_final_row(recorder: Recorder) -> None:
@@ -45,7 +45,9 @@ def test_open_row_then_final_row(recorder: Recorder) -> None:
     assert json.loads(row["attributes"])["output.value"] == "sunny"
 
 
-def test_span_open_longer_than_flush_interval_is_on_disk_without_flush(make_recorder: Callable[..., Recorder]) -> None:
+def test_span_open_longer_than_flush_interval_is_on_disk_without_flush(
+    make_recorder: Callable[..., Recorder],
+) -> None:
     rec = make_recorder(flush_interval_ms=100)
     span = rec.tracer.start_span("long", attributes={"input.value": "question"})
     deadline = time.monotonic() + 5
@@ -110,7 +112,12 @@ def test_columns_from_openinference_and_gen_ai(recorder: Recorder) -> None:
     recorder.flush()
     rows = {r["name"]: r for r in recorder.rows()}
     chat = rows["chat"]
-    assert (chat["oi_span_kind"], chat["model"], chat["session_id"], chat["user_id"]) == ("LLM", "gpt-test", "s-1", "u-1")
+    assert (chat["oi_span_kind"], chat["model"], chat["session_id"], chat["user_id"]) == (
+        "LLM",
+        "gpt-test",
+        "s-1",
+        "u-1",
+    )
     assert (chat["prompt_tokens"], chat["completion_tokens"], chat["total_tokens"]) == (11, 7, 18)
     gen_ai = rows["anthropic.messages.create"]
     assert (gen_ai["oi_span_kind"], gen_ai["model"], gen_ai["total_tokens"]) == ("LLM", "claude-test", 8)
@@ -151,7 +158,9 @@ def test_force_flush_returns_false_on_timeout(make_recorder: Callable[..., Recor
     assert [r["name"] for r in rec.rows()] == ["first", "second"]
 
 
-def test_full_queue_drops_and_counts_without_blocking(make_recorder: Callable[..., Recorder], db_path: Path) -> None:
+def test_full_queue_drops_and_counts_without_blocking(
+    make_recorder: Callable[..., Recorder], db_path: Path
+) -> None:
     rec = make_recorder(max_queue_size=50, max_batch_size=10, busy_timeout_ms=5_000)
     with rec.tracer.start_as_current_span("warmup"):
         pass
@@ -209,12 +218,13 @@ def test_writer_runs_with_instrumentation_suppressed(
     seen: list[bool] = []
     real_connect = sqlite3.connect
 
-    def spying_connect(*args: object, **kwargs: object) -> sqlite3.Connection:
+    def spying_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
         # What an instrumentation (e.g. opentelemetry-instrumentation-sqlite3) checks before tracing.
         seen.append(is_instrumentation_enabled())
-        return real_connect(*args, **kwargs)  # type: ignore[arg-type]
+        conn: sqlite3.Connection = real_connect(*args, **kwargs)
+        return conn
 
-    monkeypatch.setattr(connection.sqlite3, "connect", spying_connect)
+    monkeypatch.setattr(sqlite3, "connect", spying_connect)
     rec = Recorder(db_path.with_name("other.db"))
     with rec.tracer.start_as_current_span("x"):
         pass
@@ -282,7 +292,10 @@ def _run_script(code: str, db: Path, *, check: bool = True) -> subprocess.Comple
 
 @pytest.mark.parametrize("shutdown_on_exit", [True, False])
 def test_clean_exit_without_shutdown_loses_nothing(db_path: Path, shutdown_on_exit: bool) -> None:
-    code = "for i in range(500):\n    tracer.start_span(f's{i}').end()\nopen_span = tracer.start_span('never-ended')\n"
+    code = (
+        "for i in range(500):\n    tracer.start_span(f's{i}').end()\n"
+        "open_span = tracer.start_span('never-ended')\n"
+    )
     if not shutdown_on_exit:
         code = "import atexit\natexit.unregister(provider.shutdown)\n" + code
     _run_script(code, db_path)
@@ -293,7 +306,9 @@ def test_clean_exit_without_shutdown_loses_nothing(db_path: Path, shutdown_on_ex
 
 def test_unhandled_exception_loses_nothing(db_path: Path) -> None:
     result = _run_script(
-        "with tracer.start_as_current_span('agent'):\n    raise RuntimeError('agent crashed')\n", db_path, check=False
+        "with tracer.start_as_current_span('agent'):\n    raise RuntimeError('agent crashed')\n",
+        db_path,
+        check=False,
     )
     assert result.returncode == 1 and "agent crashed" in result.stderr
     conn = sqlite3.connect(db_path)
@@ -302,7 +317,9 @@ def test_unhandled_exception_loses_nothing(db_path: Path) -> None:
 
 def test_import_creates_no_file_and_starts_no_thread(tmp_path: Path) -> None:
     code = "import threading, os, otel_blackbox; print(threading.active_count(), sorted(os.listdir('.')))"
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "1 []"
 
 
@@ -315,9 +332,7 @@ def test_four_processes_share_one_database(db_path: Path) -> None:
                 with tracer.start_as_current_span("child"):
                     pass
     """
-    procs = [
-        threading.Thread(target=_run_script, args=(code, db_path)) for _ in range(4)
-    ]
+    procs = [threading.Thread(target=_run_script, args=(code, db_path)) for _ in range(4)]
     for p in procs:
         p.start()
     for p in procs:

@@ -19,12 +19,21 @@ SECRETS = {
     "bearer": "Bearer eyJhbGciOiJIUzI1NiJ9abcdefgh12345678",
     "aws-key": "AKIAIOSFODNN7EXAMPLE",
     "github-token": "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
-    "jwt": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    "jwt": (
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0"
+        ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+    ),
     "url-password": "postgres://admin:hunter2secret@db.internal:5432/prod",
 }
-SECRET_CORES = ["abcdefghijklmnopqrstuvwxyz0123456789ABCD", "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z", "eyJhbGciOiJIUzI1NiJ9abcdefgh12345678",
-                "AKIAIOSFODNN7EXAMPLE", "ghp_16C7e42F292c6912E7710c838347Ae178B4a", "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
-                "hunter2secret"]  # fmt: skip
+SECRET_CORES = [
+    "abcdefghijklmnopqrstuvwxyz0123456789ABCD",
+    "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
+    "eyJhbGciOiJIUzI1NiJ9abcdefgh12345678",
+    "AKIAIOSFODNN7EXAMPLE",
+    "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+    "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    "hunter2secret",
+]
 
 
 @pytest.mark.parametrize("kind", sorted(SECRETS))
@@ -38,7 +47,12 @@ def test_each_credential_shape_is_masked(kind: str) -> None:
 
 def test_ordinary_text_is_untouched() -> None:
     redactor = Redactor()
-    for text in ["What is the weather in Paris?", "task-1234 skipped", '{"city": "Paris", "days": 3}', "sk-short"]:
+    for text in [
+        "What is the weather in Paris?",
+        "task-1234 skipped",
+        '{"city": "Paris", "days": 3}',
+        "sk-short",
+    ]:
         assert redactor.redact_text(text) == text
 
 
@@ -49,7 +63,9 @@ def test_secret_fields_attributes_and_json_text() -> None:
             "http.request.header.authorization": "whatever-value",
             "app.password": "pw",
             "app.customer-ssn": "123-45-6789",
-            "input.value": json.dumps({"query": "hi", "api_key": "plain-but-named", "nested": {"password": "p@ss"}}),
+            "input.value": json.dumps(
+                {"query": "hi", "api_key": "plain-but-named", "nested": {"password": "p@ss"}}
+            ),
             "llm.token_count.prompt": 12,
         }
     )

@@ -39,4 +39,3 @@ def test_readme_documents_every_column() -> None:
     readme = (ROOT / "README.md").read_text()
     for column in ("id", *SPAN_COLUMNS):
         assert f"`{column}`" in readme, column
-

@@ -105,7 +105,9 @@ def test_retention_removes_exactly_the_old_traces(make_recorder: Callable[..., R
     assert conn.execute("SELECT count(*) FROM spans").fetchone()[0] == 4  # recent (3) + straddling (1)
 
 
-def test_size_cap_evicts_oldest_complete_traces_and_shrinks_file(make_recorder: Callable[..., Recorder]) -> None:
+def test_size_cap_evicts_oldest_complete_traces_and_shrinks_file(
+    make_recorder: Callable[..., Recorder],
+) -> None:
     rec = make_recorder(retention=None, max_db_mb=0)
     now = time.time_ns()
     payload = "x" * 4000

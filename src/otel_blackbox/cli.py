@@ -78,12 +78,16 @@ def cli(db: str) -> None:
 
 
 @cli.command("list")
-@click.option("--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True, help="How many traces.")
+@click.option(
+    "--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True, help="How many traces."
+)
 @click.option("--session", metavar="ID", help="Only traces of this session id.")
 @click.option("--errors-only", is_flag=True, help="Only traces with a failed span.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
 @click.pass_context
-def list_traces(ctx: click.Context, limit: int, session: str | None, errors_only: bool, as_json: bool) -> None:
+def list_traces(
+    ctx: click.Context, limit: int, session: str | None, errors_only: bool, as_json: bool
+) -> None:
     """Recent traces: start, status (ok / error / open), spans, duration, root name, trace id.
 
     \b
@@ -110,7 +114,9 @@ def list_traces(ctx: click.Context, limit: int, session: str | None, errors_only
 
 @cli.command()
 @click.argument("trace_id")
-@click.option("-v", "--verbose", is_flag=True, help="Prompts, messages, tool calls, outputs, tokens, exceptions.")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Prompts, messages, tool calls, outputs, tokens, exceptions."
+)
 @click.option("--full", is_flag=True, help="With -v: do not shorten long values.")
 @click.option("--json", "as_json", is_flag=True, help="The trace summary and every span as JSON.")
 @click.pass_context
@@ -138,7 +144,9 @@ def show(ctx: click.Context, trace_id: str, verbose: bool, full: bool, as_json: 
 
 
 @cli.command()
-@click.option("--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True, help="How many spans.")
+@click.option(
+    "--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True, help="How many spans."
+)
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of text.")
 @click.pass_context
 def errors(ctx: click.Context, limit: int, as_json: bool) -> None:
@@ -181,7 +189,10 @@ def stats(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         _echo_json(info)
         return
-    click.echo(f"database       {info['database']}  ({info['size_bytes'] / 1e6:.2f} MB, schema v{info['schema_version']})")
+    click.echo(
+        f"database       {info['database']}  "
+        f"({info['size_bytes'] / 1e6:.2f} MB, schema v{info['schema_version']})"
+    )
     click.echo(f"traces         {info['traces']}")
     click.echo(f"spans          {info['spans']}  ({info['open_spans']} open, {info['error_spans']} failed)")
     click.echo(f"spans dropped  {info['spans_dropped']}  (queue full)   write errors {info['write_errors']}")
@@ -196,7 +207,9 @@ def stats(ctx: click.Context, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--retention", metavar="AGE", help="Keep traces this long (7d, 12h, 30); default from env / 7d.")
+@click.option(
+    "--retention", metavar="AGE", help="Keep traces this long (7d, 12h, 30); default from env / 7d."
+)
 @click.option("--max-db-mb", type=click.FloatRange(min=0), help="Size cap in MB; default from env / 300.")
 @click.pass_context
 def cleanup(ctx: click.Context, retention: str | None, max_db_mb: float | None) -> None:
@@ -222,7 +235,9 @@ def cleanup(ctx: click.Context, retention: str | None, max_db_mb: float | None) 
 
 
 @cli.command()
-@click.option("-o", "--output", default="-", show_default=True, metavar="FILE", help="Output file, or - for stdout.")
+@click.option(
+    "-o", "--output", default="-", show_default=True, metavar="FILE", help="Output file, or - for stdout."
+)
 @click.option("--trace", "trace_id", metavar="ID", help="Only this trace (a unique prefix is enough).")
 @click.option(
     "--format", "fmt", type=click.Choice(["openinference"]), default="openinference", show_default=True,
@@ -247,14 +262,15 @@ def export(ctx: click.Context, output: str, trace_id: str | None, fmt: str) -> N
             for span in phoenix_spans(queries.iter_spans(conn, full_id), last_seen)
         )
         if output == "-":
-            count = 0
             for line in lines:
                 click.echo(line)
+            return
+        count = 0
+        with atomic_text_writer(output) as handle:
+            for line in lines:
+                handle.write(line + "\n")
                 count += 1
-        else:
-            with atomic_text_writer(output) as handle:
-                count = sum(1 for line in lines if handle.write(line + "\n") >= 0)
-            click.echo(f"wrote {count} spans to {output}", err=True)
+        click.echo(f"wrote {count} spans to {output}", err=True)
 
 
 def _fail(message: str, code: int) -> None:

@@ -24,13 +24,19 @@ DEFAULT_DB_PATH = "blackbox.db"
 # Environment variable -> (field name, one-line doc). README's configuration table mirrors this.
 ENV_VARS: dict[str, tuple[str, str]] = {
     "OTEL_BLACKBOX_DB": ("db_path", "SQLite file to write (default ./blackbox.db)"),
-    "OTEL_BLACKBOX_FLUSH_INTERVAL_MS": ("flush_interval_ms", "a span open this long is on disk (default 200)"),
+    "OTEL_BLACKBOX_FLUSH_INTERVAL_MS": (
+        "flush_interval_ms",
+        "a span open this long is on disk (default 200)",
+    ),
     "OTEL_BLACKBOX_MAX_QUEUE_SIZE": ("max_queue_size", "spans waiting for the writer before drops (20000)"),
     "OTEL_BLACKBOX_RETENTION": ("retention", "keep traces this long: 7d, 12h, 30 (days); 0 or off: forever"),
     "OTEL_BLACKBOX_MAX_DB_MB": ("max_db_mb", "size cap in MB, oldest complete traces evicted (300; 0: none)"),
     "OTEL_BLACKBOX_REDACT": ("redact", "mask credentials before they are stored (true)"),
     "OTEL_BLACKBOX_REDACT_PATTERNS": ("redact_patterns", "extra regexes to mask: a JSON list or comma list"),
-    "OTEL_BLACKBOX_REDACT_FIELDS": ("redact_fields", "extra attribute / JSON field names to mask, comma list"),
+    "OTEL_BLACKBOX_REDACT_FIELDS": (
+        "redact_fields",
+        "extra attribute / JSON field names to mask, comma list",
+    ),
     "OTEL_BLACKBOX_MAX_ATTRIBUTE_BYTES": ("max_attribute_bytes", "larger values become a marker (262144)"),
 }
 
@@ -93,7 +99,11 @@ class BlackboxConfig:
         _positive_int("max_batch_size", self.max_batch_size)
         _positive_int("max_attribute_bytes", self.max_attribute_bytes, minimum=1024)
         _positive_int("busy_timeout_ms", self.busy_timeout_ms, minimum=0)
-        if isinstance(self.max_db_mb, bool) or not isinstance(self.max_db_mb, (int, float)) or self.max_db_mb < 0:
+        if (
+            isinstance(self.max_db_mb, bool)
+            or not isinstance(self.max_db_mb, (int, float))
+            or self.max_db_mb < 0
+        ):
             raise ConfigError(f"max_db_mb: expected a number of megabytes >= 0, got {self.max_db_mb!r}")
         if not isinstance(self.cleanup_interval_s, (int, float)) or self.cleanup_interval_s <= 0:
             raise ConfigError(f"cleanup_interval_s: expected seconds > 0, got {self.cleanup_interval_s!r}")

@@ -89,7 +89,7 @@ def _openinference_messages(attributes: Mapping[str, Any], prefix: str) -> list[
 
 
 def _gen_ai_messages(raw: Any) -> list[Message]:
-    """The GenAI JSON shape: [{role, parts: [{type: text, content} | {type: tool_call, id, name, arguments}]}]."""
+    """The GenAI JSON shape: [{role, parts: [{type: text, content} | {type: tool_call, id, name, args}]}]."""
     try:
         items = json.loads(raw) if isinstance(raw, str) else None
     except ValueError:
@@ -109,7 +109,11 @@ def _gen_ai_messages(raw: Any) -> list[Message]:
                 texts.append(str(part.get("content", "")))
             elif kind == "tool_call":
                 args = part.get("arguments")
-                calls.append(ToolCall(part.get("id"), part.get("name"), args if isinstance(args, str) else json.dumps(args)))
+                calls.append(
+                    ToolCall(
+                        part.get("id"), part.get("name"), args if isinstance(args, str) else json.dumps(args)
+                    )
+                )
             elif kind == "tool_call_response":
                 call_id = part.get("id")
                 texts.append(str(part.get("response", "")))

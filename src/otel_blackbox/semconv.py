@@ -85,6 +85,8 @@ def columns_from_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
             row["oi_span_kind"] = GEN_AI_OPERATION_KINDS.get(operation)
     else:
         row["oi_span_kind"] = row["oi_span_kind"].upper()
-    if row["total_tokens"] is None and (row["prompt_tokens"] is not None or row["completion_tokens"] is not None):
+    if row["total_tokens"] is None and (
+        row["prompt_tokens"] is not None or row["completion_tokens"] is not None
+    ):
         row["total_tokens"] = (row["prompt_tokens"] or 0) + (row["completion_tokens"] or 0)
     return row

@@ -20,7 +20,9 @@ from ..store.queries import SpanRecord
 
 __all__ = ["OPEN_SPAN_MESSAGE", "iso_time", "to_phoenix_span"]
 
-OPEN_SPAN_MESSAGE = "incomplete: the span was still open when the recording stopped (process killed or crashed)"
+OPEN_SPAN_MESSAGE = (
+    "incomplete: the span was still open when the recording stopped (process killed or crashed)"
+)
 _STATUS_CODES = {"ok": "OK", "error": "ERROR", "unset": "UNSET", "open": "ERROR"}
 
 

@@ -122,12 +122,16 @@ def _details(span: SpanRecord, limit: int | None) -> list[str]:
         lines.append(f"parameters: {safe(_clip(str(params), limit))}")
     for event in span.exception_events:
         ev = event.get("attributes", {})
-        lines.append(f"exception: {safe(ev.get('exception.type', '?'))}: {safe(ev.get('exception.message', ''))}")
+        lines.append(
+            f"exception: {safe(ev.get('exception.type', '?'))}: {safe(ev.get('exception.message', ''))}"
+        )
         stack = ev.get("exception.stacktrace")
         if stack:
             lines += [f"  {safe(line)}" for line in _clip(str(stack), limit).rstrip().splitlines()]
     if span.status == "open":
-        lines.append("still open when the recording stopped: the process was killed, crashed or is still running")
+        lines.append(
+            "still open when the recording stopped: the process was killed, crashed or is still running"
+        )
     return lines
 
 
@@ -148,7 +152,8 @@ def render_tree(
     opened = f", {summary.open_count} open" if summary.open_count else ""
     header = (
         f"trace {summary.trace_id}  {safe(summary.root_name)}  {summary.status.upper()}  "
-        f"{fmt_duration(summary.duration_ns)}  {summary.span_count} spans{opened}  started {fmt_time(summary.start_ns)}"
+        f"{fmt_duration(summary.duration_ns)}  {summary.span_count} spans{opened}  "
+        f"started {fmt_time(summary.start_ns)}"
     )
     if summary.session_id:
         header += f"  session {safe(summary.session_id)}"
@@ -159,7 +164,9 @@ def render_tree(
     stack = [(root, "", i == len(roots) - 1) for i, root in reversed(list(enumerate(roots)))]
     while stack:
         span, prefix, last = stack.pop()
-        lines.append(prefix + ("└── " if last else "├── ") + style(_span_line(span, summary.end_ns), span.status))
+        lines.append(
+            prefix + ("└── " if last else "├── ") + style(_span_line(span, summary.end_ns), span.status)
+        )
         inner = prefix + ("    " if last else "│   ")
         kids = children.get(span.span_id, [])
         if verbose:
@@ -170,4 +177,6 @@ def render_tree(
 
 
 def span_to_json(span: SpanRecord) -> dict[str, Any]:
-    return json.loads(json.dumps(span.__dict__, default=str))
+    """A stored span as plain JSON values (for --json output)."""
+    value: dict[str, Any] = json.loads(json.dumps(span.__dict__, default=str))
+    return value

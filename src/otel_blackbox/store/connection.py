@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
@@ -38,7 +39,9 @@ def _check_version(path: str | Path, conn: sqlite3.Connection) -> int:
     return version
 
 
-def connect_writer(path: str | Path, *, busy_timeout_ms: int = 5000, create: bool = True) -> sqlite3.Connection:
+def connect_writer(
+    path: str | Path, *, busy_timeout_ms: int = 5000, create: bool = True
+) -> sqlite3.Connection:
     """A connection for writing: WAL, synchronous=NORMAL, the schema created or upgraded.
 
     Safe when several processes open a new file at the same moment: the schema is created inside
@@ -108,15 +111,15 @@ def connect_reader(path: str | Path, *, busy_timeout_ms: int = 2000) -> sqlite3.
 
 
 def _has_foreign_tables(conn: sqlite3.Connection) -> bool:
-    return conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0] > 0
+    return bool(conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0])
 
 
-def _retry_busy(action: object, busy_timeout_ms: int) -> None:
+def _retry_busy(action: Callable[[], object], busy_timeout_ms: int) -> None:
     """Switching to WAL can answer SQLITE_BUSY without calling the busy handler: retry it ourselves."""
     deadline = time.monotonic() + busy_timeout_ms / 1000
     while True:
         try:
-            action()  # type: ignore[operator]
+            action()
             return
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) or time.monotonic() >= deadline:

@@ -24,13 +24,19 @@ __all__ = [
     "last_seen_by_trace",
     "recent_traces",
     "resolve_trace_id",
-    "summarize",
     "stats",
+    "summarize",
     "trace_spans",
 ]
 
 _HEX = re.compile(r"^[0-9a-f]{1,32}$")
-_JSON_COLUMNS: dict[str, Any] = {"attributes": dict, "events": list, "links": list, "resource": dict, "scope": dict}
+_JSON_COLUMNS: dict[str, Any] = {
+    "attributes": dict,
+    "events": list,
+    "links": list,
+    "resource": dict,
+    "scope": dict,
+}
 
 
 @dataclass
@@ -101,7 +107,9 @@ class TraceSummary:
         return max(0, self.end_ns - self.start_ns)
 
 
-def _recent_trace_ids(conn: sqlite3.Connection, limit: int, session: str | None, errors_only: bool) -> list[str]:
+def _recent_trace_ids(
+    conn: sqlite3.Connection, limit: int, session: str | None, errors_only: bool
+) -> list[str]:
     where, params = [], []
     if session is not None:
         where.append("session_id = ?")
@@ -165,14 +173,17 @@ def resolve_trace_id(conn: sqlite3.Connection, prefix: str) -> str:
     found = [
         r[0]
         for r in conn.execute(
-            "SELECT DISTINCT trace_id FROM spans WHERE trace_id >= ? AND trace_id < ? LIMIT 6", (wanted, upper)
+            "SELECT DISTINCT trace_id FROM spans WHERE trace_id >= ? AND trace_id < ? LIMIT 6",
+            (wanted, upper),
         )
     ]
     if not found:
         raise TraceNotFound(f"no trace with id {prefix!r}")
     if len(found) > 1:
         shown = ", ".join(f[:12] for f in found[:5])
-        raise AmbiguousTraceId(f"trace id {prefix!r} is ambiguous: it matches {shown}{' ...' if len(found) > 5 else ''}")
+        raise AmbiguousTraceId(
+            f"trace id {prefix!r} is ambiguous: it matches {shown}{' ...' if len(found) > 5 else ''}"
+        )
     return str(found[0])
 
 
@@ -199,7 +210,13 @@ def stats(conn: sqlite3.Connection, path: str | Path) -> dict[str, Any]:
     ).fetchone()
     oldest, newest = conn.execute("SELECT min(start_ns), max(start_ns) FROM spans").fetchone()
     models = [
-        {"model": r[0], "llm_spans": r[1], "prompt_tokens": r[2], "completion_tokens": r[3], "total_tokens": r[4]}
+        {
+            "model": r[0],
+            "llm_spans": r[1],
+            "prompt_tokens": r[2],
+            "completion_tokens": r[3],
+            "total_tokens": r[4],
+        }
         for r in conn.execute(
             """
             SELECT model, count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0),

@@ -104,7 +104,9 @@ class RowBuilder:
             self._scope_json,
             scope,
             lambda: dumps(
-                {"name": scope.name, "version": scope.version, "schema_url": scope.schema_url} if scope else {}
+                {"name": scope.name, "version": scope.version, "schema_url": scope.schema_url}
+                if scope
+                else {}
             ),
         )
         return (

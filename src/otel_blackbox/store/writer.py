@@ -12,6 +12,7 @@ A final row is never overwritten by an open one, whatever order the rows arrive 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
@@ -43,7 +44,9 @@ _UPSERT_FINAL = (
     f"INSERT INTO spans ({_COLUMNS}) VALUES ({_PLACEHOLDERS}) "
     f"ON CONFLICT (trace_id, span_id) DO UPDATE SET {_UPDATES}"
 )
-_INSERT_OPEN = f"INSERT INTO spans ({_COLUMNS}) VALUES ({_PLACEHOLDERS}) ON CONFLICT (trace_id, span_id) DO NOTHING"
+_INSERT_OPEN = (
+    f"INSERT INTO spans ({_COLUMNS}) VALUES ({_PLACEHOLDERS}) ON CONFLICT (trace_id, span_id) DO NOTHING"
+)
 
 
 class FlushMarker:
@@ -170,7 +173,9 @@ class SpanWriter:
             return True
         except (sqlite3.Error, StoreError, OSError) as exc:
             self.write_errors += count
-            self._warn_once(f"write:{type(exc).__name__}", f"otel-blackbox could not write {count} spans: {exc}")
+            self._warn_once(
+                f"write:{type(exc).__name__}", f"otel-blackbox could not write {count} spans: {exc}"
+            )
             self.close()  # reopen on the next batch: the file may have been replaced or fixed
             return False
 
@@ -179,7 +184,8 @@ class SpanWriter:
             conn = connect_writer(self.config.db_path, busy_timeout_ms=self.config.busy_timeout_ms)
             now = time.time_ns()
             cursor = conn.execute(
-                "INSERT INTO recorders (pid, started_ns, last_seen_ns) VALUES (?, ?, ?)", (os.getpid(), now, now)
+                "INSERT INTO recorders (pid, started_ns, last_seen_ns) VALUES (?, ?, ?)",
+                (os.getpid(), now, now),
             )
             self._recorder_id = cursor.lastrowid
             self._conn = conn
@@ -194,16 +200,14 @@ class SpanWriter:
 
     def close(self) -> None:
         if self._conn is not None:
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
-            except sqlite3.Error:
-                pass
             self._conn = None
 
     # -- maintenance -----------------------------------------------------------------------------
 
     def maintain(self) -> None:
-        """Retention and the size cap: at start, every cleanup interval, and when the file grows past the cap."""
+        """Retention and the size cap: at start, every cleanup interval, and when the file passes the cap."""
         dropped = self._dropped()
         if dropped:
             self._warn_once("dropped", f"otel-blackbox queue full: dropping spans ({dropped} so far)")
