@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import re
+import sys
 import threading
 import time
 import uuid
@@ -332,40 +334,48 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.server.quiet:
             super().log_message(format, *args)
 
+    def _error(self, status: int, message: str, kind: str) -> None:
+        # Each provider has its own error shape; the SDKs read the message out of it.
+        is_anthropic = self.path.startswith("/v1/messages")
+        self._send_json(
+            status, anthropic_error(message, kind) if is_anthropic else openai_error(message, kind)
+        )
+
+    def do_GET(self) -> None:
+        self._error(404, f"unknown path {self.path}", "not_found_error")
+
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
-        is_openai = path.startswith("/v1/chat/")
-        error = openai_error if is_openai else anthropic_error
         try:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
             if not isinstance(body, dict):
                 raise ValueError("request body must be a JSON object")
         except ValueError as exc:
-            self._send_json(400, error(f"invalid JSON body: {exc}", "invalid_request_error"))
+            self._error(400, f"invalid JSON body: {exc}", "invalid_request_error")
             return
         self.server.record(path, body)
 
         if path not in ("/v1/chat/completions", "/v1/messages"):
-            self._send_json(404, error(f"unknown path {path}", "not_found_error"))
+            self._error(404, f"unknown path {path}", "not_found_error")
             return
-        model = body.get("model")
-        if model == FAIL_MODEL:
-            self._send_json(500, error("injected failure: the fake model 'fail-500' always fails"))
+        if body.get("model") == FAIL_MODEL:
+            kind = "api_error" if path == "/v1/messages" else "server_error"
+            self._error(500, f"injected failure: the fake model {FAIL_MODEL!r} always fails", kind)
             return
-        if model == SLOW_MODEL:
+        if body.get("model") == SLOW_MODEL:
             time.sleep(SLOW_SECONDS)
 
-        if is_openai:
+        if path == "/v1/chat/completions":
             reply = openai_reply(body)
             if body.get("stream"):
-                self._send_sse((None, c) for c in openai_chunks(body, reply))
+                # Only OpenAI ends its stream with a sentinel; its events have no names.
+                self._send_sse(((None, c) for c in openai_chunks(body, reply)), done_sentinel=True)
             else:
                 self._send_json(200, openai_completion(body, reply))
         else:
             reply = anthropic_reply(body)
             if body.get("stream"):
-                self._send_sse(anthropic_events(body, reply))
+                self._send_sse(anthropic_events(body, reply), done_sentinel=False)
             else:
                 self._send_json(200, anthropic_message(body, reply))
 
@@ -378,20 +388,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_sse(self, events: Iterator[tuple[str | None, JSON]]) -> None:
+    def _send_sse(self, events: Iterator[tuple[str | None, JSON]], *, done_sentinel: bool) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("request-id", new_id("req_"))
         self.end_headers()
         for name, payload in events:
             prefix = f"event: {name}\n" if name else ""
             self._write_chunk(f"{prefix}data: {json.dumps(payload)}\n\n".encode())
-        if self.path.startswith("/v1/chat/"):  # only OpenAI ends its stream with a sentinel
+        if done_sentinel:
             self._write_chunk(b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
 
     def _write_chunk(self, data: bytes) -> None:
+        # One SSE event per HTTP chunk, flushed, so clients see it arrive as a real stream.
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
 
@@ -408,6 +420,11 @@ class _Server(ThreadingHTTPServer):
     def record(self, path: str, body: JSON) -> None:
         with self._lock:
             self.requests.append((path, body))
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that gave up (a timeout test, a killed agent) is not the server's error.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class FakeLLMServer:
@@ -438,7 +455,9 @@ class FakeLLMServer:
     def start(self) -> FakeLLMServer:
         if self._server is None:
             self._server = _Server(("127.0.0.1", self._port), self._quiet, self.requests)
-            self._thread = threading.Thread(target=self._server.serve_forever, name="fake-llm", daemon=True)
+            # A short poll interval keeps stop() quick: shutdown() waits for the next poll.
+            serve = functools.partial(self._server.serve_forever, poll_interval=0.05)
+            self._thread = threading.Thread(target=serve, name="fake-llm", daemon=True)
             self._thread.start()
         return self
 

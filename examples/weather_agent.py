@@ -31,7 +31,7 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
     ChatCompletionToolParam,
 )
-from openinference.instrumentation import using_session
+from openinference.instrumentation import get_attributes_from_context, using_session
 from openinference.instrumentation.openai import OpenAIInstrumentor
 from openinference.semconv.trace import (
     OpenInferenceMimeTypeValues,
@@ -42,6 +42,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Span, Status, StatusCode, Tracer
+from opentelemetry.util.types import AttributeValue
 
 from otel_blackbox import BlackboxSpanProcessor
 
@@ -123,7 +124,9 @@ TOOLS: list[ChatCompletionToolParam] = [
 
 def run_tool(tracer: Tracer, tools: WeatherTools, name: str, arguments: str) -> str:
     """Execute one tool call in a TOOL span; a failure becomes an error string for the model."""
-    attributes = {
+    attributes: dict[str, AttributeValue] = {
+        # session.id etc. from using_session(), as the instrumentors copy them onto LLM spans.
+        **dict(get_attributes_from_context()),
         KIND: OpenInferenceSpanKindValues.TOOL.value,
         SpanAttributes.TOOL_NAME: name,
         SpanAttributes.TOOL_PARAMETERS: arguments,
@@ -247,7 +250,9 @@ def parse_args(argv: Sequence[str] | None, description: str | None) -> argparse.
     parser.add_argument("--db", default="./blackbox.db", help="SQLite file to record spans in")
     parser.add_argument("--question", default=DEFAULT_QUESTION)
     parser.add_argument("--model", default=None, help="model name; 'fail-500' and 'slow' inject faults")
-    parser.add_argument("--base-url", default=None, help="use this API instead of an in-process fake")
+    parser.add_argument(
+        "--base-url", default=None, help="a running fake (python examples/fake_llm.py --port N) to use"
+    )
     parser.add_argument("--session-id", default=None)
     parser.add_argument("--stream", action="store_true", help="use streaming completions")
     parser.add_argument("--hang-in-tool", action="store_true", help="print IN_TOOL <trace id> and hang")

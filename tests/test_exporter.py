@@ -22,7 +22,8 @@ def test_batch_processor_writes_finished_spans_only(db_path: Path) -> None:
             pass
         never = tracer.start_span("never-ended")
     assert provider.force_flush()
-    rows = sqlite3.connect(db_path).execute("SELECT name, status, attributes FROM spans ORDER BY name").fetchall()
+    query = "SELECT name, status, attributes FROM spans ORDER BY name"
+    rows = sqlite3.connect(db_path).execute(query).fetchall()
     assert [r[:2] for r in rows] == [("llm", "unset"), ("root", "unset")]
     assert json.loads(rows[0][2])["api_key"] == "[REDACTED]"  # same redaction as the processor
     never.end()
