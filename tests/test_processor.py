@@ -23,6 +23,8 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.trace import Status, StatusCode
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
+from otel_blackbox.store.connection import connect_reader
+from otel_blackbox.store.queries import last_seen_by_trace, trace_spans
 
 
 def test_open_row_then_final_row(recorder: Recorder) -> None:
@@ -344,3 +346,28 @@ def test_four_processes_share_one_database(db_path: Path) -> None:
     assert (total, distinct, traces) == (2000, 2000, 200)
     assert conn.execute("SELECT count(DISTINCT pid) FROM spans").fetchone()[0] == 4
     assert conn.execute("SELECT count(*) FROM spans WHERE status = 'open'").fetchone()[0] == 0
+
+
+def test_killed_process_open_spans_end_at_its_last_heartbeat(db_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import time
+        from opentelemetry.sdk.trace import TracerProvider
+        from otel_blackbox import BlackboxSpanProcessor
+        provider = TracerProvider()
+        provider.add_span_processor(BlackboxSpanProcessor({str(db_path)!r}))
+        span = provider.get_tracer("script").start_span("stuck-tool", attributes={{"input.value": "x"}})
+        print("READY", flush=True)
+        time.sleep(600)
+        """
+    )
+    with subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None and proc.stdout.readline() == "READY\n"
+        time.sleep(1.2)
+        proc.kill()
+    conn = connect_reader(db_path)
+    (span,) = trace_spans(conn, conn.execute("SELECT trace_id FROM spans").fetchone()[0])
+    assert span.status == "open"
+    (last_seen,) = last_seen_by_trace(conn).values()
+    # Alive for 1.2 s after the start; heartbeats every 200 ms while open rows are on disk.
+    assert 0.6e9 < last_seen - span.start_ns < 1.5e9

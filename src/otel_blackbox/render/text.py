@@ -105,8 +105,9 @@ def _details(span: SpanRecord, limit: int | None) -> list[str]:
         lines += [f"  {m}" for msg in inputs for m in _format_message(msg, limit)]
     elif SpanAttributes.INPUT_VALUE in attrs:
         lines.append(f"input: {safe(_clip(str(attrs[SpanAttributes.INPUT_VALUE]), limit))}")
-    if SpanAttributes.TOOL_PARAMETERS in attrs and not inputs:
-        lines.append(f"tool parameters: {safe(_clip(str(attrs[SpanAttributes.TOOL_PARAMETERS]), limit))}")
+    parameters = attrs.get(SpanAttributes.TOOL_PARAMETERS)
+    if parameters is not None and not inputs and parameters != attrs.get(SpanAttributes.INPUT_VALUE):
+        lines.append(f"tool parameters: {safe(_clip(str(parameters), limit))}")
     if outputs:
         lines.append("output:")
         lines += [f"  {m}" for msg in outputs for m in _format_message(msg, limit)]

@@ -29,6 +29,12 @@ __all__ = [
     "trace_spans",
 ]
 
+# When a span was last known to be alive: its end, or for an open span the later of its row's
+# write and its recording process's last heartbeat (the recorder row of that pid current then).
+LAST_SEEN_SQL = """coalesce(end_ns, max(written_ns, coalesce((
+    SELECT r.last_seen_ns FROM recorders AS r
+    WHERE r.pid = spans.pid AND r.started_ns <= spans.written_ns
+    ORDER BY r.started_ns DESC LIMIT 1), 0)))"""
 _HEX = re.compile(r"^[0-9a-f]{1,32}$")
 _JSON_COLUMNS: dict[str, Any] = {
     "attributes": dict,
@@ -145,7 +151,7 @@ def summarize(conn: sqlite3.Connection, trace_ids: list[str]) -> list[TraceSumma
     }
     rows = conn.execute(
         f"""
-        SELECT trace_id, min(start_ns), max(coalesce(end_ns, written_ns)), count(*),
+        SELECT trace_id, min(start_ns), max({LAST_SEEN_SQL}), count(*),
                sum(status = 'open'), sum(status = 'error'), max(session_id),
                sum(CASE WHEN oi_span_kind = 'LLM' THEN total_tokens END)
         FROM spans WHERE trace_id IN ({marks}) GROUP BY trace_id
@@ -256,7 +262,7 @@ def iter_spans(conn: sqlite3.Connection, trace_id: str | None = None) -> Iterato
 def last_seen_by_trace(conn: sqlite3.Connection, trace_id: str | None = None) -> dict[str, int]:
     """For traces with open spans: the last moment anything in the trace was seen (ended or written)."""
     query = (
-        "SELECT trace_id, max(coalesce(end_ns, written_ns)) FROM spans WHERE trace_id IN "
+        f"SELECT trace_id, max({LAST_SEEN_SQL}) FROM spans WHERE trace_id IN "
         "(SELECT trace_id FROM spans WHERE status = 'open'{}) GROUP BY trace_id"
     )
     if trace_id is None:

@@ -49,6 +49,9 @@ _INSERT_OPEN = (
 )
 
 
+_MAX_TRACKED_OPEN = 100_000
+
+
 class FlushMarker:
     """Queued by force_flush: set once everything queued before it is written (or failed)."""
 
@@ -88,6 +91,9 @@ class SpanWriter:
         self._warned: set[str] = set()
         self._last_cleanup = 0.0
         self._last_size_check = 0.0
+        self._last_heartbeat = 0.0
+        self._heartbeat_s = config.flush_interval_ms / 1000
+        self._open_on_disk: set[Any] = set()
         self.thread = threading.Thread(target=self._run, name="otel-blackbox-writer", daemon=True)
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -112,6 +118,7 @@ class SpanWriter:
             stopping = self._stopping
             try:
                 self.write_pending()
+                self._heartbeat()
                 self.maintain()
             except Exception:  # the writer must survive anything: log and keep going
                 self._warn_once("writer", "otel-blackbox writer error; continuing", exc_info=True)
@@ -150,13 +157,14 @@ class SpanWriter:
     def _write(self, finals: dict[Any, ReadableSpan], opens: dict[Any, ReadableSpan]) -> bool:
         if not finals and not opens:
             return True
-        now = time.time_ns()
         count = len(finals) + len(opens)
         try:
+            conn = self._connection()
+            now = time.time_ns()  # after connecting: the recorder row must not be newer than its rows
             final_rows = [self.rows.row(s, now, is_open=False) for s in finals.values()]
             # A span may have ended since it was queued: its final row is on its way, skip the open one.
-            open_rows = [self.rows.row(s, now, is_open=True) for s in opens.values() if s.end_time is None]
-            conn = self._connection()
+            still_open = {key: s for key, s in opens.items() if s.end_time is None}
+            open_rows = [self.rows.row(s, now, is_open=True) for s in still_open.values()]
             conn.execute("BEGIN IMMEDIATE")
             try:
                 if final_rows:
@@ -170,6 +178,7 @@ class SpanWriter:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+            self._track_open(still_open, finals)
             return True
         except (sqlite3.Error, StoreError, OSError) as exc:
             self.write_errors += count
@@ -178,6 +187,29 @@ class SpanWriter:
             )
             self.close()  # reopen on the next batch: the file may have been replaced or fixed
             return False
+
+    def _track_open(self, opened: dict[Any, ReadableSpan], finals: dict[Any, ReadableSpan]) -> None:
+        """Remember which open rows are on disk, so the heartbeat runs only while there are some."""
+        self._open_on_disk.update(opened)
+        self._open_on_disk.difference_update(finals)
+        if len(self._open_on_disk) > _MAX_TRACKED_OPEN:  # leaked spans that never end: stop tracking
+            self._open_on_disk.clear()
+
+    def _heartbeat(self) -> None:
+        """While open rows are on disk, say every flush interval that this process is still alive.
+
+        That moment (recorders.last_seen_ns) is where a killed run's open spans are shown to end.
+        """
+        now = time.monotonic()
+        if not self._open_on_disk or self._conn is None or now - self._last_heartbeat < self._heartbeat_s:
+            return
+        self._last_heartbeat = now
+        try:
+            self._conn.execute(
+                "UPDATE recorders SET last_seen_ns = ? WHERE id = ?", (time.time_ns(), self._recorder_id)
+            )
+        except sqlite3.Error as exc:
+            self._warn_once(f"heartbeat:{type(exc).__name__}", f"otel-blackbox heartbeat failed: {exc}")
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
