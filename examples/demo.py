@@ -67,10 +67,14 @@ def main() -> int:
     banner("4. The killed run is still there, with the spans it died in marked OPEN")
     cli("list")
     cli("show", killed_trace[:8], "-v")
-    stats = json.loads(subprocess.run([CLI, "--db", str(DB), "stats", "--json"], capture_output=True,
-                                      text=True, check=True).stdout)  # fmt: skip
-    print(f"\n{stats['traces']} traces, {stats['spans']} spans, {stats['open_spans']} open, "
-          f"{stats['spans_dropped']} dropped.  Try: otel-blackbox --db {DB} errors | stats | export")  # fmt: skip
+    stats_out = subprocess.run(
+        [CLI, "--db", str(DB), "stats", "--json"], capture_output=True, text=True, check=True
+    )
+    stats = json.loads(stats_out.stdout)
+    print(
+        f"\n{stats['traces']} traces, {stats['spans']} spans, {stats['open_spans']} open, {stats['spans_dropped']} dropped."
+    )
+    print(f"Try: otel-blackbox --db {DB} errors | stats | export")
     return 0
 
 
