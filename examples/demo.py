@@ -71,9 +71,16 @@ def main() -> int:
         [CLI, "--db", str(DB), "stats", "--json"], capture_output=True, text=True, check=True
     )
     stats = json.loads(stats_out.stdout)
-    print(
-        f"\n{stats['traces']} traces, {stats['spans']} spans, {stats['open_spans']} open, {stats['spans_dropped']} dropped."
+    counts = ", ".join(
+        f"{stats[key]} {label}"
+        for key, label in [
+            ("traces", "traces"),
+            ("spans", "spans"),
+            ("open_spans", "open"),
+            ("spans_dropped", "dropped"),
+        ]
     )
+    print(f"\n{counts}.")
     print(f"Try: otel-blackbox --db {DB} errors | stats | export")
     return 0
 
