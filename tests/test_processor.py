@@ -371,3 +371,20 @@ def test_killed_process_open_spans_end_at_its_last_heartbeat(db_path: Path) -> N
     (last_seen,) = last_seen_by_trace(conn).values()
     # Alive for 1.2 s after the start; heartbeats every 200 ms while open rows are on disk.
     assert 0.6e9 < last_seen - span.start_ns < 1.5e9
+
+
+def test_a_span_that_cannot_be_serialized_costs_only_itself(recorder: Recorder) -> None:
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.trace import SpanContext
+
+    no_context = ReadableSpan(name="no-context", context=None, end_time=2)
+    bad_kind = ReadableSpan(name="bad-kind", context=SpanContext(1, 2, False), kind=None, end_time=2)  # type: ignore[arg-type]
+    with recorder.tracer.start_as_current_span("good-before"):
+        pass
+    recorder.processor.on_end(no_context)
+    recorder.processor.on_end(bad_kind)
+    with recorder.tracer.start_as_current_span("good-after"):
+        pass
+    recorder.flush()
+    assert [r["name"] for r in recorder.rows()] == ["good-before", "good-after"]
+    assert recorder.processor._writer.write_errors == 2

@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, set_value
@@ -143,6 +143,9 @@ class SpanWriter:
                     markers.append(item)
                     continue
                 context = item.context
+                if context is None:  # not a recordable SDK span: count it, keep the batch
+                    self._skip(item)
+                    continue
                 key = (context.trace_id, context.span_id)
                 if item.end_time is not None:
                     finals[key] = item
@@ -161,10 +164,10 @@ class SpanWriter:
         try:
             conn = self._connection()
             now = time.time_ns()  # after connecting: the recorder row must not be newer than its rows
-            final_rows = [self.rows.row(s, now, is_open=False) for s in finals.values()]
+            final_rows = self._rows(finals.values(), now, is_open=False)
             # A span may have ended since it was queued: its final row is on its way, skip the open one.
             still_open = {key: s for key, s in opens.items() if s.end_time is None}
-            open_rows = [self.rows.row(s, now, is_open=True) for s in still_open.values()]
+            open_rows = self._rows(still_open.values(), now, is_open=True)
             conn.execute("BEGIN IMMEDIATE")
             try:
                 if final_rows:
@@ -187,6 +190,26 @@ class SpanWriter:
             )
             self.close()  # reopen on the next batch: the file may have been replaced or fixed
             return False
+
+    def _rows(self, spans: Iterable[ReadableSpan], now: int, *, is_open: bool) -> list[tuple[Any, ...]]:
+        """Row tuples; a span whose row cannot be built is skipped and counted, not the whole batch."""
+        rows = []
+        for span in spans:
+            for attempt in range(3):
+                try:
+                    rows.append(self.rows.row(span, now, is_open=is_open))
+                    break
+                except RuntimeError:  # a live span changed under us (dict / deque mutated): try again
+                    if attempt == 2:
+                        self._skip(span)
+                except Exception:
+                    self._skip(span)
+                    break
+        return rows
+
+    def _skip(self, span: ReadableSpan) -> None:
+        self.write_errors += 1
+        self._warn_once("row", f"otel-blackbox could not serialize span {span.name!r}", exc_info=True)
 
     def _track_open(self, opened: dict[Any, ReadableSpan], finals: dict[Any, ReadableSpan]) -> None:
         """Remember which open rows are on disk, so the heartbeat runs only while there are some."""
