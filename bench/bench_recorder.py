@@ -1,0 +1,570 @@
+"""Side-by-side benchmark: bare OTel SDK, BatchSpanProcessor, BlackboxSpanProcessor, ai-blackbox-recorder.
+
+Run it as a script (it is not a test and asserts nothing about timing)::
+
+    python bench/bench_recorder.py [--spans N] [--repeat R] [--json out.json] [--profile] [--no-gc]
+
+Three measurements, each contender alternated with the others in every repeat (the starting
+contender rotates), the median of R repeats reported, and ratios compared with the targets:
+
+1. caller cost: µs per span on the caller's thread for a nested parent/child pair of small spans,
+   timing only the span-creation loop (never the flush);
+2. persisted spans/s: from before the first span until force_flush()/flush() returns, with the rows
+   counted in SQLite afterwards (a run that did not persist every span is not counted);
+3. redaction cost: the same persisted run with BlackboxConfig(redact=False) vs the default.
+
+``--profile`` adds cProfile listings of the caller loop and of the Blackbox writer (run on the main
+thread over a prepared queue) plus the writer's isolated cost per span, with and without redaction.
+``--no-gc`` turns the cyclic garbage collector off while timing, to show how much of the caller cost is
+collections traversing spans that are still queued (a diagnostic, not a setting anyone should use).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import json
+import os
+import platform
+import pstats
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import ai_blackbox_recorder as abr  # type: ignore[import-untyped, unused-ignore]
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Tracer
+
+from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
+
+# ~200 characters, no secrets in it (the redactor still scans every character).
+INPUT_TEXT = (
+    "Plan the next step: look up tomorrow's weather in Paris with the weather tool, convert the "
+    "temperature to Fahrenheit, then answer the user in one short, friendly sentence citing the source."
+)
+assert 180 <= len(INPUT_TEXT) <= 220
+
+FLUSH_TIMEOUT_MS = 300_000
+
+TARGET_CALLER_RATIO = 1.25  # added(Blackbox) / added(BatchSpanProcessor) <= this
+TARGET_VS_ABR = 3.0  # persisted rate: Blackbox / ai-blackbox-recorder >= this
+TARGET_VS_BATCH = 0.75  # persisted rate: Blackbox / BatchSpanProcessor(no-op exporter) >= this
+
+CALLER_CONTENDERS = ("bare-sdk", "batch", "batch-noop", "blackbox", "ai-blackbox-recorder")
+OTEL_PROCESSORS = ("batch", "batch-noop", "blackbox")  # the ones with an "added" cost
+PERSIST_CONTENDERS = ("batch-noop", "blackbox", "blackbox-noredact", "ai-blackbox-recorder")
+LABELS = {
+    "bare-sdk": "bare SDK (no processor)",
+    "batch": "BatchSpanProcessor(InMemorySpanExporter)",
+    "batch-noop": "BatchSpanProcessor(no-op exporter)",
+    "blackbox": "BlackboxSpanProcessor",
+    "blackbox-noredact": "BlackboxSpanProcessor(redact=False)",
+    "ai-blackbox-recorder": f"ai-blackbox-recorder {abr.__version__} Tracer().span",
+}
+
+
+# -- the workload ----------------------------------------------------------------------------------
+
+
+def otel_pairs(tracer: Tracer, pairs: int) -> None:
+    """A parent AGENT span with one LLM child, ``pairs`` times: 5 attributes per span."""
+    for i in range(pairs):
+        with (
+            tracer.start_as_current_span(
+                "agent.step",
+                attributes={
+                    "openinference.span.kind": "AGENT",
+                    "input.value": INPUT_TEXT,
+                    "agent.step": i,
+                    "agent.max_steps": 10,
+                    "agent.retries": 0,
+                },
+            ),
+            tracer.start_as_current_span(
+                "llm.chat",
+                attributes={
+                    "openinference.span.kind": "LLM",
+                    "input.value": INPUT_TEXT,
+                    "llm.token_count.prompt": 120 + i % 50,
+                    "llm.token_count.completion": 30,
+                    "llm.token_count.total": 150 + i % 50,
+                },
+            ),
+        ):
+            pass
+
+
+def abr_pairs(tracer: Any, pairs: int) -> None:
+    """The same workload through ai-blackbox-recorder's context manager (kind, inputs, 3 ints)."""
+    agent, llm = abr.SpanKind.AGENT, abr.SpanKind.LLM
+    for i in range(pairs):
+        with (
+            tracer.span(
+                "agent.step",
+                kind=agent,
+                inputs={"input.value": INPUT_TEXT},
+                metadata={"agent.step": i, "agent.max_steps": 10, "agent.retries": 0},
+            ),
+            tracer.span(
+                "llm.chat",
+                kind=llm,
+                inputs={"input.value": INPUT_TEXT},
+                metadata={
+                    "llm.token_count.prompt": 120 + i % 50,
+                    "llm.token_count.completion": 30,
+                    "llm.token_count.total": 150 + i % 50,
+                },
+            ),
+        ):
+            pass
+
+
+class NoopExporter(SpanExporter):
+    """Accepts every batch and drops it; counts what it was given."""
+
+    def __init__(self) -> None:
+        self.exported = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.exported += len(spans)
+        return SpanExportResult.SUCCESS
+
+
+# -- one run ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Sample:
+    contender: str
+    spans: int
+    elapsed_ns: int  # wall time of what was timed (perf_counter_ns)
+    caller_cpu_ns: int  # CPU time of the caller's thread over the same interval (thread_time_ns)
+    persisted: int  # spans accounted for afterwards: final rows on disk / spans exported or kept
+    rows: int  # rows in SQLite (-1 when there is no database)
+    valid: bool
+
+    @property
+    def us_per_span(self) -> float:
+        return self.elapsed_ns / self.spans / 1000
+
+    @property
+    def cpu_us_per_span(self) -> float:
+        return self.caller_cpu_ns / self.spans / 1000
+
+    @property
+    def spans_per_s(self) -> float:
+        return self.spans / (self.elapsed_ns / 1e9)
+
+
+def count_rows(db: Path, final_sql: str) -> tuple[int, int]:
+    """(all rows, finished rows) in the spans table, read with a fresh sqlite3 connection."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        total, final = conn.execute(f"SELECT count(*), {final_sql} FROM spans").fetchone()
+        return int(total), int(final or 0)
+    finally:
+        conn.close()
+
+
+def remove_db(db: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+
+
+def blackbox_config(db: Path, spans: int, *, redact: bool = True) -> BlackboxConfig:
+    # Every start and every end is queued: room for all of them, so nothing is dropped.
+    return BlackboxConfig(db_path=db, max_queue_size=max(20_000, 2 * spans + 1024), redact=redact)
+
+
+def run_otel(contender: str, spans: int, workdir: Path, *, persist: bool) -> Sample:
+    """One OpenTelemetry run; ``persist`` times up to force_flush(), otherwise only the loop."""
+    pairs = spans // 2
+    db = workdir / f"{contender}.db"
+    remove_db(db)
+    provider = TracerProvider(shutdown_on_exit=False)
+    memory: InMemorySpanExporter | None = None
+    noop: NoopExporter | None = None
+    blackbox: BlackboxSpanProcessor | None = None
+    queue_room = 2 * spans + 1024
+    if contender == "batch":
+        memory = InMemorySpanExporter()
+        provider.add_span_processor(BatchSpanProcessor(memory, max_queue_size=queue_room))
+    elif contender == "batch-noop":
+        noop = NoopExporter()
+        provider.add_span_processor(BatchSpanProcessor(noop, max_queue_size=queue_room))
+    elif contender in ("blackbox", "blackbox-noredact"):
+        blackbox = BlackboxSpanProcessor(config=blackbox_config(db, spans, redact=contender == "blackbox"))
+        provider.add_span_processor(blackbox)
+    elif contender != "bare-sdk":
+        raise ValueError(contender)
+    tracer = provider.get_tracer("bench_recorder")
+    gc.collect()
+
+    t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+    otel_pairs(tracer, pairs)
+    flushed = provider.force_flush(FLUSH_TIMEOUT_MS) if persist else True
+    t1, c1 = time.perf_counter_ns(), time.thread_time_ns()
+
+    if not persist:
+        flushed = provider.force_flush(FLUSH_TIMEOUT_MS)  # untimed: only to check nothing was dropped
+    n = 2 * pairs
+    rows, persisted = -1, n
+    if memory is not None:
+        persisted = len(memory.get_finished_spans())
+        memory.clear()
+    elif noop is not None:
+        persisted = noop.exported
+    elif blackbox is not None:
+        if blackbox.dropped_count():
+            print(f"  ! {contender}: {blackbox.dropped_count()} spans dropped", file=sys.stderr)
+        rows, persisted = count_rows(db, "sum(status != 'open')")
+    provider.shutdown()
+    remove_db(db)
+    valid = flushed and persisted == n and rows in (-1, n)
+    return Sample(contender, n, t1 - t0, c1 - c0, persisted, rows, valid)
+
+
+def run_abr(spans: int, workdir: Path, *, persist: bool, batch_size: int) -> Sample:
+    """One ai-blackbox-recorder run: a Tracer on a fresh file, record_open_spans on (its default)."""
+    pairs = spans // 2
+    db = workdir / "ai-blackbox-recorder.db"
+    remove_db(db)
+    tracer = abr.Tracer(abr.BlackBoxConfig(db_path=str(db), batch_size=batch_size, record_open_spans=True))
+    gc.collect()
+
+    t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+    abr_pairs(tracer, pairs)
+    flushed = bool(tracer.flush(timeout=FLUSH_TIMEOUT_MS / 1000)) if persist else True
+    t1, c1 = time.perf_counter_ns(), time.thread_time_ns()
+
+    if not persist:
+        flushed = bool(tracer.flush(timeout=FLUSH_TIMEOUT_MS / 1000))
+    tracer.close()
+    n = 2 * pairs
+    rows, persisted = count_rows(db, "count(end_time)")
+    remove_db(db)
+    valid = flushed and persisted == n and rows == n
+    return Sample("ai-blackbox-recorder", n, t1 - t0, c1 - c0, persisted, rows, valid)
+
+
+def run_one(contender: str, spans: int, workdir: Path, *, persist: bool, abr_batch_size: int) -> Sample:
+    if contender == "ai-blackbox-recorder":
+        sample = run_abr(spans, workdir, persist=persist, batch_size=abr_batch_size)
+    else:
+        sample = run_otel(contender, spans, workdir, persist=persist)
+    gc.collect()
+    return sample
+
+
+# -- the whole benchmark ---------------------------------------------------------------------------
+
+
+def rotated(items: Sequence[str], by: int) -> list[str]:
+    k = by % len(items)
+    return [*items[k:], *items[:k]]
+
+
+def median_of(samples: list[Sample], key: Callable[[Sample], float]) -> float:
+    values = [key(s) for s in samples if s.valid]
+    return statistics.median(values) if values else float("nan")
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else float("nan")  # e.g. a baseline below the bare SDK at tiny N
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def machine_info() -> dict[str, Any]:
+    def version(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {
+        "loadavg_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
+        "nproc": usable,
+        "cpu_count": os.cpu_count(),
+        "cpu": cpu,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "opentelemetry-sdk": version("opentelemetry-sdk"),
+        "otel-blackbox": version("otel-blackbox"),
+        "ai-blackbox-recorder": version("ai-blackbox-recorder"),
+    }
+
+
+def run_benchmark(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    spans = args.spans - args.spans % 2
+    kw: dict[str, Any] = {"abr_batch_size": args.abr_batch_size}
+    warm = min(spans, 2000)
+    print(f"warming up ({warm} spans per contender)...", flush=True)
+    for contender in CALLER_CONTENDERS:
+        run_one(contender, warm, workdir, persist=False, **kw)
+    for contender in PERSIST_CONTENDERS:
+        run_one(contender, warm, workdir, persist=True, **kw)
+
+    caller: dict[str, list[Sample]] = {c: [] for c in CALLER_CONTENDERS}
+    persist: dict[str, list[Sample]] = {c: [] for c in PERSIST_CONTENDERS}
+    for rep in range(args.repeat):
+        print(f"repeat {rep + 1}/{args.repeat}", flush=True)
+        for contender in rotated(CALLER_CONTENDERS, rep):
+            s = run_one(contender, spans, workdir, persist=False, **kw)
+            caller[contender].append(s)
+            bad = "" if s.valid else "  INVALID: not all spans kept"
+            print(
+                f"  caller   {contender:<21} {s.us_per_span:7.2f} µs/span "
+                f"(caller CPU {s.cpu_us_per_span:6.2f})  kept {s.persisted}/{s.spans}{bad}",
+                flush=True,
+            )
+        for contender in rotated(PERSIST_CONTENDERS, rep):
+            s = run_one(contender, spans, workdir, persist=True, **kw)
+            persist[contender].append(s)
+            if s.rows >= 0:
+                where = f"rows on disk {s.rows} ({s.persisted} finished)"
+            else:
+                where = f"exported {s.persisted}"
+            bad = "" if s.valid else "  INVALID: not counted"
+            print(
+                f"  persist  {contender:<21} {s.spans_per_s:9.0f} spans/s "
+                f"({s.elapsed_ns / 1e9:6.3f} s)  {where}{bad}",
+                flush=True,
+            )
+
+    us = {c: median_of(caller[c], lambda s: s.us_per_span) for c in CALLER_CONTENDERS}
+    cpu = {c: median_of(caller[c], lambda s: s.cpu_us_per_span) for c in CALLER_CONTENDERS}
+    rate = {c: median_of(persist[c], lambda s: s.spans_per_s) for c in PERSIST_CONTENDERS}
+    added = {c: us[c] - us["bare-sdk"] for c in OTEL_PROCESSORS}
+    added_cpu = {c: cpu[c] - cpu["bare-sdk"] for c in OTEL_PROCESSORS}
+    ratios = {
+        "caller_added_blackbox_over_batch": ratio(added["blackbox"], added["batch"]),
+        "caller_added_cpu_blackbox_over_batch": ratio(added_cpu["blackbox"], added_cpu["batch"]),
+        "caller_added_blackbox_over_batch_noop": ratio(added["blackbox"], added["batch-noop"]),
+        "persisted_blackbox_over_abr": ratio(rate["blackbox"], rate["ai-blackbox-recorder"]),
+        "persisted_blackbox_over_batch_noop": ratio(rate["blackbox"], rate["batch-noop"]),
+        "persisted_noredact_over_default": ratio(rate["blackbox-noredact"], rate["blackbox"]),
+    }
+    caller_ratio = ratios["caller_added_blackbox_over_batch"]
+    vs_abr = ratios["persisted_blackbox_over_abr"]
+    vs_batch = ratios["persisted_blackbox_over_batch_noop"]
+    redaction = ratios["persisted_noredact_over_default"]
+    targets = [
+        ("caller: added(Blackbox) / added(Batch)", caller_ratio, f"<= {TARGET_CALLER_RATIO}",
+         caller_ratio <= TARGET_CALLER_RATIO),
+        ("persisted: Blackbox / ai-blackbox-recorder", vs_abr, f">= {TARGET_VS_ABR}",
+         vs_abr >= TARGET_VS_ABR),
+        ("persisted: Blackbox / Batch(no-op)", vs_batch, f">= {TARGET_VS_BATCH}",
+         vs_batch >= TARGET_VS_BATCH),
+    ]  # fmt: skip
+    invalid = sum(not s.valid for group in (caller, persist) for samples in group.values() for s in samples)
+
+    print()
+    print(
+        f"spans per run: {spans} ({spans // 2} parent/child pairs), repeats: {args.repeat}, medians"
+        + ("" if gc.isenabled() else " -- cyclic GC DISABLED (diagnostic run)")
+    )
+    print()
+    print("1. caller cost (span-creation loop only; 'added' = minus the bare SDK)")
+    print(f"   {'contender':<44} {'µs/span':>8} {'added':>8} {'CPU µs':>8} {'added':>8}")
+    for c in CALLER_CONTENDERS:
+        if c in OTEL_PROCESSORS:
+            extra = f"{added[c]:8.2f} {cpu[c]:8.2f} {added_cpu[c]:8.2f}"
+        else:  # the bare SDK itself, and ai-blackbox-recorder, which replaces the SDK instead of adding to it
+            extra = f"{'':>8} {cpu[c]:8.2f} {'':>8}"
+        print(f"   {LABELS[c]:<44} {us[c]:8.2f} {extra}")
+    print(
+        f"   added(Blackbox)/added(Batch): wall {caller_ratio:.2f}, caller-thread CPU "
+        f"{ratios['caller_added_cpu_blackbox_over_batch']:.2f}; "
+        f"vs Batch(no-op exporter): wall {ratios['caller_added_blackbox_over_batch_noop']:.2f}"
+    )
+    print()
+    print("2./3. persisted spans/s (first span -> last row on disk, rows counted afterwards)")
+    print(f"   {'contender':<44} {'spans/s':>9} {'µs/span':>8}")
+    for c in PERSIST_CONTENDERS:
+        print(f"   {LABELS[c]:<44} {rate[c]:9.0f} {1e6 / rate[c]:8.2f}")
+    print(
+        f"   redaction cost: redact=False runs at {redaction:.2f}x the default's rate "
+        f"(redaction is {(1 - 1 / redaction) * 100:.0f}% of the default run's time)"
+    )
+    print()
+    print("targets")
+    for name, value, want, ok in targets:
+        print(f"   {name:<44} {value:6.2f}  (target {want:<7}) {verdict(ok)}")
+    if invalid:
+        print(f"   {invalid} run(s) did not keep/persist every span and were left out of the medians")
+
+    return {
+        "machine": machine_info(),
+        "spans": spans,
+        "repeat": args.repeat,
+        "abr_batch_size": args.abr_batch_size,
+        "gc_enabled": gc.isenabled(),
+        "caller_us_per_span": us,
+        "caller_cpu_us_per_span": cpu,
+        "caller_added_us": added,
+        "caller_added_cpu_us": added_cpu,
+        "persisted_spans_per_s": rate,
+        "ratios": ratios,
+        "targets": [{"name": n, "value": v, "target": w, "met": ok} for n, v, w, ok in targets],
+        "invalid_runs": invalid,
+        "samples": {
+            "caller": {c: [asdict(s) for s in caller[c]] for c in CALLER_CONTENDERS},
+            "persist": {c: [asdict(s) for s in persist[c]] for c in PERSIST_CONTENDERS},
+        },
+    }
+
+
+# -- --profile ---------------------------------------------------------------------------------
+
+
+class QueueingProcessor(SpanProcessor):
+    """Queues each span on start and on end, as BlackboxSpanProcessor does, for a writer run by hand."""
+
+    def __init__(self) -> None:
+        self.queue: deque[Any] = deque()
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        self.queue.append(span)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.queue.append(span)
+
+
+def print_stats(profile: cProfile.Profile, title: str, limit: int, *restrictions: str | int) -> None:
+    out = io.StringIO()
+    stats = pstats.Stats(profile, stream=out)
+    stats.strip_dirs().sort_stats(pstats.SortKey.TIME).print_stats(*restrictions, limit)
+    text = out.getvalue()
+    body = text[text.find("   ncalls") :] if "   ncalls" in text else text
+    print(f"\n--- {title} (sorted by own time, top {limit})")
+    print(body.rstrip())
+
+
+def writer_run(spans: int, workdir: Path, *, redact: bool, profile: cProfile.Profile | None) -> float:
+    """The Blackbox writer's cost per span (µs), run on this thread over a prepared queue."""
+    from otel_blackbox.store.writer import SpanWriter  # internal: used by --profile only
+
+    source = QueueingProcessor()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(source)
+    otel_pairs(provider.get_tracer("bench_recorder"), spans // 2)
+    db = workdir / "writer-profile.db"
+    remove_db(db)
+    writer = SpanWriter(blackbox_config(db, spans, redact=redact), source.queue, threading.Event(), lambda: 0)
+    writer.write_pending()  # opens the database and creates the schema: not measured
+    otel_pairs(provider.get_tracer("bench_recorder"), spans // 2)
+    gc.collect()
+    t0 = time.perf_counter_ns()
+    if profile is not None:
+        profile.enable()
+    writer.write_pending()
+    if profile is not None:
+        profile.disable()
+    elapsed = time.perf_counter_ns() - t0
+    writer.close()
+    provider.shutdown()
+    remove_db(db)
+    return elapsed / (2 * (spans // 2)) / 1000
+
+
+def run_profiles(spans: int, workdir: Path) -> dict[str, float]:
+    print("\n=== profiles (cProfile; its own overhead inflates the absolute times) ===")
+    provider = TracerProvider(shutdown_on_exit=False)
+    db = workdir / "caller-profile.db"
+    processor = BlackboxSpanProcessor(config=blackbox_config(db, spans))
+    provider.add_span_processor(processor)
+    profile = cProfile.Profile()
+    gc.collect()
+    profile.enable()
+    otel_pairs(provider.get_tracer("bench_recorder"), spans // 2)
+    profile.disable()
+    provider.shutdown()
+    remove_db(db)
+    print_stats(profile, f"caller thread, BlackboxSpanProcessor, {spans} spans", 12)
+    print_stats(profile, "the same, BlackboxSpanProcessor's own functions", 5, r"processor\.py")
+
+    writer_us = {}
+    for redact in (True, False):
+        writer_us[f"redact={redact}"] = statistics.median(
+            writer_run(spans, workdir, redact=redact, profile=None) for _ in range(3)
+        )
+    profile = cProfile.Profile()
+    writer_run(spans, workdir, redact=True, profile=profile)
+    print_stats(profile, f"Blackbox writer (SpanWriter.write_pending), {spans} spans, redact=True", 22)
+    print("\nBlackbox writer alone, no profiler, median of 3 (µs per span, writer thread busy time):")
+    for name, value in writer_us.items():
+        print(f"   {name:<14} {value:6.2f}")
+    return writer_us
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--spans", type=int, default=20_000, help="spans per run (even; default 20000)")
+    parser.add_argument("--repeat", type=int, default=7, help="repeats per contender; medians (default 7)")
+    parser.add_argument("--json", type=Path, help="also write every sample and the summary to this file")
+    parser.add_argument(
+        "--abr-batch-size", type=int, default=100, help="ai-blackbox-recorder batch_size (its default: 100)"
+    )
+    parser.add_argument("--profile", action="store_true", help="also print cProfile listings (module doc)")
+    parser.add_argument(
+        "--no-gc", action="store_true", help="diagnostic: cyclic GC off while timing (see module doc)"
+    )
+    args = parser.parse_args(argv)
+    if args.spans < 2 or args.repeat < 1:
+        parser.error("--spans must be >= 2 and --repeat >= 1")
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench_recorder-"))
+    info = machine_info()
+    print(
+        f"python {info['python']}, opentelemetry-sdk {info['opentelemetry-sdk']}, "
+        f"ai-blackbox-recorder {info['ai-blackbox-recorder']}, sqlite {info['sqlite']}, "
+        f"{info['nproc']} CPUs ({info['cpu']}), load {info['loadavg_1m']}"
+    )
+    started = time.perf_counter()
+    if args.no_gc:
+        gc.disable()  # explicit gc.collect() between runs still runs
+    try:
+        result = run_benchmark(args, workdir)
+        if args.profile:
+            result["writer_us_per_span"] = run_profiles(args.spans, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    result["wall_s"] = round(time.perf_counter() - started, 1)
+    result["loadavg_1m_at_end"] = machine_info()["loadavg_1m"]
+    print(f"\ntotal {result['wall_s']} s, load average at the end {result['loadavg_1m_at_end']}")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
