@@ -43,8 +43,27 @@ _BUILTIN_PATTERNS: tuple[tuple[str, str], ...] = (
 )
 
 
+# "key": "string value" in JSON text; the key's name decides whether the value is masked.
+_JSON_STRING_PAIR = re.compile(r'"([^"\\]{1,200})"(\s*:\s*)"(?:[^"\\]|\\.)*"')
+
+
+def _fragment(field: str) -> str:
+    """The part of a secret field name that any spelling of it contains (api_key -> key)."""
+    return field.rsplit("_", 1)[-1]
+
+
 def _normalize_field(name: str) -> str:
     return name.rsplit(".", 1)[-1].strip().lower().replace("-", "_")
+
+
+# Every built-in credential pattern matches only text containing one of these literals (case as
+# written: keys and tokens have a fixed case; "bearer" is checked in its three usual spellings).
+# One scan for them is several times cheaper than the full patterns, and most text has none.
+_TRIGGERS = (
+    "sk-", "eyJ", "://", "bearer", "Bearer", "BEARER", "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA",
+    "ANVA", "AIPA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
+)  # fmt: skip
+_FIELD_CACHE_MAX = 10_000
 
 
 class Redactor:
@@ -60,15 +79,16 @@ class Redactor:
     ) -> None:
         self.enabled = enabled
         self.max_bytes = max_bytes
-        rules = [*_BUILTIN_PATTERNS, *((f"custom-{i}", p) for i, p in enumerate(patterns))]
-        self._kinds = [kind for kind, _ in rules]
-        self._values = re.compile("|".join(f"(?P<g{i}>{rx})" for i, (_, rx) in enumerate(rules)))
+        self._kinds = [kind for kind, _ in _BUILTIN_PATTERNS]
+        self._values = re.compile("|".join(f"(?P<g{i}>{rx})" for i, (_, rx) in enumerate(_BUILTIN_PATTERNS)))
+        # User patterns cannot be prefiltered: they run on every string.
+        custom = [f"(?:{p})" for p in patterns]
+        self._custom = re.compile("|".join(custom)) if custom else None
         self._fields = frozenset({*DEFAULT_SECRET_FIELDS, *(_normalize_field(f) for f in fields)})
-        field_alternatives = "|".join(re.escape(f).replace("_", "[_-]?") for f in sorted(self._fields))
-        # "api_key": "value" inside JSON text, e.g. a serialized request in input.value.
-        self._json_fields = re.compile(
-            rf'("(?:[^"\\]*[._-])?(?:{field_alternatives})"\s*:\s*)"(?:[^"\\]|\\.)*"', re.IGNORECASE
-        )
+        self._field_cache: dict[str, bool] = {}
+        # Each field name contains one of these (lower-cased): JSON text without any skips the pair scan.
+        self._field_fragments = tuple(sorted({_fragment(f) for f in self._fields}))
+        self._trigger = re.compile("|".join(re.escape(t) for t in _TRIGGERS))
 
     # -- strings ---------------------------------------------------------------------------------
 
@@ -83,13 +103,30 @@ class Redactor:
     def redact_text(self, text: str) -> str:
         if not self.enabled or len(text) < _MIN_SECRET_LEN:
             return text
-        text = self._values.sub(self._mask, text)
-        if '"' in text:
-            text = self._json_fields.sub(r'\1"[REDACTED]"', text)
+        if self._custom is not None:
+            text = self._custom.sub("[REDACTED:custom]", text)
+        if self._trigger.search(text) is not None:
+            text = self._values.sub(self._mask, text)
+        if '"' in text:  # JSON text: mask fields named like secrets ("api_key": "...")
+            lowered = text.lower()
+            if any(fragment in lowered for fragment in self._field_fragments):
+                text = _JSON_STRING_PAIR.sub(self._mask_pair, text)
         return text
 
+    def _mask_pair(self, match: re.Match[str]) -> str:
+        if self.is_secret_field(match.group(1)):
+            return f'"{match.group(1)}"{match.group(2)}"[REDACTED]"'
+        return match.group(0)
+
     def is_secret_field(self, name: str) -> bool:
-        return self.enabled and _normalize_field(name) in self._fields
+        if not self.enabled:
+            return False
+        hit = self._field_cache.get(name)
+        if hit is None:
+            if len(self._field_cache) >= _FIELD_CACHE_MAX:
+                self._field_cache.clear()
+            hit = self._field_cache[name] = _normalize_field(name) in self._fields
+        return hit
 
     # -- attribute values ------------------------------------------------------------------------
 
@@ -120,6 +157,8 @@ class Redactor:
     def value(self, key: str, value: Any) -> Any:
         if self.is_secret_field(key):
             return "[REDACTED]"
+        if isinstance(value, (bool, int, float)):  # the common case: nothing to bound or mask
+            return value
         value = self._bounded(value)
         if isinstance(value, str):
             return self.redact_text(value)

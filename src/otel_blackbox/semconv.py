@@ -61,24 +61,38 @@ GEN_AI_OPERATION_KINDS: dict[str, str] = {
 }
 
 
-def _first(attributes: Mapping[str, Any], keys: tuple[str, ...], integer: bool) -> Any:
-    for key in keys:
-        value = attributes.get(key)
-        if value is None or isinstance(value, (list, tuple)):
-            continue
-        if integer:
-            if isinstance(value, bool):
-                continue
-            if isinstance(value, (int, float)):
-                return int(value)
-            continue
-        return str(value)
-    return None
+# attribute -> (column, rank): one pass over a span's attributes finds every column's best source.
+_SOURCE_INDEX: dict[str, tuple[str, int]] = {
+    attribute: (column, rank)
+    for column, sources in COLUMN_SOURCES.items()
+    for rank, attribute in enumerate(sources)
+}
+
+
+def _column_value(column: str, value: Any) -> Any:
+    """The value as the column stores it, or None when its type does not fit."""
+    if value is None or isinstance(value, (list, tuple)):
+        return None
+    if column in INTEGER_COLUMNS:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        return int(value)
+    return str(value)
 
 
 def columns_from_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     """The column values for one span's attributes (None where nothing maps)."""
-    row = {col: _first(attributes, keys, col in INTEGER_COLUMNS) for col, keys in COLUMN_SOURCES.items()}
+    row: dict[str, Any] = dict.fromkeys(COLUMN_SOURCES)
+    ranks: dict[str, int] = {}
+    for key, value in attributes.items():
+        hit = _SOURCE_INDEX.get(key)
+        if hit is None:
+            continue
+        column, rank = hit
+        if rank < ranks.get(column, len(COLUMN_SOURCES[column])):
+            converted = _column_value(column, value)
+            if converted is not None:
+                row[column], ranks[column] = converted, rank
     if row["oi_span_kind"] is None:
         operation = attributes.get("gen_ai.operation.name")
         if isinstance(operation, str):

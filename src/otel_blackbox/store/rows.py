@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.trace import StatusCode
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.trace import Link, StatusCode
 
 from ..redact import Redactor
 from ..semconv import columns_from_attributes
@@ -33,12 +33,16 @@ def _finite(value: Any) -> Any:
     return value
 
 
+# One encoder for every row: json.dumps with options builds a new encoder on each call.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str).encode
+
+
 def dumps(value: Any) -> str:
     """Compact JSON that SQLite's json functions accept (no NaN); odd objects become strings."""
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
+        return _ENCODE(value)
     except ValueError:
-        return json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"), default=str)
+        return _ENCODE(_finite(value))
 
 
 class RowBuilder:
@@ -51,13 +55,13 @@ class RowBuilder:
         self._resource_json: dict[int, tuple[object, str]] = {}
         self._scope_json: dict[int, tuple[object, str]] = {}
 
-    def _cached(self, cache: dict[int, tuple[object, str]], obj: object, make: Any) -> str:
+    def _shared_json(self, cache: dict[int, tuple[object, str]], obj: object) -> str | None:
         hit = cache.get(id(obj))
-        if hit is not None and hit[0] is obj:
-            return hit[1]
+        return hit[1] if hit is not None and hit[0] is obj else None
+
+    def _remember(self, cache: dict[int, tuple[object, str]], obj: object, text: str) -> str:
         if len(cache) > 64:
             cache.clear()
-        text: str = make()
         cache[id(obj)] = (obj, text)
         return text
 
@@ -73,37 +77,27 @@ class RowBuilder:
     def row(self, span: ReadableSpan, written_ns: int, *, is_open: bool) -> tuple[Any, ...]:
         context = span.context
         assert context is not None  # SDK spans always have one
-        attributes = self._attributes(span.attributes)
+        attributes = self._attributes(_attribute_storage(span))
         columns = columns_from_attributes(attributes)
         start_ns = span.start_time or written_ns
-        end_ns = None if is_open else span.end_time
         if is_open:
-            status, message = "open", None
+            end_ns, status, message = None, "open", None
         else:
+            end_ns = span.end_time
             status = _STATUS.get(span.status.status_code, "unset")
             message = span.status.description
         parent = span.parent
-        events = [
-            {"name": e.name, "timestamp_ns": e.timestamp, "attributes": self._attributes(e.attributes)}
-            for e in span.events
-        ]
-        links = [
-            {
-                "trace_id": format(link.context.trace_id, "032x"),
-                "span_id": format(link.context.span_id, "016x"),
-                "attributes": self._attributes(link.attributes),
-            }
-            for link in span.links
-        ]
+        events = span.events
+        links = span.links
         resource = span.resource
-        resource_json = self._cached(
-            self._resource_json, resource, lambda: dumps(self._attributes(resource.attributes))
+        resource_json = self._shared_json(self._resource_json, resource) or self._remember(
+            self._resource_json, resource, dumps(self._attributes(resource.attributes))
         )
         scope = span.instrumentation_scope
-        scope_json = self._cached(
+        scope_json = self._shared_json(self._scope_json, scope) or self._remember(
             self._scope_json,
             scope,
-            lambda: dumps(
+            dumps(
                 {"name": scope.name, "version": scope.version, "schema_url": scope.schema_url}
                 if scope
                 else {}
@@ -131,8 +125,39 @@ class RowBuilder:
             columns["tool_name"],
             self.pid,
             dumps(attributes),
-            dumps(events) if events else "[]",
-            dumps(links) if links else "[]",
+            self._events_json(events) if events else "[]",
+            self._links_json(links) if links else "[]",
             resource_json,
             scope_json,
         )
+
+    def _events_json(self, events: Sequence[Event]) -> str:
+        return dumps(
+            [
+                {"name": e.name, "timestamp_ns": e.timestamp, "attributes": self._attributes(e.attributes)}
+                for e in events
+            ]
+        )
+
+    def _links_json(self, links: Sequence[Link]) -> str:
+        return dumps(
+            [
+                {
+                    "trace_id": format(link.context.trace_id, "032x"),
+                    "span_id": format(link.context.span_id, "016x"),
+                    "attributes": self._attributes(link.attributes),
+                }
+                for link in links
+            ]
+        )
+
+
+def _attribute_storage(span: ReadableSpan) -> Mapping[str, Any] | None:
+    """The span's attributes, read from the SDK's own dict where it has one.
+
+    ``span.attributes`` is a read-only proxy over BoundedAttributes, whose every lookup takes a
+    lock; its backing dict gives the same items several times faster. Any other shape falls back
+    to the public property.
+    """
+    storage = getattr(getattr(span, "_attributes", None), "_dict", None)
+    return storage if isinstance(storage, dict) else span.attributes
