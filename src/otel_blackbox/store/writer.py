@@ -29,24 +29,13 @@ from ..config import BlackboxConfig
 from ..errors import StoreError
 from ..redact import Redactor
 from .connection import connect_writer
+from .inserts import insert_spans
 from .retention import cleanup, database_bytes
 from .rows import RowBuilder
-from .schema import SPAN_COLUMNS
 
 __all__ = ["FlushMarker", "SpanWriter"]
 
 logger = logging.getLogger("otel_blackbox")
-
-_COLUMNS = ", ".join(SPAN_COLUMNS)
-_PLACEHOLDERS = ", ".join("?" * len(SPAN_COLUMNS))
-_UPDATES = ", ".join(f"{c} = excluded.{c}" for c in SPAN_COLUMNS[2:])
-_UPSERT_FINAL = (
-    f"INSERT INTO spans ({_COLUMNS}) VALUES ({_PLACEHOLDERS}) "
-    f"ON CONFLICT (trace_id, span_id) DO UPDATE SET {_UPDATES}"
-)
-_INSERT_OPEN = (
-    f"INSERT INTO spans ({_COLUMNS}) VALUES ({_PLACEHOLDERS}) ON CONFLICT (trace_id, span_id) DO NOTHING"
-)
 
 
 _MAX_TRACKED_OPEN = 100_000
@@ -170,10 +159,8 @@ class SpanWriter:
             open_rows = self._rows(still_open.values(), now, is_open=True)
             conn.execute("BEGIN IMMEDIATE")
             try:
-                if final_rows:
-                    conn.executemany(_UPSERT_FINAL, final_rows)
-                if open_rows:
-                    conn.executemany(_INSERT_OPEN, open_rows)
+                insert_spans(conn, final_rows, final=True)
+                insert_spans(conn, open_rows, final=False)
                 self.spans_written += len(final_rows)
                 self._update_recorder(conn, now)
                 conn.execute("COMMIT")
