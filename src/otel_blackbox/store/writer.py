@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, set_value
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, Span
 
 from ..config import BlackboxConfig
 from ..errors import StoreError
@@ -128,19 +128,21 @@ class SpanWriter:
                     item = self.queue.popleft()
                 except IndexError:
                     break
-                if isinstance(item, FlushMarker):
+                if isinstance(item, Span):  # queued by on_start: the live span
+                    if item.end_time is not None:
+                        continue  # ended since: on_end queued its final snapshot after it
+                    context = item.context
+                    key = (context.trace_id, context.span_id)
+                    if key not in finals:
+                        opens[key] = item
+                elif isinstance(item, FlushMarker):
                     markers.append(item)
-                    continue
-                context = item.context
-                if context is None:  # not a recordable SDK span: count it, keep the batch
+                elif item.context is None:  # not a recordable SDK span: count it, keep the batch
                     self._skip(item)
-                    continue
-                key = (context.trace_id, context.span_id)
-                if item.end_time is not None:
+                else:  # queued by on_end: the final snapshot
+                    key = (item.context.trace_id, item.context.span_id)
                     finals[key] = item
                     opens.pop(key, None)
-                elif key not in finals:
-                    opens[key] = item
             ok = self._write(finals, opens)
             for marker in markers:
                 marker.ok = ok
