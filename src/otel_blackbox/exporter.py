@@ -10,13 +10,12 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .config import BlackboxConfig
-from .store.writer import FlushMarker, SpanWriter
+from .store.writer import SpanWriter
 
 __all__ = ["BlackboxSpanExporter"]
 
@@ -29,22 +28,18 @@ class BlackboxSpanExporter(SpanExporter):
         if db_path is not None:
             config = config.replace(db_path=db_path)
         self.config = config
-        self._queue: deque[Any] = deque()
         self._lock = threading.Lock()
-        # The writer's thread is never started: export() drives it synchronously.
-        self._writer = SpanWriter(config, self._queue, threading.Event(), lambda: 0)
+        # The writer's thread is never started: export() writes on the exporting thread.
+        self._writer = SpanWriter(config, deque(), threading.Event(), lambda: 0)
         self._shutdown = False
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if self._shutdown:
             return SpanExportResult.FAILURE
-        marker = FlushMarker()
         with self._lock:
-            self._queue.extend(spans)
-            self._queue.append(marker)
-            self._writer.write_pending()
+            ok = self._writer.write_finished(spans)
             self._writer.maintain()
-        return SpanExportResult.SUCCESS if marker.ok else SpanExportResult.FAILURE
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
         self._shutdown = True

@@ -148,6 +148,16 @@ class SpanWriter:
                 marker.ok = ok
                 marker.done.set()
 
+    def write_finished(self, spans: Iterable[ReadableSpan]) -> bool:
+        """Write these spans' final rows now, on the calling thread (the exporter's path)."""
+        finals = {}
+        for span in spans:
+            if span.context is None:
+                self._skip(span)
+            else:
+                finals[(span.context.trace_id, span.context.span_id)] = span
+        return self._write(finals, {})
+
     def _write(self, finals: dict[Any, ReadableSpan], opens: dict[Any, ReadableSpan]) -> bool:
         if not finals and not opens:
             return True
