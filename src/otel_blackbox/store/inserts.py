@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
 from .schema import SPAN_COLUMNS
@@ -52,5 +53,5 @@ def insert_spans(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], *, f
     start = 0
     for size in _chunk_sizes(len(rows)):
         chunk = rows[start : start + size]
-        conn.execute(_statement(size, final), [value for row in chunk for value in row])
+        conn.execute(_statement(size, final), list(chain.from_iterable(chunk)))
         start += size
