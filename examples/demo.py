@@ -22,7 +22,8 @@ AFTER_FLUSH_INTERVAL_S = 0.6
 
 
 def banner(text: str) -> None:
-    print(f"\n\033[1m== {text}\033[0m", flush=True)
+    line = f"== {text}"
+    print("\n" + (f"\033[1m{line}\033[0m" if sys.stdout.isatty() else line), flush=True)
 
 
 def cli(*args: str) -> str:
