@@ -181,8 +181,8 @@ def test_script_hang_in_tool_leaves_open_spans_when_killed(tmp_path: Path) -> No
             trace_id = tool_line.split()[1]
             assert trace_line == f"TRACE {trace_id}\n"
             # The promise: a span open longer than the flush interval (200 ms) is on disk. Wait a
-            # little more than that (no polling: polling would only prove "eventually"), then kill.
-            time.sleep(0.6)
+            # bounded multiple of it (no polling: polling would only prove "eventually"), then kill.
+            time.sleep(1.0)
             proc.send_signal(signal.SIGKILL)
         finally:
             watchdog.cancel()
