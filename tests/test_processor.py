@@ -183,14 +183,38 @@ def test_full_queue_drops_and_counts_without_blocking(
         locker.close()
     assert elapsed < 5  # the agent's loop never waited on the 5 s busy timeout per span
     rec.flush()
-    # One more batch so the recorder row carries the final drop count.
+    dropped = rec.processor.dropped_count()
+    written = rec.rows("SELECT count(*) AS n FROM spans")[0]["n"]
+    assert written + dropped == 1_001  # every span is either on disk or counted as dropped
+    # The drop count reaches the recorder row without waiting for another span.
+    deadline = time.monotonic() + 5
+    while rec.rows("SELECT sum(spans_dropped) AS n FROM recorders")[0]["n"] != dropped:
+        assert time.monotonic() < deadline, "drop count never reached the database"
+        time.sleep(0.05)
+
+
+def test_write_failure_then_recovery_keeps_one_recorder_row(
+    make_recorder: Callable[..., Recorder], db_path: Path
+) -> None:
+    rec = make_recorder(busy_timeout_ms=100)
+    with rec.tracer.start_as_current_span("before"):
+        pass
+    rec.flush()
+    locker = sqlite3.connect(db_path, isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        with rec.tracer.start_as_current_span("lost-while-locked"):
+            pass
+        assert rec.processor.force_flush(5_000) is False  # the batch failed: reported, not raised
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
     with rec.tracer.start_as_current_span("after"):
         pass
     rec.flush()
-    dropped = rec.processor.dropped_count()
-    written = rec.rows("SELECT count(*) AS n FROM spans")[0]["n"]
-    assert written + dropped == 1_002  # every span is either on disk or counted as dropped
-    assert rec.rows("SELECT sum(spans_dropped) AS n FROM recorders")[0]["n"] == dropped
+    assert [r["name"] for r in rec.rows()] == ["before", "after"]
+    (recorder_row,) = rec.rows("SELECT * FROM recorders")
+    assert (recorder_row["spans_written"], recorder_row["write_errors"]) == (2, 1)
 
 
 def test_unwritable_database_never_raises_into_the_agent(

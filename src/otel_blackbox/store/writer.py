@@ -83,6 +83,8 @@ class SpanWriter:
         self._last_heartbeat = 0.0
         self._heartbeat_s = config.flush_interval_ms / 1000
         self._open_on_disk: set[Any] = set()
+        self._recorded_dropped = 0
+        self._started_ns = time.time_ns()
         self.thread = threading.Thread(target=self._run, name="otel-blackbox-writer", daemon=True)
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -218,39 +220,49 @@ class SpanWriter:
             self._open_on_disk.clear()
 
     def _heartbeat(self) -> None:
-        """While open rows are on disk, say every flush interval that this process is still alive.
+        """Keep this process's recorder row current between batches.
 
-        That moment (recorders.last_seen_ns) is where a killed run's open spans are shown to end.
+        While open rows are on disk it says, every flush interval, that the process is still alive:
+        that moment (recorders.last_seen_ns) is where a killed run's open spans are shown to end.
+        It also records drops that happened since the last batch, so `stats` sees them at once.
         """
         now = time.monotonic()
-        if not self._open_on_disk or self._conn is None or now - self._last_heartbeat < self._heartbeat_s:
+        alive_due = bool(self._open_on_disk) and now - self._last_heartbeat >= self._heartbeat_s
+        if self._conn is None or not (alive_due or self._dropped() != self._recorded_dropped):
             return
         self._last_heartbeat = now
         try:
-            self._conn.execute(
-                "UPDATE recorders SET last_seen_ns = ? WHERE id = ?", (time.time_ns(), self._recorder_id)
-            )
+            self._update_recorder(self._conn, time.time_ns())
         except sqlite3.Error as exc:
             self._warn_once(f"heartbeat:{type(exc).__name__}", f"otel-blackbox heartbeat failed: {exc}")
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
             conn = connect_writer(self.config.db_path, busy_timeout_ms=self.config.busy_timeout_ms)
-            now = time.time_ns()
-            cursor = conn.execute(
-                "INSERT INTO recorders (pid, started_ns, last_seen_ns) VALUES (?, ?, ?)",
-                (os.getpid(), now, now),
-            )
-            self._recorder_id = cursor.lastrowid
+            # One recorder row per process: after a reconnect, carry on with the same row if the
+            # file still has it (a replaced file gets a new one).
+            found = conn.execute(
+                "SELECT id FROM recorders WHERE pid = ? AND started_ns = ?", (os.getpid(), self._started_ns)
+            ).fetchone()
+            if found is not None:
+                self._recorder_id = found[0]
+            else:
+                cursor = conn.execute(
+                    "INSERT INTO recorders (pid, started_ns, last_seen_ns) VALUES (?, ?, ?)",
+                    (os.getpid(), self._started_ns, time.time_ns()),
+                )
+                self._recorder_id = cursor.lastrowid
             self._conn = conn
         return self._conn
 
     def _update_recorder(self, conn: sqlite3.Connection, now: int) -> None:
+        dropped = self._dropped()
         conn.execute(
             "UPDATE recorders SET last_seen_ns = ?, spans_written = ?, spans_dropped = ?, write_errors = ? "
             "WHERE id = ?",
-            (now, self.spans_written, self._dropped(), self.write_errors, self._recorder_id),
+            (now, self.spans_written, dropped, self.write_errors, self._recorder_id),
         )
+        self._recorded_dropped = dropped
 
     def close(self) -> None:
         if self._conn is not None:
