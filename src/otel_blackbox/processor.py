@@ -53,6 +53,7 @@ class BlackboxSpanProcessor(SpanProcessor):
         self._wake_at = config.max_batch_size
         self._open_rows_dropped = 0
         self._spans_dropped = 0
+        self._drop_lock = threading.Lock()
         self._new_writer()
         if not self.disabled:
             self._writer.start()
@@ -74,7 +75,8 @@ class BlackboxSpanProcessor(SpanProcessor):
         if len(self._queue) < self._max_starts:
             self._queue.append(span)
         else:
-            self._open_rows_dropped += 1
+            with self._drop_lock:  # only on the overload path: keeps the count exact across threads
+                self._open_rows_dropped += 1
 
     def on_end(self, span: ReadableSpan) -> None:
         if self._shutdown or self.disabled:
@@ -85,7 +87,8 @@ class BlackboxSpanProcessor(SpanProcessor):
             if len(queue) >= self._wake_at and not self._wake.is_set():
                 self._wake.set()
         else:
-            self._spans_dropped += 1
+            with self._drop_lock:
+                self._spans_dropped += 1
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Write everything recorded so far (open spans as open rows). False on timeout or write failure."""
@@ -126,6 +129,7 @@ class BlackboxSpanProcessor(SpanProcessor):
         # The parent's queue, thread and SQLite connection belong to the parent: start afresh.
         self._open_rows_dropped = 0
         self._spans_dropped = 0
+        self._drop_lock = threading.Lock()
         self._new_writer()
         if not self._shutdown and not self.disabled:
             self._writer.start()
