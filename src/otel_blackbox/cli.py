@@ -11,9 +11,9 @@ import json
 import os
 import sqlite3
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
@@ -29,7 +29,6 @@ from .store.retention import cleanup as run_cleanup
 
 __all__ = ["cli", "main"]
 
-F = TypeVar("F", bound=Callable[..., Any])
 _STATUS_COLORS = {"ok": "green", "error": "red", "open": "yellow", "unset": None}
 
 
