@@ -53,6 +53,7 @@ def test_openai_agent_in_show_verbose(
 
     verbose = run_cli("show", trace_id, "-v", db=openai_recorder.db_path, check=True).stdout
     assert f"[user] {QUESTION}" in verbose
+    assert "tools offered: get_weather, get_forecast" in verbose
     assert '→ get_weather({"city": "Lisbon"})' in verbose or '→ get_weather({"city":"Lisbon"})' in verbose
     assert "→ get_forecast(" in verbose and '"days": 2' in verbose
     assert "[tool call_" in verbose  # the tool results the model was sent, by call id
@@ -79,6 +80,7 @@ def test_anthropic_agent_in_show_verbose(
     assert verbose.splitlines()[0].startswith(f"trace {trace_id}  anthropic-agent  OK")
     assert verbose.count("[LLM]") == 2
     assert "claude-haiku-4-5" in verbose and "tokens: prompt " in verbose
+    assert "tools offered: get_weather, get_forecast" in verbose
     assert "→ get_weather(" in verbose and "Lisbon" in verbose
     assert f"[user] {QUESTION}" in verbose
     assert answer[:40] in verbose

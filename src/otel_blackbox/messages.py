@@ -20,7 +20,15 @@ from openinference.semconv.trace import (
     ToolCallAttributes,
 )
 
-__all__ = ["Message", "ToolCall", "indexed", "input_messages", "output_messages", "tool_definitions"]
+__all__ = [
+    "Message",
+    "ToolCall",
+    "indexed",
+    "input_messages",
+    "output_messages",
+    "tool_definitions",
+    "tool_name",
+]
 
 GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
@@ -144,3 +152,10 @@ def tool_definitions(attributes: Mapping[str, Any]) -> list[dict[str, Any]]:
             parsed = None
         tools.append(parsed if isinstance(parsed, dict) else {"raw": schema})
     return tools
+
+
+def tool_name(definition: dict[str, Any]) -> str:
+    """The name in a tool definition, in the OpenAI ({function: {name}}) or flat ({name}) shape."""
+    function = definition.get("function")
+    name = function.get("name") if isinstance(function, dict) else definition.get("name")
+    return str(name) if name else "?"

@@ -14,7 +14,7 @@ from typing import Any
 
 from openinference.semconv.trace import SpanAttributes
 
-from ..messages import Message, input_messages, output_messages
+from ..messages import Message, input_messages, output_messages, tool_definitions, tool_name
 from ..store.queries import SpanRecord, TraceSummary
 
 __all__ = ["fmt_duration", "fmt_time", "render_tree", "safe", "status_marker"]
@@ -100,6 +100,9 @@ def _details(span: SpanRecord, limit: int | None) -> list[str]:
     lines: list[str] = []
     inputs = input_messages(attrs)
     outputs = output_messages(attrs)
+    tools = tool_definitions(attrs)
+    if tools:
+        lines.append("tools offered: " + ", ".join(safe(tool_name(t)) for t in tools))
     if inputs:
         lines.append("messages:")
         lines += [f"  {m}" for msg in inputs for m in _format_message(msg, limit)]
