@@ -4,6 +4,7 @@ Hierarchy::
 
     BlackboxError                 base of everything below
     ├── ConfigError (ValueError)  a bad option or environment variable
+    ├── CassetteError             a file that is not a readable v2 cassette (or contract)
     └── StoreError                a database that cannot be used
         ├── DatabaseNotFound      no file at the path
         ├── NotABlackboxDatabase  not SQLite, or SQLite without our schema, or a newer schema
@@ -18,6 +19,7 @@ from __future__ import annotations
 __all__ = [
     "AmbiguousTraceId",
     "BlackboxError",
+    "CassetteError",
     "ConfigError",
     "DatabaseLocked",
     "DatabaseNotFound",
@@ -34,6 +36,10 @@ class BlackboxError(Exception):
 
 class ConfigError(BlackboxError, ValueError):
     """An invalid configuration value, from code or from an OTEL_BLACKBOX_* variable."""
+
+
+class CassetteError(BlackboxError):
+    """Not JSON, not the v2 format, or not a well-formed document of its kind."""
 
 
 class StoreError(BlackboxError):

@@ -1,0 +1,160 @@
+"""The cassette: one run as hash-chained, provider-neutral steps (Blackbox trace format v2).
+
+Plain dataclasses over JSON values. A payload is kept exactly as read (ints stay ints, key order
+is irrelevant because hashes use canonical JSON), so a cassette written elsewhere re-hashes to
+the hashes it carries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .canonical import hash_step
+
+__all__ = [
+    "FORMAT_VERSION",
+    "STEP_TYPES",
+    "Cassette",
+    "Outcome",
+    "Step",
+    "ToolCall",
+    "terminal_outcome",
+    "tool_call_sequence",
+    "tool_calls_of",
+]
+
+FORMAT_VERSION = 2
+STEP_TYPES = ("model_input", "model_output", "tool_call", "tool_result", "metadata")
+
+JsonObject = dict[str, Any]
+
+
+@dataclass
+class Step:
+    id: str
+    index: int
+    type: str
+    timestamp: int | float
+    payload: Any
+    prev_hash: str | None
+    hash: str
+
+    def expected_hash(self) -> str:
+        return hash_step(self.index, self.type, self.timestamp, self.payload, self.prev_hash)
+
+    def to_json(self) -> JsonObject:
+        return {
+            "id": self.id,
+            "index": self.index,
+            "type": self.type,
+            "timestamp": self.timestamp,
+            "payload": self.payload,
+            "prevHash": self.prev_hash,
+            "hash": self.hash,
+        }
+
+
+@dataclass
+class Cassette:
+    id: str
+    created_at: int | float
+    steps: list[Step] = field(default_factory=list)
+    version: int = FORMAT_VERSION
+    parent_id: str | None = None
+    forked_from_step_id: str | None = None
+
+    def append(self, step_type: str, payload: Any, timestamp: int | float) -> Step:
+        """Add a step at the end of the chain, hashing it onto the previous one."""
+        index = len(self.steps)
+        prev = self.steps[-1].hash if self.steps else None
+        step = Step(
+            id=f"{self.id}:{index}",
+            index=index,
+            type=step_type,
+            timestamp=timestamp,
+            payload=payload,
+            prev_hash=prev,
+            hash=hash_step(index, step_type, timestamp, payload, prev),
+        )
+        self.steps.append(step)
+        return step
+
+    @property
+    def head(self) -> str | None:
+        """The last step's hash: keep it elsewhere to detect a truncated tail."""
+        return self.steps[-1].hash if self.steps else None
+
+    def to_json(self) -> JsonObject:
+        data: JsonObject = {"version": self.version, "id": self.id}
+        if self.parent_id is not None:
+            data["parentId"] = self.parent_id
+        if self.forked_from_step_id is not None:
+            data["forkedFromStepId"] = self.forked_from_step_id
+        data["createdAt"] = self.created_at
+        data["steps"] = [s.to_json() for s in self.steps]
+        return data
+
+    def steps_of(self, step_type: str) -> Iterator[Step]:
+        return (s for s in self.steps if s.type == step_type)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    tool_call_id: str
+    tool_name: str
+    tool_input: Any
+
+
+def tool_calls_of(payload: Any) -> list[ToolCall]:
+    """The calls of a model_output, in either shape: one ``tool_call`` or ``tool_calls`` with ``calls``."""
+    if not isinstance(payload, dict):
+        return []
+    if payload.get("type") == "tool_call":
+        raw = [payload]
+    elif payload.get("type") == "tool_calls" and isinstance(payload.get("calls"), list):
+        raw = payload["calls"]
+    else:
+        return []
+    return [
+        ToolCall(str(c.get("toolCallId", "")), str(c.get("toolName", "")), c.get("toolInput"))
+        for c in raw
+        if isinstance(c, dict)
+    ]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a run ended, read from its last step (the format's single rule)."""
+
+    status: Literal["success", "error", "incomplete"]
+    final_answer: str | None = None
+    failure_reason: str | None = None
+
+    @property
+    def result(self) -> str | None:
+        """The terminal result that identifies the outcome: the answer, or the failure reason."""
+        return self.final_answer if self.status == "success" else self.failure_reason
+
+
+def terminal_outcome(cassette: Cassette) -> Outcome:
+    last = cassette.steps[-1] if cassette.steps else None
+    if last is not None and last.type == "metadata" and isinstance(last.payload, dict):
+        meta = last.payload
+        if meta.get("event") == "run_completed" and meta.get("status") == "success":
+            result = meta.get("result")
+            return Outcome("success", final_answer=result if isinstance(result, str) else None)
+        if meta.get("event") == "run_failed":
+            reason = meta.get("reason")
+            return Outcome("error", failure_reason=reason if isinstance(reason, str) else None)
+    return Outcome("incomplete")
+
+
+def tool_call_sequence(cassette: Cassette) -> list[str]:
+    """The tools the agent requested, in order, from its tool_call steps."""
+    names = []
+    for step in cassette.steps_of("tool_call"):
+        name = step.payload.get("toolName") if isinstance(step.payload, dict) else None
+        names.append(name if isinstance(name, str) else "unknown")
+    return names
