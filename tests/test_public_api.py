@@ -10,7 +10,12 @@ import otel_blackbox
 
 
 def test_public_names() -> None:
-    assert otel_blackbox.__all__ == ["BlackboxConfig", "BlackboxSpanExporter", "BlackboxSpanProcessor"]
+    assert otel_blackbox.__all__ == [
+        "BlackboxConfig",
+        "BlackboxSpanExporter",
+        "BlackboxSpanProcessor",
+        "CassetteSpanExporter",
+    ]
     assert otel_blackbox.__all__ == sorted(otel_blackbox.__all__)
     for name in otel_blackbox.__all__:
         assert getattr(otel_blackbox, name).__module__.startswith("otel_blackbox.")

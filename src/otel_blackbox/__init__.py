@@ -6,9 +6,10 @@
 
 from __future__ import annotations
 
+from .cassette.exporter import CassetteSpanExporter
 from .config import BlackboxConfig
 from .exporter import BlackboxSpanExporter
 from .processor import BlackboxSpanProcessor
 
-__all__ = ["BlackboxConfig", "BlackboxSpanExporter", "BlackboxSpanProcessor"]
+__all__ = ["BlackboxConfig", "BlackboxSpanExporter", "BlackboxSpanProcessor", "CassetteSpanExporter"]
 __version__ = "0.1.0"

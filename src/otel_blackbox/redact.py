@@ -33,8 +33,8 @@ DEFAULT_SECRET_FIELDS = (
 
 # (kind, regex). Order matters: the Anthropic rule must win over the generic OpenAI one.
 _BUILTIN_PATTERNS: tuple[tuple[str, str], ...] = (
-    ("anthropic-key", r"sk-ant-[A-Za-z0-9_\-]{16,}"),
-    ("openai-key", r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}"),
+    ("anthropic-key", r"\bsk-ant-[A-Za-z0-9_\-]{16,}"),
+    ("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}"),
     ("bearer", r"(?i:bearer)\s+[A-Za-z0-9\-._~+/]{8,}=*"),
     ("aws-key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b"),
     ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),

@@ -26,9 +26,16 @@ class CanonicalError(ValueError):
     """A value that has no canonical JSON form (NaN, infinity, a non-JSON type)."""
 
 
+_ENCODE_STRING = json.JSONEncoder(ensure_ascii=False).encode
+_ENCODE_SORTED = json.JSONEncoder(
+    ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":")
+).encode
+
+
 def _string(text: str) -> str:
-    encoded = json.dumps(text, ensure_ascii=False)
-    if _LONE_SURROGATE.search(encoded):  # JSON.stringify escapes a lone surrogate; raw would not encode
+    encoded = _ENCODE_STRING(text)
+    if not text.isascii() and _LONE_SURROGATE.search(encoded):
+        # JSON.stringify escapes a lone surrogate; written raw it would not even encode as UTF-8.
         encoded = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", encoded)
     return encoded
 
@@ -37,8 +44,8 @@ def _js_number(value: float) -> str:
     """ECMAScript Number::toString for a finite double."""
     if value == 0:
         return "0"  # -0 as well
-    if value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
+    if value.is_integer() and abs(value) <= _MAX_SAFE_INTEGER:
+        return str(int(value))  # exact; above 2**53 JavaScript pads the shortest digits with zeros
     # repr gives the shortest round-tripping digits, as JavaScript does; only the layout differs.
     sign = "-" if value < 0 else ""
     mantissa, _, exp_text = repr(abs(value)).partition("e")
@@ -99,9 +106,10 @@ def _serialize(value: Any, out: list[str]) -> None:
         out.append("]")
     elif isinstance(value, dict):
         out.append("{")
-        for i, key in enumerate(sorted(value, key=_utf16_key)):
-            if not isinstance(key, str):
+        for key in value:
+            if not isinstance(key, str):  # before sorting: a non-string key cannot be sorted
                 raise CanonicalError(f"object key {key!r} is not a string")
+        for i, key in enumerate(sorted(value, key=_utf16_key)):
             if i:
                 out.append(",")
             out.append(_string(key))
@@ -112,8 +120,48 @@ def _serialize(value: Any, out: list[str]) -> None:
         raise CanonicalError(f"{type(value).__name__} is not a JSON value")
 
 
+# The C encoder agrees with JavaScript except on: an integral float ("1.0"), an exponent ("1e-05",
+# "1e+16"), an int past 2**53 (16+ digits), a character outside the Basic Multilingual Plane (key
+# order) and a lone surrogate. Cheap substring checks gate each regex; a match inside a string is
+# a false alarm that only costs the exact path.
+_INTEGRAL_FLOAT = re.compile(r"[0-9]\.0(?![0-9])")
+_EXPONENT = re.compile(r"[0-9]e[-+][0-9]")
+_LONG_DIGITS = re.compile(r"[0-9]{16}")
+_OUTSIDE_BMP = re.compile("[\ud800-\udfff\U00010000-\U0010ffff]")
+
+
+def _same_as_javascript(text: str) -> bool:
+    if ".0" in text and _INTEGRAL_FLOAT.search(text):
+        return False
+    if ("e-" in text or "e+" in text) and _EXPONENT.search(text):
+        return False
+    if not text.isascii() and _OUTSIDE_BMP.search(text):
+        return False
+    return _LONG_DIGITS.search(text) is None
+
+
+def _string_keys_only(value: Any) -> bool:
+    """The C encoder would quietly turn a key like 1 or None into a string: find any first."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if not all(type(key) is str for key in item):
+                return False
+            stack.extend(v for v in item.values() if isinstance(v, (dict, list, tuple)))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(v for v in item if isinstance(v, (dict, list, tuple)))
+    return True
+
+
 def canonical_json(value: Any) -> str:
     """Keys sorted by UTF-16 code units, recursively; arrays in order; no whitespace."""
+    try:
+        fast = _ENCODE_SORTED(value) if _string_keys_only(value) else None
+    except (TypeError, ValueError):
+        fast = None  # NaN, odd types: the exact path raises the right error
+    if fast is not None and _same_as_javascript(fast):
+        return fast
     out: list[str] = []
     _serialize(value, out)
     return "".join(out)
@@ -125,14 +173,10 @@ def sha256_hex(text: str) -> str:
 
 def hash_step(index: int, step_type: str, timestamp: int | float, payload: Any, prev_hash: str | None) -> str:
     """The hash of a step: SHA-256 of the canonical JSON of exactly these five fields."""
+    # The five keys in canonical order around the payload's own canonical JSON: the hash's
+    # prevHash (64 hex digits) never sends the whole step down the exact path.
+    prev = "null" if prev_hash is None else _string(prev_hash)
     return sha256_hex(
-        canonical_json(
-            {
-                "index": index,
-                "type": step_type,
-                "timestamp": timestamp,
-                "payload": payload,
-                "prevHash": prev_hash,
-            }
-        )
+        f'{{"index":{_number(index)},"payload":{canonical_json(payload)},"prevHash":{prev},'
+        f'"timestamp":{_number(timestamp)},"type":{_string(step_type)}}}'
     )

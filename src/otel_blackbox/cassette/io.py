@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,9 @@ __all__ = ["MAX_FILE_BYTES", "load_cassette", "loads_json", "parse_cassette", "s
 
 # A cassette bigger than this is refused before it is read (OTEL_BLACKBOX_MAX_CASSETTE_MB).
 MAX_FILE_BYTES = int(float(os.environ.get("OTEL_BLACKBOX_MAX_CASSETTE_MB", "64") or 64) * 1024 * 1024)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _reject_constant(name: str) -> Any:
@@ -132,5 +136,7 @@ def load_cassette(path: str | Path, *, check_version: bool = True) -> Cassette:
 def save_cassette(cassette: Cassette, path: str | Path) -> None:
     """Write atomically, pretty-printed (two-space indent, as the JavaScript tool writes)."""
     text = json.dumps(cassette.to_json(), indent=2, ensure_ascii=False, allow_nan=False)
+    # A lone surrogate (a valid JSON escape) has no UTF-8 form: escape it, as JSON.stringify does.
+    text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
     with atomic_text_writer(path) as handle:
         handle.write(text + "\n")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,7 +76,8 @@ class SpanRecord:
     scope: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> SpanRecord:
+    def from_row(cls, row: sqlite3.Row | Mapping[str, Any]) -> SpanRecord:
+        """From a stored row, or from the column -> value mapping of a row about to be stored."""
         values = {k: row[k] for k in row.keys() if k != "id"}  # noqa: SIM118 (sqlite3.Row)
         for key, empty in _JSON_COLUMNS.items():
             try:

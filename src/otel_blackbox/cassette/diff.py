@@ -1,0 +1,392 @@
+"""Where two cassettes stop agreeing, and whether that changed what the run did.
+
+Two questions, answered independently:
+
+* the first divergence: by hash (a fork against its parent: the first index whose step hashes
+  differ, or where one side has no step), or semantically (two separate recordings, whose
+  timestamps and ids always differ: the first index whose ``type`` or canonical ``payload``
+  differ). Only the divergent step is walked as JSON, to name the first differing path;
+* the outcome: status, terminal result and tool-call sequence compared with a strict precedence
+  (status, then result, then tool path), whether or not the steps diverged.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..render.text import safe
+from .canonical import CanonicalError, canonical_json
+from .model import Cassette, Outcome, Step, terminal_outcome, tool_call_sequence
+
+__all__ = [
+    "ABSENT",
+    "DiffReport",
+    "OutcomeDiff",
+    "PathDifference",
+    "child_path",
+    "diff_cassettes",
+    "diff_outcome",
+    "first_difference",
+    "format_diff",
+]
+
+VALUE_LIMIT = 200
+
+Mode = Literal["hash", "semantic"]
+VerdictKind = Literal["outcome_flipped", "answer_changed", "reason_changed", "tool_path_changed", "no_change"]
+
+
+class _Absent:
+    """A path present on one side only (distinct from a JSON null)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT = _Absent()
+
+
+@dataclass(frozen=True)
+class PathDifference:
+    """The first differing JSON path inside the divergent step, with both values (or ABSENT)."""
+
+    path: str
+    parent: Any
+    child: Any
+
+    def to_json(self) -> dict[str, Any]:
+        """An absent side is left out (JSON has no "absent", and null is a value)."""
+        data: dict[str, Any] = {"path": self.path}
+        if self.parent is not ABSENT:
+            data["parent"] = self.parent
+        if self.child is not ABSENT:
+            data["child"] = self.child
+        return data
+
+
+@dataclass(frozen=True)
+class OutcomeDiff:
+    parent_status: str
+    child_status: str
+    parent_result: str | None
+    child_result: str | None
+    parent_tools: list[str]
+    child_tools: list[str]
+    status_changed: bool
+    result_changed: bool
+    tool_sequence_changed: bool
+    kind: VerdictKind
+    verdict: str
+
+    @property
+    def behaviourally_equivalent(self) -> bool:
+        return self.kind == "no_change"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "parentStatus": self.parent_status,
+            "childStatus": self.child_status,
+            "parentResult": self.parent_result,
+            "childResult": self.child_result,
+            "parentTools": self.parent_tools,
+            "childTools": self.child_tools,
+            "statusChanged": self.status_changed,
+            "resultChanged": self.result_changed,
+            "toolSequenceChanged": self.tool_sequence_changed,
+            "behaviourallyEquivalent": self.behaviourally_equivalent,
+            "kind": self.kind,
+            "verdict": self.verdict,
+        }
+
+
+@dataclass(frozen=True)
+class DiffReport:
+    parent_id: str
+    child_id: str
+    mode: Mode
+    parent_length: int
+    child_length: int
+    index: int | None  # the first divergent index; None when the cassettes agree throughout
+    parent_step: Step | None
+    child_step: Step | None
+    difference: PathDifference | None
+    outcome: OutcomeDiff
+
+    @property
+    def diverged(self) -> bool:
+        return self.index is not None
+
+    @property
+    def shared_prefix(self) -> int:
+        """Steps equal before the divergence (all of them when none)."""
+        return self.parent_length if self.index is None else self.index
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "parentId": self.parent_id,
+            "childId": self.child_id,
+            "mode": self.mode,
+            "parentSteps": self.parent_length,
+            "childSteps": self.child_length,
+            "sharedPrefix": self.shared_prefix,
+            "index": self.index,
+            "parentStep": None if self.parent_step is None else self.parent_step.to_json(),
+            "childStep": None if self.child_step is None else self.child_step.to_json(),
+            "difference": None if self.difference is None else self.difference.to_json(),
+            "outcome": self.outcome.to_json(),
+        }
+
+
+# --- first divergence ---------------------------------------------------------------------------
+
+
+def _strict_json(value: Any) -> str | None:
+    """A fast C-encoded form: equal forms imply equal canonical JSON (the converse can fail)."""
+    try:
+        return json.dumps(value, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+
+
+def _canonical_or_none(value: Any) -> str | None:
+    try:
+        return canonical_json(value)
+    except (CanonicalError, RecursionError):
+        return None
+
+
+def _same_canonical(a: Any, b: Any) -> bool:
+    text = _canonical_or_none(a)
+    return text is not None and text == _canonical_or_none(b)
+
+
+def _same_payload(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    fast = _strict_json(a)
+    if fast is not None and fast == _strict_json(b):
+        return True
+    # Different here but maybe equal canonically: 1 vs 1.0, integers beyond 2**53.
+    return _same_canonical(a, b)
+
+
+def _same_step(parent: Step, child: Step, mode: Mode) -> bool:
+    if parent.hash == child.hash:
+        return True  # the hash covers type and payload, so semantic equality follows too
+    if mode == "hash":
+        return False
+    return parent.type == child.type and _same_payload(parent.payload, child.payload)
+
+
+def _first_divergent_index(parent: Cassette, child: Cassette, mode: Mode) -> int | None:
+    for index, (p, c) in enumerate(zip(parent.steps, child.steps, strict=False)):
+        if not _same_step(p, c, mode):
+            return index
+    if len(parent.steps) == len(child.steps):
+        return None
+    return min(len(parent.steps), len(child.steps))  # one side ended: diverged where it ends
+
+
+# --- first differing JSON path ------------------------------------------------------------------
+
+
+def _utf16(key: str) -> bytes:
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def child_path(path: str, key: str | int) -> str:
+    """``$.a.b[0]``: identifier keys dotted, other keys quoted in brackets, indexes in brackets."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    if key.isidentifier():
+        return f"{path}.{key}"
+    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def first_difference(parent: Any, child: Any, path: str = "$") -> PathDifference | None:
+    """The first leaf where two JSON values differ, object keys visited in canonical order."""
+    if isinstance(parent, dict) and isinstance(child, dict):
+        for key in sorted(parent.keys() | child.keys(), key=_utf16):
+            sub = child_path(path, key)
+            if key not in parent or key not in child:
+                return PathDifference(sub, parent.get(key, ABSENT), child.get(key, ABSENT))
+            found = first_difference(parent[key], child[key], sub)
+            if found is not None:
+                return found
+        return None
+    if isinstance(parent, list) and isinstance(child, list):
+        for index in range(max(len(parent), len(child))):
+            sub = child_path(path, index)
+            if index >= len(parent) or index >= len(child):
+                return PathDifference(sub, _item(parent, index), _item(child, index))
+            found = first_difference(parent[index], child[index], sub)
+            if found is not None:
+                return found
+        return None
+    return None if _same_canonical(parent, child) else PathDifference(path, parent, child)
+
+
+def _item(values: list[Any], index: int) -> Any:
+    return values[index] if index < len(values) else ABSENT
+
+
+def _hashed_fields(step: Step, mode: Mode) -> dict[str, Any]:
+    # Meaning first: a changed type or payload explains more than a changed timestamp.
+    if mode == "semantic":
+        return {"type": step.type, "payload": step.payload}
+    return {
+        "type": step.type,
+        "payload": step.payload,
+        "timestamp": step.timestamp,
+        "prevHash": step.prev_hash,
+        "index": step.index,
+    }
+
+
+def _step_difference(parent: Step, child: Step, mode: Mode) -> PathDifference | None:
+    p_fields, c_fields = _hashed_fields(parent, mode), _hashed_fields(child, mode)
+    for name in p_fields:  # dict order, not canonical order: see _hashed_fields
+        found = first_difference(p_fields[name], c_fields[name], f"$.{name}")
+        if found is not None:
+            return found
+    return None
+
+
+# --- outcome --------------------------------------------------------------------------------------
+
+
+def _verdict(parent: Outcome, child: Outcome, tools_changed: bool) -> tuple[VerdictKind, str]:
+    if parent.status != child.status:
+        return "outcome_flipped", f"outcome flipped: parent {parent.status} → child {child.status}"
+    if parent.result != child.result:
+        if parent.status == "error":
+            return "reason_changed", "same final status (error), but the failure reason changed"
+        return "answer_changed", f"same final status ({parent.status}), but the final answer changed"
+    if tools_changed:
+        return "tool_path_changed", "same outcome, but the tool path changed"
+    return "no_change", "no behavioural change: same status, result and tool path"
+
+
+def diff_outcome(parent: Cassette, child: Cassette) -> OutcomeDiff:
+    """Classify the behavioural change from parent to child (first matching rule wins)."""
+    p_out, c_out = terminal_outcome(parent), terminal_outcome(child)
+    p_tools, c_tools = tool_call_sequence(parent), tool_call_sequence(child)
+    kind, verdict = _verdict(p_out, c_out, p_tools != c_tools)
+    return OutcomeDiff(
+        parent_status=p_out.status,
+        child_status=c_out.status,
+        parent_result=p_out.result,
+        child_result=c_out.result,
+        parent_tools=p_tools,
+        child_tools=c_tools,
+        status_changed=p_out.status != c_out.status,
+        result_changed=p_out.result != c_out.result,
+        tool_sequence_changed=p_tools != c_tools,
+        kind=kind,
+        verdict=verdict,
+    )
+
+
+def diff_cassettes(parent: Cassette, child: Cassette, *, semantic: bool = False) -> DiffReport:
+    """The first divergence (by hash, or by type and payload when ``semantic``) and the outcome diff."""
+    mode: Mode = "semantic" if semantic else "hash"
+    index = _first_divergent_index(parent, child, mode)
+    p_step = parent.steps[index] if index is not None and index < len(parent.steps) else None
+    c_step = child.steps[index] if index is not None and index < len(child.steps) else None
+    difference = _step_difference(p_step, c_step, mode) if p_step is not None and c_step is not None else None
+    return DiffReport(
+        parent_id=parent.id,
+        child_id=child.id,
+        mode=mode,
+        parent_length=len(parent.steps),
+        child_length=len(child.steps),
+        index=index,
+        parent_step=p_step,
+        child_step=c_step,
+        difference=difference,
+        outcome=diff_outcome(parent, child),
+    )
+
+
+# --- text -----------------------------------------------------------------------------------------
+
+
+def _clip(text: str, limit: int = VALUE_LIMIT) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more chars)"
+
+
+def _show(value: Any) -> str:
+    if value is ABSENT:
+        return "(absent)"
+    text = _canonical_or_none(value)
+    if text is None:
+        text = repr(value)
+    return safe(_clip(text))
+
+
+def _show_text(value: str | None) -> str:
+    return "(none)" if value is None else safe(_clip(value))
+
+
+def _step_line(side: str, step: Step | None, index: int) -> str:
+    if step is None:
+        return f"{side} step {index}: (no step: the {side} ended)"
+    return f"{side} step {index}: {safe(step.type)} {safe(step.hash[:12])} {_show(step.payload)}"
+
+
+def _divergence_lines(report: DiffReport) -> list[str]:
+    index = report.index
+    if index is None:
+        return [f"no divergence: all {report.parent_length} steps are equal"]
+    p, c = report.parent_step, report.child_step
+    if p is None or c is None:
+        where = "parent" if p is None else "child"
+        head = f"first divergence: index {index} (the {where} ends there)"
+    elif p.type == c.type:
+        head = f"first divergence: index {index} ({safe(p.type)})"
+    else:
+        head = f"first divergence: index {index} ({safe(p.type)} vs {safe(c.type)})"
+    lines = [head, _step_line("parent", p, index), _step_line("child", c, index)]
+    diff = report.difference
+    if diff is not None:
+        lines += [
+            f"differs at: {safe(diff.path)}",
+            f"parent value: {_show(diff.parent)}",
+            f"child value: {_show(diff.child)}",
+        ]
+    elif p is not None and c is not None:
+        lines.append("the hashed fields are equal but the stored hashes differ: run verify on both")
+    return lines
+
+
+def _outcome_lines(outcome: OutcomeDiff) -> list[str]:
+    lines = [f"outcome: {outcome.verdict}"]
+    if outcome.result_changed and not outcome.status_changed:
+        label = "reason" if outcome.parent_status == "error" else "answer"
+        lines.append(f"parent {label}: {_show_text(outcome.parent_result)}")
+        lines.append(f"child {label}: {_show_text(outcome.child_result)}")
+    if outcome.tool_sequence_changed:
+        lines.append(f"parent tools: {_tools(outcome.parent_tools)}")
+        lines.append(f"child tools: {_tools(outcome.child_tools)}")
+    return lines
+
+
+def _tools(tools: list[str]) -> str:
+    return safe(_clip(" → ".join(tools))) if tools else "(none)"
+
+
+def format_diff(report: DiffReport) -> list[str]:
+    """The readable report, one fact per line, every recorded value clipped and made terminal-safe."""
+    compared = "step hashes" if report.mode == "hash" else "type and payload (timestamps and ids ignored)"
+    return [
+        f"parent: {safe(report.parent_id)} ({report.parent_length} steps)",
+        f"child: {safe(report.child_id)} ({report.child_length} steps)",
+        f"compared by: {compared}",
+        f"shared prefix: {report.shared_prefix} steps",
+        *_divergence_lines(report),
+        *_outcome_lines(report.outcome),
+    ]

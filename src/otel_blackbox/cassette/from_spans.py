@@ -1,0 +1,289 @@
+"""A recorded trace (its stored spans) as a cassette.
+
+OpenInference LLM spans give ``model_input`` and ``model_output``; TOOL spans give ``tool_call``
+and ``tool_result``; a tool round with no TOOL span is read from the tool-result messages of the
+next model input; the root span's end gives the closing ``metadata`` (a trace with spans still
+open ends ``run_failed`` / ``process_exit``). Provider ids become ``call-0, call-1, ...`` in the
+order the model produced them; ids, token usage and stop metadata never enter a payload.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from openinference.semconv.trace import OpenInferenceSpanKindValues, SpanAttributes
+
+from ..messages import Message, input_messages, output_messages, tool_definitions, tool_name
+from ..store.queries import SpanRecord
+from .model import Cassette
+
+__all__ = ["PROCESS_EXIT", "cassette_from_spans"]
+
+PROCESS_EXIT = "process_exit"
+_LLM = OpenInferenceSpanKindValues.LLM.value
+_TOOL = OpenInferenceSpanKindValues.TOOL.value
+_SYSTEM_ROLES = ("system", "developer")
+# Request controls that change behaviour, under their neutral names (format v2 `params`).
+_PARAMS = {
+    "max_tokens": "maxTokens",
+    "max_completion_tokens": "maxTokens",
+    "max_output_tokens": "maxTokens",
+    "temperature": "temperature",
+    "top_p": "topP",
+    "tool_choice": "toolChoice",
+    "response_format": "responseFormat",
+    "stop": "stop",
+    "stop_sequences": "stop",
+}
+
+
+def _ms(ns: int | None) -> int:
+    return 0 if ns is None else ns // 1_000_000
+
+
+def _json_or_text(value: Any) -> Any:
+    """Tool arguments arrive as JSON text; keep the parsed value, or the text when it is not JSON."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+@dataclass
+class _Calls:
+    """Provider tool-call ids -> neutral ids, numbered in the order the model produced them."""
+
+    neutral: dict[str, str] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+
+    def id_for(self, provider_id: str | None, name: str | None) -> str:
+        key = provider_id or f"anonymous-{len(self.neutral)}"
+        if key not in self.neutral:
+            self.neutral[key] = f"call-{len(self.neutral)}"
+        if name:
+            self.names[self.neutral[key]] = name
+        return self.neutral[key]
+
+
+def _neutral_messages(messages: list[Message], calls: _Calls) -> tuple[list[dict[str, Any]], str | None]:
+    """Provider-flavoured messages -> v2 messages and the system prompt."""
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role in _SYSTEM_ROLES and not out:
+            system.append(message.content or "")
+        elif message.role == "tool":
+            call_id = calls.id_for(message.tool_call_id, None)
+            part = {
+                "type": "tool_result",
+                "toolCallId": call_id,
+                "toolName": calls.names.get(call_id, message.name or "unknown"),
+                "result": message.content if message.content is not None else "",
+            }
+            previous = out[-1] if out else None
+            if previous and previous["role"] == "user" and isinstance(previous["content"], list):
+                previous["content"].append(part)  # one user turn holds every result of a round
+            else:
+                out.append({"role": "user", "content": [part]})
+        elif message.tool_calls:
+            parts: list[dict[str, Any]] = (
+                [{"type": "text", "text": message.content}] if message.content else []
+            )
+            parts += [
+                {
+                    "type": "tool_use",
+                    "toolCallId": calls.id_for(c.id, c.name),
+                    "toolName": c.name or "unknown",
+                    "toolInput": _json_or_text(c.arguments),
+                }
+                for c in message.tool_calls
+            ]
+            out.append({"role": message.role, "content": parts})
+        else:
+            out.append({"role": message.role, "content": message.content or ""})
+    return out, ("\n\n".join(system) if system else None)
+
+
+def _neutral_tools(attributes: dict[str, Any]) -> list[dict[str, Any]]:
+    tools = []
+    for definition in tool_definitions(attributes):
+        nested = definition.get("function")
+        function: dict[str, Any] = nested if isinstance(nested, dict) else definition
+        tool: dict[str, Any] = {
+            "name": tool_name(definition),
+            "description": function.get("description") or "",
+        }
+        schema = function.get("parameters", function.get("input_schema"))
+        if schema is not None:
+            tool["inputSchema"] = schema
+        tools.append(tool)
+    return tools
+
+
+def _model_input(span: SpanRecord, calls: _Calls) -> dict[str, Any]:
+    attrs = span.attributes
+    messages, system = _neutral_messages(input_messages(attrs), calls)
+    payload: dict[str, Any] = {"messages": messages, "tools": _neutral_tools(attrs)}
+    if not messages and SpanAttributes.INPUT_VALUE in attrs:
+        payload["messages"] = [{"role": "user", "content": str(attrs[SpanAttributes.INPUT_VALUE])}]
+    if system is not None:
+        payload["systemPrompt"] = system
+    invocation = _json_or_text(attrs.get(SpanAttributes.LLM_INVOCATION_PARAMETERS))
+    invocation = invocation if isinstance(invocation, dict) else {}
+    model = invocation.get("model") or span.model
+    if model:
+        payload["model"] = str(model)
+    params = {_PARAMS[k]: v for k, v in invocation.items() if k in _PARAMS and v is not None}
+    if params:
+        payload["params"] = params
+    return payload
+
+
+def _model_output(span: SpanRecord, calls: _Calls) -> dict[str, Any] | None:
+    messages = output_messages(span.attributes)
+    if not messages:
+        return None
+    text = "\n".join(m.content for m in messages if m.content)
+    tool_calls = [c for m in messages for c in m.tool_calls]
+    if not tool_calls:
+        return {"type": "final_answer", "text": text}
+    payload: dict[str, Any] = {
+        "type": "tool_calls",
+        "calls": [
+            {
+                "toolCallId": calls.id_for(c.id, c.name),
+                "toolName": c.name or "unknown",
+                "toolInput": _json_or_text(c.arguments),
+            }
+            for c in tool_calls
+        ],
+    }
+    if text:
+        payload["text"] = text
+    return payload
+
+
+def _error_of(span: SpanRecord) -> str:
+    for event in span.exception_events:
+        ev = event.get("attributes", {})
+        return f"{ev.get('exception.type', 'Error')}: {ev.get('exception.message', '')}"
+    return span.status_message or "error"
+
+
+class _Builder:
+    def __init__(self, cassette: Cassette) -> None:
+        self.cassette = cassette
+        self.calls = _Calls()
+        self.pending: list[dict[str, Any]] = []  # calls of the last model output not yet executed
+        self.final_answer: str | None = None
+
+    def llm(self, span: SpanRecord) -> None:
+        self.flush_pending_from(span)
+        self.cassette.append("model_input", _model_input(span, self.calls), _ms(span.start_ns))
+        if span.status == "open":
+            return
+        output = _model_output(span, self.calls)
+        if output is None:
+            return
+        self.cassette.append("model_output", output, _ms(span.end_ns))
+        if output["type"] == "final_answer":
+            self.final_answer = output["text"]
+        else:
+            self.pending = list(output["calls"])
+
+    def tool(self, span: SpanRecord) -> None:
+        name = span.tool_name or span.name
+        match = next((c for c in self.pending if c["toolName"] == name), None)
+        if match is not None:
+            self.pending.remove(match)
+            call_id, tool_input = match["toolCallId"], match["toolInput"]
+        else:  # a tool the model did not ask for (or asked for in an unrecorded call)
+            call_id = self.calls.id_for(None, name)
+            raw = span.attributes.get(
+                SpanAttributes.TOOL_PARAMETERS, span.attributes.get(SpanAttributes.INPUT_VALUE)
+            )
+            tool_input = _json_or_text(raw) if raw is not None else {}
+        head = {"toolCallId": call_id, "toolName": name}
+        self.cassette.append("tool_call", {**head, "toolInput": tool_input}, _ms(span.start_ns))
+        if span.status == "open":
+            return
+        if span.status == "error":
+            self.cassette.append("tool_result", {**head, "error": _error_of(span)}, _ms(span.end_ns))
+        else:
+            output = span.attributes.get(SpanAttributes.OUTPUT_VALUE)
+            self.cassette.append(
+                "tool_result", {**head, "result": output if output is not None else ""}, _ms(span.end_ns)
+            )
+
+    def flush_pending_from(self, next_llm: SpanRecord) -> None:
+        """Calls with no TOOL span: their rounds come from the results the next model input carries."""
+        if not self.pending:
+            return
+        results = {
+            part["toolCallId"]: part
+            for message in _neutral_messages(input_messages(next_llm.attributes), self.calls)[0]
+            if isinstance(message["content"], list)
+            for part in message["content"]
+            if part.get("type") == "tool_result"
+        }
+        at = _ms(next_llm.start_ns)
+        for call in self.pending:
+            head = {"toolCallId": call["toolCallId"], "toolName": call["toolName"]}
+            self.cassette.append("tool_call", {**head, "toolInput": call["toolInput"]}, at)
+            if call["toolCallId"] in results:
+                self.cassette.append(
+                    "tool_result", {**head, "result": results[call["toolCallId"]]["result"]}, at
+                )
+        self.pending = []
+
+
+def _ordered(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
+    return sorted(spans, key=lambda s: (s.start_ns, s.end_ns or 0))
+
+
+def _root(spans: list[SpanRecord]) -> SpanRecord:
+    ids = {s.span_id for s in spans}
+    return next((s for s in spans if s.parent_span_id not in ids), spans[0])
+
+
+def cassette_from_spans(spans: list[SpanRecord]) -> Cassette:
+    """One trace's spans as a v2 cassette (id = the trace id)."""
+    if not spans:
+        raise ValueError("a cassette needs at least one span")
+    ordered = _ordered(spans)
+    root = _root(ordered)
+    cassette = Cassette(id=root.trace_id, created_at=_ms(root.start_ns))
+    builder = _Builder(cassette)
+    for span in ordered:
+        if span.oi_span_kind == _LLM:
+            builder.llm(span)
+        elif span.oi_span_kind == _TOOL:
+            builder.tool(span)
+    _close(cassette, builder, ordered, root)
+    return cassette
+
+
+def _close(cassette: Cassette, builder: _Builder, spans: list[SpanRecord], root: SpanRecord) -> None:
+    last_seen = max((s.end_ns or s.written_ns) for s in spans)
+    if any(s.status == "open" for s in spans):
+        payload: dict[str, Any] = {"event": "run_failed", "status": "error", "reason": PROCESS_EXIT}
+        cassette.append("metadata", payload, _ms(last_seen))
+    elif root.status == "error":
+        cassette.append(
+            "metadata",
+            {"event": "run_failed", "status": "error", "reason": _error_of(root)},
+            _ms(root.end_ns),
+        )
+    else:
+        answer = builder.final_answer
+        if answer is None:
+            output = root.attributes.get(SpanAttributes.OUTPUT_VALUE)
+            answer = str(output) if output is not None else ""
+        cassette.append(
+            "metadata", {"event": "run_completed", "status": "success", "result": answer}, _ms(root.end_ns)
+        )

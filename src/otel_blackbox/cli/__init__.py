@@ -1,0 +1,8 @@
+"""The ``otel-blackbox`` command line: thin commands that parse, call the library, and print."""
+
+from __future__ import annotations
+
+from . import cassettes, evals, traces  # noqa: F401  (each module registers its commands)
+from .app import cli, main
+
+__all__ = ["cli", "main"]

@@ -1,0 +1,5 @@
+"""``python -m otel_blackbox.cli``."""
+
+from .app import main
+
+main()

@@ -1,0 +1,159 @@
+"""Commands over cassettes: cassette (from a recorded trace), inspect, verify, diff, assert."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..cassette.assertions import check_expectations, format_expectations
+from ..cassette.diff import diff_cassettes, format_diff
+from ..cassette.from_spans import cassette_from_spans
+from ..cassette.io import load_cassette, save_cassette
+from ..cassette.model import terminal_outcome
+from ..cassette.verify import VerifyReport, verify_cassette, verify_file
+from ..render.cassette_text import render_timeline
+from ..render.text import safe
+from ..store import queries
+from .app import cli
+from .common import echo_json, reader, style
+
+__all__: list[str] = []
+
+
+@cli.command("cassette")
+@click.argument("trace_id")
+@click.option(
+    "-o", "--output", required=True, metavar="FILE", help="Where to write the cassette (atomically)."
+)
+@click.pass_context
+def cassette_command(ctx: click.Context, trace_id: str, output: str) -> None:
+    """Turn a recorded trace (even a failed or killed one) into a v2 cassette.
+
+    \b
+    Example:
+      otel-blackbox cassette 4bf92f35 -o incident.json
+    """
+    with reader(ctx) as conn:
+        full_id = queries.resolve_trace_id(conn, trace_id)
+        spans = queries.trace_spans(conn, full_id)
+    cassette = cassette_from_spans(spans)
+    save_cassette(cassette, output)
+    outcome = terminal_outcome(cassette)
+    click.echo(f"wrote {output}: {len(cassette.steps)} steps, outcome {outcome.status}, head {cassette.head}")
+
+
+@cli.command()
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--width", type=click.IntRange(min=20), default=160, show_default=True, help="Shorten values to this."
+)
+def inspect(path: Path, width: int) -> None:
+    """The steps of a cassette as a readable timeline.
+
+    \b
+    Example:
+      otel-blackbox inspect incident.json
+    """
+    for line in render_timeline(load_cassette(path), limit=width):
+        click.echo(line)
+
+
+def _print_report(report: VerifyReport) -> None:
+    for check in report.checks:
+        named = check.step_index is None or check.detail.startswith("step ")
+        where = "" if named else f" (step {check.step_index})"
+        click.echo(
+            f"{style(f'{check.status.upper():4}', check.status)}  {check.name:20} {safe(check.detail)}{where}"
+        )
+
+
+@cli.command()
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--expect-head", metavar="HASH", help="The last step's hash, kept elsewhere: catches a cut tail."
+)
+@click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
+def verify(path: Path, expect_head: str | None, as_json: bool) -> None:
+    """Check a cassette: schema_version, hash_chain, provider_neutrality, replayability.
+
+    Stops at the first failure and shows the rest as skipped; exit 1 on a failure.
+
+    \b
+    Example:
+      otel-blackbox verify incident.json --expect-head 5d32b8fc...
+    """
+    report = verify_file(path, expect_head=expect_head)
+    if as_json:
+        echo_json(report.to_json())
+    else:
+        _print_report(report)
+    if not report.passed:
+        raise SystemExit(1)
+
+
+@cli.command()
+@click.argument("parent", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("child", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--semantic", is_flag=True, help="Compare step types and payloads only (two separate recordings)."
+)
+@click.option("--json", "as_json", is_flag=True, help="The diff as JSON.")
+def diff(parent: Path, child: Path, semantic: bool, as_json: bool) -> None:
+    """The first step where two cassettes diverge, and what it changed in the outcome.
+
+    By hash (a fork against its parent) or --semantic. Exit 1 when they diverge.
+
+    \b
+    Example:
+      otel-blackbox diff run.json child.json
+    """
+    report = diff_cassettes(load_cassette(parent), load_cassette(child), semantic=semantic)
+    if as_json:
+        echo_json(report.to_json())
+    else:
+        for line in format_diff(report):
+            click.echo(line)
+    if report.index is not None:
+        raise SystemExit(1)
+
+
+@cli.command("assert")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--expect-status", type=click.Choice(["success", "error", "incomplete"]), help="How the run ended."
+)
+@click.option("--expect-final-answer", metavar="TEXT", help="The exact final answer.")
+@click.option(
+    "--expect-tools", metavar="A,B,...", help="The tools called, in order (comma-separated; '' for none)."
+)
+@click.option("--expect-failure-reason", metavar="TEXT", help="The exact failure reason.")
+def assert_command(
+    path: Path,
+    expect_status: str | None,
+    expect_final_answer: str | None,
+    expect_tools: str | None,
+    expect_failure_reason: str | None,
+) -> None:
+    """Verify a cassette, then check exact expectations; exit 1 if any fails.
+
+    \b
+    Example:
+      otel-blackbox assert run.json --expect-status success --expect-tools search,booking
+    """
+    cassette = load_cassette(path)
+    report = verify_cassette(cassette)
+    _print_report(report)
+    tools = None if expect_tools is None else [t.strip() for t in expect_tools.split(",") if t.strip()]
+    results = check_expectations(
+        cassette,
+        status=expect_status,
+        final_answer=expect_final_answer,
+        tools=tools,
+        failure_reason=expect_failure_reason,
+    )
+    for line, result in zip(format_expectations(results), results, strict=True):
+        status = "pass" if result.passed else "fail"
+        click.echo(style(line[:4], status) + line[4:])
+    if not report.passed or not all(r.passed for r in results):
+        raise SystemExit(1)

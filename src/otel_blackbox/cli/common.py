@@ -1,0 +1,43 @@
+"""Helpers every command module shares: styling, the database path, JSON output."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..store.connection import connect_reader, describe_sqlite_error
+
+__all__ = ["db_path", "echo_json", "reader", "style"]
+
+_STATUS_COLORS = {"ok": "green", "error": "red", "open": "yellow", "unset": None, "pass": "green",
+                  "fail": "red", "skip": None, "success": "green", "incomplete": "yellow"}  # fmt: skip
+
+
+def style(text: str, status: str) -> str:
+    return click.style(text, fg=_STATUS_COLORS.get(status))
+
+
+def db_path(ctx: click.Context) -> Path:
+    return Path(ctx.find_root().params["db"])
+
+
+@contextlib.contextmanager
+def reader(ctx: click.Context) -> Iterator[sqlite3.Connection]:
+    path = db_path(ctx)
+    conn = connect_reader(path)
+    try:
+        yield conn
+    except sqlite3.Error as exc:
+        raise describe_sqlite_error(path, exc) from None
+    finally:
+        conn.close()
+
+
+def echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))

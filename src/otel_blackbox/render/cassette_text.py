@@ -1,0 +1,94 @@
+"""A cassette as a readable timeline (``otel-blackbox inspect``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..cassette.model import Cassette, Step, terminal_outcome, tool_calls_of
+from .text import safe
+
+__all__ = ["render_timeline"]
+
+
+def _short(value: Any, limit: int) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    text = safe(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _content(content: Any, limit: int) -> str:
+    """A message's content: text as is, tool parts as `→ name(input)` / `name → result`."""
+    if not isinstance(content, list):
+        return _short(content, limit)
+    parts = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "tool_use":
+            parts.append(f"→ {safe(part.get('toolName', '?'))}({_short(part.get('toolInput'), limit // 2)})")
+        elif kind == "tool_result":
+            outcome = f"error: {part['error']}" if "error" in part else part.get("result")
+            parts.append(f"{safe(part.get('toolName', '?'))} → {_short(outcome, limit // 2)}")
+        elif kind == "text":
+            parts.append(_short(part.get("text", ""), limit // 2))
+        else:
+            parts.append(_short(part, limit // 2))
+    return _short("; ".join(parts), limit)
+
+
+def _describe(step: Step, limit: int) -> str:
+    payload = step.payload if isinstance(step.payload, dict) else {}
+    if step.type == "model_input":
+        messages = _list(payload.get("messages"))
+        tools = _list(payload.get("tools"))
+        model = f", model {safe(payload['model'])}" if isinstance(payload.get("model"), str) else ""
+        last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
+        content = last.get("content")
+        said = f"  last: [{safe(last.get('role', '?'))}] {_content(content, limit)}" if content else ""
+        return f"{len(messages)} messages, {len(tools)} tools{model}{said}"
+    if step.type == "model_output":
+        calls = tool_calls_of(payload)
+        if calls:
+            return "  ".join(
+                f"→ {safe(c.tool_name)}({_short(c.tool_input, limit)}) {safe(c.tool_call_id)}" for c in calls
+            )
+        return f"final answer: {_short(payload.get('text', ''), limit)}"
+    if step.type == "tool_call":
+        name, call_id = safe(payload.get("toolName", "?")), safe(payload.get("toolCallId", ""))
+        return f"{name} {_short(payload.get('toolInput'), limit)}  {call_id}"
+    if step.type == "tool_result":
+        name = safe(payload.get("toolName", "?"))
+        if "error" in payload:
+            return f"✗ {name} error: {_short(payload['error'], limit)}"
+        return f"{name} → {_short(payload.get('result'), limit)}"
+    if step.type == "metadata":
+        event = safe(payload.get("event", "?"))
+        detail = payload.get("result", payload.get("reason"))
+        return f"{event} {safe(payload.get('status', ''))}" + (
+            f": {_short(detail, limit)}" if detail is not None else ""
+        )
+    return _short(payload, limit)
+
+
+def render_timeline(cassette: Cassette, *, limit: int = 160) -> list[str]:
+    outcome = terminal_outcome(cassette)
+    lines = [
+        f"cassette {safe(cassette.id)}  v{cassette.version}  {len(cassette.steps)} steps  "
+        f"outcome {outcome.status}"
+        + (f" ({_short(outcome.failure_reason, 60)})" if outcome.failure_reason else "")
+    ]
+    if cassette.parent_id:
+        lines.append(f"fork of {safe(cassette.parent_id)} at {safe(cassette.forked_from_step_id or '?')}")
+    start = cassette.steps[0].timestamp if cassette.steps else 0
+    for step in cassette.steps:
+        offset = f"+{int(step.timestamp - start)}ms"
+        lines.append(
+            f"#{step.index:<4} {offset:>9}  {step.type:<12}  {_describe(step, limit)}  [{step.hash[:8]}]"
+        )
+    if cassette.head:
+        lines.append(f"head {cassette.head}")
+    return lines
