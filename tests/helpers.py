@@ -12,9 +12,22 @@ from typing import Any
 from opentelemetry.sdk.trace import TracerProvider
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
+from otel_blackbox.cassette.io import load_cassette
+from otel_blackbox.cassette.model import Cassette
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
+# The Blackbox trace format v2 test vectors, copied verbatim from shared/interop/blackbox-v2.
+VECTORS_DIR = ROOT / "tests" / "vectors" / "blackbox-v2"
+VECTOR_NAMES = ("success-tool-use", "error-unknown-tool", "fork-parent", "fork-child")
+
+
+def vector_path(name: str) -> Path:
+    return VECTORS_DIR / f"{name}.v2.json"
+
+
+def vector(name: str) -> Cassette:
+    return load_cassette(vector_path(name))
 
 
 class Recorder:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import vector
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -24,24 +24,10 @@ from otel_blackbox.cassette.evals import (
     run_contract,
     validate_contract,
 )
-from otel_blackbox.cassette.io import load_cassette
 from otel_blackbox.cassette.model import Cassette
 from otel_blackbox.errors import CassetteError
 
-_VECTOR_DIRS = [
-    Path(os.environ.get("OTEL_BLACKBOX_VECTORS", "")),
-    Path(__file__).parent / "vectors" / "blackbox-v2",
-    Path("/work/shared/interop/blackbox-v2"),
-]
 ANSWER = "Hotel booked for Alice on 2024-03-15 at 14:00."
-
-
-def vector(name: str) -> Cassette:
-    for directory in _VECTOR_DIRS:
-        path = directory / f"{name}.v2.json"
-        if str(directory) and path.is_file():
-            return load_cassette(path)
-    raise AssertionError(f"test vector {name} not found in {[str(d) for d in _VECTOR_DIRS]}")
 
 
 def tool_run(calls: list[tuple[str, Any]], *, error_at: int | None = None) -> Cassette:

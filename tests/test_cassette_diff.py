@@ -3,30 +3,14 @@
 from __future__ import annotations
 
 import copy
-import os
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import vector
 
 from otel_blackbox.cassette.diff import ABSENT, diff_cassettes, diff_outcome, first_difference, format_diff
-from otel_blackbox.cassette.io import load_cassette
 from otel_blackbox.cassette.model import Cassette
-
-_VECTOR_DIRS = [
-    Path(os.environ.get("OTEL_BLACKBOX_VECTORS", "")),
-    Path(__file__).parent / "vectors" / "blackbox-v2",
-    Path("/work/shared/interop/blackbox-v2"),
-]
-
-
-def vector(name: str) -> Cassette:
-    for directory in _VECTOR_DIRS:
-        path = directory / f"{name}.v2.json"
-        if str(directory) and path.is_file():
-            return load_cassette(path)
-    raise AssertionError(f"test vector {name} not found in {[str(d) for d in _VECTOR_DIRS]}")
 
 
 def rerecorded(source: Cassette, new_id: str, time_shift: int) -> Cassette:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import VECTOR_NAMES, vector, vector_path
 
 from otel_blackbox import atomic
 from otel_blackbox.cassette import io as cassette_io
@@ -22,8 +23,7 @@ from otel_blackbox.cassette.io import load_cassette, save_cassette
 from otel_blackbox.cassette.model import Cassette, terminal_outcome, tool_call_sequence
 from otel_blackbox.cassette.verify import CHECK_NAMES, verify_cassette, verify_file
 
-_VECTOR_DIRS = [Path(__file__).parent / "vectors" / "blackbox-v2", Path("/work/shared/interop/blackbox-v2")]
-VECTORS = ("success-tool-use", "error-unknown-tool", "fork-parent", "fork-child")
+VECTORS = VECTOR_NAMES
 
 # The last step's hash of each vector as the TypeScript tool published it: pinned here so that editing a
 # vector together with its hashes still fails.
@@ -33,18 +33,6 @@ PUBLISHED_HEADS = {
     "fork-parent": "ad95eb1808b8dd4d680a57a64d1da3ae568654bad327ccc756aa525e9d3dbc2f",
     "fork-child": "dc359be40a52aa2e1488d5b3233b30a8b8da3d1dc43708b02300e8a819bcf4bc",
 }
-
-
-def vector_path(name: str) -> Path:
-    for directory in _VECTOR_DIRS:
-        path = directory / f"{name}.v2.json"
-        if path.is_file():
-            return path
-    raise AssertionError(f"test vector {name} not found in {[str(d) for d in _VECTOR_DIRS]}")
-
-
-def vector(name: str) -> Cassette:
-    return load_cassette(vector_path(name))
 
 
 # -- the vectors ---------------------------------------------------------------------------------

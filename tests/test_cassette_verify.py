@@ -10,26 +10,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import vector
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from otel_blackbox.cassette.io import load_cassette, loads_json, parse_cassette
+from otel_blackbox.cassette.io import loads_json, parse_cassette
 from otel_blackbox.cassette.model import STEP_TYPES, Cassette
 from otel_blackbox.cassette.neutrality import audit_neutrality, find_credential
 from otel_blackbox.cassette.verify import CHECK_NAMES, VerifyReport, verify_cassette, verify_file
 from otel_blackbox.errors import CassetteError
 
-_VECTOR_DIRS = [Path(__file__).parent / "vectors" / "blackbox-v2", Path("/work/shared/interop/blackbox-v2")]
 ANTHROPIC_KEY = "sk-ant-api03-" + "Xy7_Qw2-" * 11 + "AA"
 
 
 def success() -> Cassette:
     """success-tool-use: 0 input, 1 output (call-0), 2 tool_call, 3 tool_result, … 13 final_answer, 14 end."""
-    for directory in _VECTOR_DIRS:
-        path = directory / "success-tool-use.v2.json"
-        if path.is_file():
-            return load_cassette(path)
-    raise AssertionError(f"success-tool-use.v2.json not found in {[str(d) for d in _VECTOR_DIRS]}")
+    return vector("success-tool-use")
 
 
 def rechained(

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..render.text import safe
+from ..render.text import clip, safe
 from .canonical import CanonicalError, canonical_json
 from .model import Cassette, Outcome, Step, terminal_outcome, tool_call_sequence
 
@@ -313,23 +313,17 @@ def diff_cassettes(parent: Cassette, child: Cassette, *, semantic: bool = False)
 # --- text -----------------------------------------------------------------------------------------
 
 
-def _clip(text: str, limit: int = VALUE_LIMIT) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… ({len(text) - limit} more chars)"
-
-
 def _show(value: Any) -> str:
     if value is ABSENT:
         return "(absent)"
     text = _canonical_or_none(value)
     if text is None:
         text = repr(value)
-    return safe(_clip(text))
+    return safe(clip(text, VALUE_LIMIT))
 
 
 def _show_text(value: str | None) -> str:
-    return "(none)" if value is None else safe(_clip(value))
+    return "(none)" if value is None else safe(clip(value, VALUE_LIMIT))
 
 
 def _step_line(side: str, step: Step | None, index: int) -> str:
@@ -376,7 +370,7 @@ def _outcome_lines(outcome: OutcomeDiff) -> list[str]:
 
 
 def _tools(tools: list[str]) -> str:
-    return safe(_clip(" → ".join(tools))) if tools else "(none)"
+    return safe(clip(" → ".join(tools), VALUE_LIMIT)) if tools else "(none)"
 
 
 def format_diff(report: DiffReport) -> list[str]:

@@ -17,7 +17,7 @@ from openinference.semconv.trace import SpanAttributes
 from ..messages import Message, input_messages, output_messages, tool_definitions, tool_name
 from ..store.queries import SpanRecord, TraceSummary
 
-__all__ = ["fmt_duration", "fmt_time", "render_tree", "safe", "status_marker"]
+__all__ = ["clip", "fmt_duration", "fmt_time", "render_tree", "safe", "span_to_json", "status_marker"]
 
 Style = Callable[[str, str], str]  # (text, status) -> styled text
 
@@ -31,7 +31,8 @@ def safe(text: object, *, single_line: bool = True) -> str:
     return value.replace("\n", "\\n").replace("\t", " ") if single_line else value
 
 
-def _clip(text: str, limit: int | None) -> str:
+def clip(text: str, limit: int | None) -> str:
+    """``text`` cut to ``limit`` characters, saying how many were left out."""
     if limit is None or len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text) - limit} more chars)"
@@ -88,9 +89,9 @@ def _format_message(message: Message, limit: int | None) -> list[str]:
     label = safe(message.role) + (f" {safe(message.tool_call_id)}" if message.tool_call_id else "")
     lines = []
     if message.content:
-        lines.append(f"[{label}] {safe(_clip(message.content, limit))}")
+        lines.append(f"[{label}] {safe(clip(message.content, limit))}")
     for call in message.tool_calls:
-        args = safe(_clip(call.arguments or "", limit))
+        args = safe(clip(call.arguments or "", limit))
         lines.append(f"[{label}] → {safe(call.name)}({args})" + (f"  id={safe(call.id)}" if call.id else ""))
     return lines or [f"[{label}]"]
 
@@ -107,15 +108,15 @@ def _details(span: SpanRecord, limit: int | None) -> list[str]:
         lines.append("messages:")
         lines += [f"  {m}" for msg in inputs for m in _format_message(msg, limit)]
     elif SpanAttributes.INPUT_VALUE in attrs:
-        lines.append(f"input: {safe(_clip(str(attrs[SpanAttributes.INPUT_VALUE]), limit))}")
+        lines.append(f"input: {safe(clip(str(attrs[SpanAttributes.INPUT_VALUE]), limit))}")
     parameters = attrs.get(SpanAttributes.TOOL_PARAMETERS)
     if parameters is not None and not inputs and parameters != attrs.get(SpanAttributes.INPUT_VALUE):
-        lines.append(f"tool parameters: {safe(_clip(str(parameters), limit))}")
+        lines.append(f"tool parameters: {safe(clip(str(parameters), limit))}")
     if outputs:
         lines.append("output:")
         lines += [f"  {m}" for msg in outputs for m in _format_message(msg, limit)]
     elif SpanAttributes.OUTPUT_VALUE in attrs:
-        lines.append(f"output: {safe(_clip(str(attrs[SpanAttributes.OUTPUT_VALUE]), limit))}")
+        lines.append(f"output: {safe(clip(str(attrs[SpanAttributes.OUTPUT_VALUE]), limit))}")
     if span.model or span.total_tokens is not None:
         lines.append(
             f"model: {safe(span.model or '-')}  tokens: prompt {span.prompt_tokens or 0}, "
@@ -123,7 +124,7 @@ def _details(span: SpanRecord, limit: int | None) -> list[str]:
         )
     params = attrs.get(SpanAttributes.LLM_INVOCATION_PARAMETERS)
     if params:
-        lines.append(f"parameters: {safe(_clip(str(params), limit))}")
+        lines.append(f"parameters: {safe(clip(str(params), limit))}")
     for event in span.exception_events:
         ev = event.get("attributes", {})
         lines.append(
@@ -131,7 +132,7 @@ def _details(span: SpanRecord, limit: int | None) -> list[str]:
         )
         stack = ev.get("exception.stacktrace")
         if stack:
-            lines += [f"  {safe(line)}" for line in _clip(str(stack), limit).rstrip().splitlines()]
+            lines += [f"  {safe(line)}" for line in clip(str(stack), limit).rstrip().splitlines()]
     if span.status == "open":
         lines.append(
             "still open when the recording stopped: the process was killed, crashed or is still running"
