@@ -14,13 +14,34 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import atomic_text_writer
-from ..errors import CassetteError
+from ..errors import CassetteError, ConfigError
 from .model import FORMAT_VERSION, STEP_TYPES, Cassette, Step
 
-__all__ = ["MAX_FILE_BYTES", "load_cassette", "loads_json", "parse_cassette", "save_cassette"]
+__all__ = [
+    "MAX_FILE_BYTES",
+    "load_cassette",
+    "loads_json",
+    "max_file_bytes",
+    "parse_cassette",
+    "read_text",
+    "save_cassette",
+]
 
-# A cassette bigger than this is refused before it is read (OTEL_BLACKBOX_MAX_CASSETTE_MB).
-MAX_FILE_BYTES = int(float(os.environ.get("OTEL_BLACKBOX_MAX_CASSETTE_MB", "64") or 64) * 1024 * 1024)
+# A cassette bigger than this is refused before it is read; OTEL_BLACKBOX_MAX_CASSETTE_MB overrides.
+MAX_FILE_BYTES = 32 * 1024 * 1024
+
+
+def max_file_bytes() -> int:
+    raw = os.environ.get("OTEL_BLACKBOX_MAX_CASSETTE_MB", "").strip()
+    if not raw:
+        return MAX_FILE_BYTES
+    try:
+        megabytes = float(raw)
+    except ValueError:
+        megabytes = -1.0
+    if not megabytes > 0:
+        raise ConfigError(f"OTEL_BLACKBOX_MAX_CASSETTE_MB: expected a number of megabytes > 0, got {raw!r}")
+    return int(megabytes * 1024 * 1024)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -46,8 +67,9 @@ def loads_json(text: str, source: str) -> Any:
         raise CassetteError(f"{source}: JSON nested too deeply") from None
 
 
-def read_text(path: str | Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
+def read_text(path: str | Path, *, max_bytes: int | None = None) -> str:
     path = Path(path)
+    max_bytes = max_file_bytes() if max_bytes is None else max_bytes
     try:
         size = path.stat().st_size
         if path.is_dir():
