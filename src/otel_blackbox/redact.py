@@ -118,6 +118,19 @@ class Redactor:
             return f'"{match.group(1)}"{match.group(2)}"[REDACTED]"'
         return match.group(0)
 
+    def might_redact(self, text: str) -> bool:
+        """False only when ``redact_text`` would leave ``text`` as it is; cheap, for prefilters.
+
+        Also holds for JSON text that *contains* strings: their escaped quotes keep every trigger
+        and field fragment visible.
+        """
+        if not self.enabled or len(text) < _MIN_SECRET_LEN:
+            return False
+        if self._custom is not None or self._trigger.search(text) is not None:
+            return True
+        lowered = text.lower()
+        return '"' in text and any(fragment in lowered for fragment in self._field_fragments)
+
     def is_secret_field(self, name: str) -> bool:
         if not self.enabled:
             return False

@@ -191,5 +191,27 @@ def audit_neutrality(cassette: Cassette) -> list[NeutralityFinding]:
         audit.string(step.id, f"{base}.id", position, user_data=False)
         audit.string(step.type, f"{base}.type", position, user_data=False)
         forbidden = MODEL_OUTPUT_KEYS if step.type == "model_output" else frozenset()
-        audit.walk(step.payload, f"{base}.payload", position, forbidden)
+        if _might_have_findings(step.payload, forbidden, audit.redactor):
+            audit.walk(step.payload, f"{base}.payload", position, forbidden)
     return audit.findings
+
+
+# Every finding's text appears in the payload's JSON: a provider id's prefix, a provider key as a
+# quoted name, an API-key variable's suffix, or what the redactor reacts to.
+_SCREEN = re.compile(
+    "|".join(
+        [*(re.escape(label) for label, _ in _PROVIDER_IDS), "_API_KEY"]
+        + [re.escape(f'"{key}"') for key in sorted(PROVIDER_KEYS)]
+    )
+)
+
+
+def _might_have_findings(payload: Any, forbidden: frozenset[str], redactor: Redactor) -> bool:
+    """A cheap look at the whole payload, so most steps skip the per-value walk."""
+    try:
+        text = json.dumps(payload, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return True  # odd content: let the walk look at every value
+    if _SCREEN.search(text) or redactor.might_redact(text):
+        return True
+    return any(f'"{key}"' in text for key in forbidden)
