@@ -26,7 +26,9 @@ json_values: st.SearchStrategy[Any] = st.recursive(
 
 
 @settings(max_examples=300, deadline=None, database=None)
-@given(payloads=st.lists(st.tuples(st.sampled_from(["model_output", "tool_result"]), json_values), max_size=4))
+@given(
+    payloads=st.lists(st.tuples(st.sampled_from(["model_output", "tool_result"]), json_values), max_size=4)
+)
 def test_screen_agrees_with_the_full_walk(payloads: list[tuple[str, Any]]) -> None:
     cassette = Cassette("c", 0)
     for step_type, payload in payloads:
