@@ -16,6 +16,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 DB = Path("demo.db")
+INCIDENT = Path("demo-incident.json")
 CLI = shutil.which("otel-blackbox", path=str(Path(sys.executable).parent)) or "otel-blackbox"
 # A span open longer than the flush interval (200 ms by default) is on disk: wait a bit more.
 AFTER_FLUSH_INTERVAL_S = 0.6
@@ -68,6 +69,11 @@ def main() -> int:
     banner("4. The killed run is still there, with the spans it died in marked OPEN")
     cli("list")
     cli("show", killed_trace[:8], "-v")
+    banner("5. The killed run as a cassette: hash-chained, provider-neutral steps")
+    cli("cassette", killed_trace[:8], "-o", str(INCIDENT))
+    cli("inspect", str(INCIDENT), "--width", "90")
+    cli("verify", str(INCIDENT))
+
     stats_out = subprocess.run(
         [CLI, "--db", str(DB), "stats", "--json"], capture_output=True, text=True, check=True
     )
@@ -82,7 +88,7 @@ def main() -> int:
         ]
     )
     print(f"\n{counts}.")
-    print(f"Try: otel-blackbox --db {DB} errors | stats | export")
+    print(f"Try: otel-blackbox --db {DB} errors | stats | export, and otel-blackbox diff / assert / eval")
     return 0
 
 
