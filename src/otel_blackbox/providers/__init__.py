@@ -1,0 +1,1 @@
+"""Provider translations: wire <-> neutral, pure functions (see base.Provider)."""
