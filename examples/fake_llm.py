@@ -1,5 +1,8 @@
 """A fake OpenAI- and Anthropic-compatible LLM server for examples and tests (stdlib only).
 
+Endpoints: OpenAI Chat Completions (`POST /v1/chat/completions`) and Responses (`POST /v1/responses`),
+Anthropic Messages (`POST /v1/messages`); each answers JSON, or a stream when asked.
+
 The "model" is a deterministic script: when tools are offered and none has answered since the
 last user message it calls a tool (two in parallel if the user says "both"); otherwise it
 answers with text that quotes the tool results. Model names inject faults: "fail-500" answers
@@ -222,6 +225,129 @@ def openai_error(message: str, kind: str = "server_error") -> JSON:
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
 
+# --- OpenAI Responses ------------------------------------------------------------------------
+
+
+def _responses_items(body: JSON) -> list[JSON]:
+    given = body.get("input")
+    if isinstance(given, str):
+        return [{"type": "message", "role": "user", "content": given}]
+    return [item for item in given or [] if isinstance(item, dict)]
+
+
+def responses_reply(body: JSON) -> Reply:
+    question = ""
+    results: list[str] = []
+    # A user message is a new question; function_call_output items after it answer tools.
+    for item in _responses_items(body):
+        kind = item.get("type", "message")
+        if kind == "message" and item.get("role") == "user":
+            question, results = _openai_text(item.get("content")), []
+        elif kind == "function_call_output":
+            results.append(_openai_text(item.get("output")))
+    tools = [
+        ToolSpec(t["name"], t.get("parameters") or {})
+        for t in body.get("tools", [])
+        if t.get("type") == "function"
+    ]
+    if body.get("tool_choice") == "none":
+        tools = []
+    return decide(question, tools, results or None)
+
+
+def _responses_usage(body: JSON, reply: Reply) -> JSON:
+    prompt = count_tokens(json.dumps([body.get("instructions"), body.get("input")]))
+    completion = count_tokens(reply.text + "".join(c.name + c.arguments_json for c in reply.tool_calls))
+    return {
+        "input_tokens": prompt,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": completion,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": prompt + completion,
+    }
+
+
+def _responses_output(reply: Reply) -> list[JSON]:
+    items: list[JSON] = []
+    if not reply.tool_calls:
+        text = {"type": "output_text", "text": reply.text, "annotations": [], "logprobs": []}
+        items.append(
+            {
+                "id": new_id("msg_"),
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": [text],
+            }
+        )
+    items += [
+        {
+            "id": new_id("fc_"),
+            "type": "function_call",
+            "status": "completed",
+            "call_id": new_id("call_"),
+            "name": call.name,
+            "arguments": call.arguments_json,
+        }
+        for call in reply.tool_calls
+    ]
+    return items
+
+
+def responses_object(body: JSON, reply: Reply) -> JSON:
+    return {
+        "id": new_id("resp_"),
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "completed",
+        "error": None,
+        "incomplete_details": None,
+        "instructions": body.get("instructions"),
+        "model": body.get("model", ""),
+        "output": _responses_output(reply),
+        "parallel_tool_calls": body.get("parallel_tool_calls", True),
+        "tool_choice": body.get("tool_choice", "auto"),
+        "tools": body.get("tools", []),
+        "temperature": body.get("temperature", 1.0),
+        "top_p": body.get("top_p", 1.0),
+        "usage": _responses_usage(body, reply),
+    }
+
+
+def _responses_item_events(index: int, item: JSON) -> Iterator[tuple[str, JSON]]:
+    # Items open empty and are filled by deltas, then sent whole in output_item.done.
+    if item["type"] == "message":
+        part = item["content"][0]
+        where = {"item_id": item["id"], "output_index": index, "content_index": 0}
+        added = {**item, "status": "in_progress", "content": []}
+        yield "response.output_item.added", {"output_index": index, "item": added}
+        yield "response.content_part.added", {**where, "part": {**part, "text": ""}}
+        for piece in split_text(part["text"]):
+            yield "response.output_text.delta", {**where, "delta": piece, "logprobs": []}
+        yield "response.output_text.done", {**where, "text": part["text"], "logprobs": []}
+        yield "response.content_part.done", {**where, "part": part}
+    else:
+        where = {"item_id": item["id"], "output_index": index}
+        added = {**item, "status": "in_progress", "arguments": ""}
+        yield "response.output_item.added", {"output_index": index, "item": added}
+        for piece in split_json(item["arguments"]):
+            yield "response.function_call_arguments.delta", {**where, "delta": piece}
+        yield "response.function_call_arguments.done", {**where, "arguments": item["arguments"]}
+    yield "response.output_item.done", {"output_index": index, "item": item}
+
+
+def responses_events(body: JSON, reply: Reply) -> Iterator[tuple[str, JSON]]:
+    response = responses_object(body, reply)
+    started = {**response, "status": "in_progress", "output": [], "usage": None}
+    events = [("response.created", {"response": started}), ("response.in_progress", {"response": started})]
+    for index, item in enumerate(response["output"]):
+        events += _responses_item_events(index, item)
+    events.append(("response.completed", {"response": response}))
+    # Every event names itself twice (event: line and "type") and carries its position.
+    for sequence_number, (name, data) in enumerate(events):
+        yield name, {"type": name, "sequence_number": sequence_number, **data}
+
+
 # --- Anthropic Messages ----------------------------------------------------------------------
 
 
@@ -355,7 +481,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.server.record(path, body)
 
-        if path not in ("/v1/chat/completions", "/v1/messages"):
+        if path not in ("/v1/chat/completions", "/v1/responses", "/v1/messages"):
             self._error(404, f"unknown path {path}", "not_found_error")
             return
         if body.get("model") == FAIL_MODEL:
@@ -372,6 +498,13 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_sse(((None, c) for c in openai_chunks(body, reply)), done_sentinel=True)
             else:
                 self._send_json(200, openai_completion(body, reply))
+        elif path == "/v1/responses":
+            reply = responses_reply(body)
+            if body.get("stream"):
+                # Named events and no [DONE] sentinel, as the Responses API streams.
+                self._send_sse(responses_events(body, reply), done_sentinel=False)
+            else:
+                self._send_json(200, responses_object(body, reply))
         else:
             reply = anthropic_reply(body)
             if body.get("stream"):

@@ -8,6 +8,9 @@ translation, the session, an HTTP client, an LLM SDK or a network module.
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,9 +25,6 @@ ANALYSIS_MODULES = [
     "otel_blackbox.render.cassette_text",
     "otel_blackbox.render.text",
     "otel_blackbox.store.queries",
-    "otel_blackbox.cli.cassettes",
-    "otel_blackbox.cli.evals",
-    "otel_blackbox.cli.traces",
 ]
 FORBIDDEN_PROJECT = (
     "otel_blackbox.http",
@@ -53,7 +53,19 @@ def _imports(name: str) -> set[str]:
     assert path is not None, name
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    # PEP 562 lazy attributes (``otel_blackbox.session``) import only when that attribute is used.
+    # ``if TYPE_CHECKING:`` imports never run.
+    lazy = {
+        id(node)
+        for hook in tree.body
+        if (isinstance(hook, ast.FunctionDef) and hook.name == "__getattr__")
+        or (isinstance(hook, ast.If) and isinstance(hook.test, ast.Name) and hook.test.id == "TYPE_CHECKING")
+        for node in ast.walk(hook)
+    }
+    for node in ast.walk(tree):
+        if id(node) in lazy:
+            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -103,10 +115,23 @@ def test_analysis_module_stays_off_the_execution_side(module: str) -> None:
 
 
 def test_the_walk_sees_what_it_should() -> None:
-    # A guard against a walker that finds nothing: the CLI's cassette commands reach the loader
-    # and canonical JSON, and the processor side reaches the SDK.
-    reached, external = _closure("otel_blackbox.cli.cassettes")
+    # A guard against a walker that finds nothing: verify reaches the loader and canonical JSON,
+    # the session reaches the hook, and the processor side reaches the SDK.
+    reached, _ = _closure("otel_blackbox.cassette.verify")
     assert {"otel_blackbox.cassette.io", "otel_blackbox.cassette.canonical"} <= reached
-    assert "click" in external
+    session_reached, _ = _closure("otel_blackbox.sessions")
+    assert "otel_blackbox.http.hook" in session_reached
     _, processor_external = _closure("otel_blackbox.processor")
     assert "opentelemetry.sdk.trace" in processor_external
+
+
+def test_analysis_commands_load_nothing_of_the_execution_side() -> None:
+    """At run time too: the CLI (every command registered) imports no hook, provider or client."""
+    code = (
+        "import json, sys, otel_blackbox.cli\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(("
+        "'otel_blackbox.http', 'otel_blackbox.providers', 'otel_blackbox.sessions', "
+        "'httpx', 'httpcore', 'openai', 'anthropic')))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []

@@ -8,6 +8,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from typing import cast
 
 import anthropic
 import openai
@@ -15,6 +16,7 @@ import pytest
 from anthropic.types import MessageParam, ToolParam
 from fake_llm import SLOW_SECONDS, FakeLLMServer  # examples/ is on sys.path (conftest.py)
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
+from openai.types.responses import FunctionToolParam, ResponseInputItemParam
 
 OPENAI_TOOLS: list[ChatCompletionToolParam] = [
     {
@@ -507,4 +509,155 @@ def test_anthropic_fail_500_raises_internal_server_error(
     assert err.status_code == 500
     assert isinstance(err.body, dict) and err.body["error"]["type"] == "api_error"
     assert "injected failure" in err.body["error"]["message"]
+    assert len(srv.requests) == 1, "max_retries=0: no retry"
+
+
+# --- OpenAI Responses ------------------------------------------------------------------------
+
+RESPONSES_TOOLS: list[FunctionToolParam] = [
+    {
+        "type": "function",
+        "name": t["function"]["name"],
+        "parameters": dict(t["function"].get("parameters", {})),
+        "strict": False,
+    }
+    for t in OPENAI_TOOLS
+]
+
+
+def responses_user(text: str) -> list[ResponseInputItemParam]:
+    return [{"role": "user", "content": text}]
+
+
+def test_responses_text_answer_with_instructions(srv: FakeLLMServer, oai: openai.OpenAI) -> None:
+    response = oai.responses.create(model=MODEL, input="Hello there", instructions="Be brief.")
+    assert response.id.startswith("resp_")
+    assert (response.object, response.status, response.model) == ("response", "completed", MODEL)
+    assert response.output_text == "Final answer: you asked 'Hello there'"
+    [message] = response.output
+    assert message.type == "message" and message.id.startswith("msg_") and message.role == "assistant"
+    usage = response.usage
+    assert usage is not None and usage.input_tokens > 0 and usage.output_tokens > 0
+    assert usage.total_tokens == usage.input_tokens + usage.output_tokens
+    assert srv.requests == [
+        ("/v1/responses", {"model": MODEL, "input": "Hello there", "instructions": "Be brief."})
+    ]
+
+
+def test_responses_parallel_calls_then_answer_quoting_outputs_then_new_question(oai: openai.OpenAI) -> None:
+    history = responses_user(BOTH)
+    first = oai.responses.create(model=MODEL, input=history, tools=RESPONSES_TOOLS)
+    calls = [item for item in first.output if item.type == "function_call"]
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [
+        ("get_weather", {"city": "Oslo"}),
+        ("get_forecast", {"city": "Oslo", "days": 4}),
+    ]
+    assert all(c.call_id.startswith("call_") and (c.id or "").startswith("fc_") for c in calls)
+    assert len({c.call_id for c in calls}) == 2 and first.output_text == ""
+
+    # The documented loop: the output items go back as input, each followed by its result.
+    history += [cast(ResponseInputItemParam, item.to_dict()) for item in first.output]
+    history += [
+        {"type": "function_call_output", "call_id": calls[0].call_id, "output": "cold"},
+        # an output may also be a list of content parts
+        {
+            "type": "function_call_output",
+            "call_id": calls[1].call_id,
+            "output": [{"type": "input_text", "text": "colder"}],
+        },
+    ]
+    final = oai.responses.create(model=MODEL, input=history, tools=RESPONSES_TOOLS)
+    assert [item.type for item in final.output] == ["message"]
+    assert final.output_text == "Final answer: cold | colder"
+
+    history += responses_user(QUESTION)
+    again = oai.responses.create(model=MODEL, input=history, tools=RESPONSES_TOOLS)
+    assert [(i.name, i.arguments) for i in again.output if i.type == "function_call"] == [
+        ("get_weather", '{"city": "New York"}')
+    ]
+    none = oai.responses.create(model=MODEL, input=QUESTION, tools=RESPONSES_TOOLS, tool_choice="none")
+    assert none.output_text == f"Final answer: you asked {QUESTION!r}"
+
+
+def test_responses_raw_stream_event_sequence(oai: openai.OpenAI) -> None:
+    stream = oai.responses.create(model=MODEL, input=QUESTION, tools=RESPONSES_TOOLS, stream=True)
+    events = list(stream)
+    types = [e.type for e in events]
+    assert [t for t in types if not t.endswith(".delta")] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    created, completed = events[0], events[-1]
+    assert created.type == "response.created" and created.response.output == []
+    assert completed.type == "response.completed" and created.response.id == completed.response.id
+    added = events[2]
+    assert added.type == "response.output_item.added" and added.item.type == "function_call"
+    assert added.item.arguments == "", "arguments arrive as deltas"
+    pieces = [e.delta for e in events if e.type == "response.function_call_arguments.delta"]
+    assert len(pieces) >= 2 and json.loads("".join(pieces)) == {"city": "New York"}
+    [call] = completed.response.output
+    assert call.type == "function_call" and call.call_id == added.item.call_id
+    assert call.arguments == "".join(pieces)
+    assert completed.response.usage is not None and completed.response.usage.output_tokens > 0
+
+
+def test_responses_sse_wire_format_names_every_event(srv: FakeLLMServer) -> None:
+    body = {"model": MODEL, "input": "Hi", "stream": True}
+    status, ctype, text = post_raw(srv.openai_base_url + "/responses", json.dumps(body).encode())
+    assert (status, ctype) == (200, "text/event-stream")
+    events = sse_events(text)
+    assert all(name == json.loads(data)["type"] for name, data in events)
+    assert [name for name, _ in events][:4] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+    ]
+    assert "[DONE]" not in text
+
+
+def test_responses_stream_helper_text_and_function_calls(srv: FakeLLMServer) -> None:
+    # Strict validation: every event and the final response match the SDK's models exactly.
+    with openai.OpenAI(
+        base_url=srv.openai_base_url, api_key="sk-fake", max_retries=0, _strict_response_validation=True
+    ) as client:
+        with client.responses.stream(model=MODEL, input="Hello there") as stream:
+            deltas = [e.delta for e in stream if e.type == "response.output_text.delta"]
+            text = stream.get_final_response()
+        with client.responses.stream(model=MODEL, input=BOTH, tools=RESPONSES_TOOLS) as stream:
+            done = [e for e in stream if e.type == "response.function_call_arguments.done"]
+            calls = stream.get_final_response()
+    assert len(deltas) > 2 and "".join(deltas) == text.output_text == "Final answer: you asked 'Hello there'"
+    assert [json.loads(e.arguments) for e in done] == [{"city": "Oslo"}, {"city": "Oslo", "days": 4}]
+    names = [i.name for i in calls.output if i.type == "function_call"]
+    assert names == ["get_weather", "get_forecast"]
+
+
+def test_async_responses_create_and_stream(srv: FakeLLMServer) -> None:
+    async def run() -> tuple[str, str, list[str]]:
+        async with openai.AsyncOpenAI(
+            base_url=srv.openai_base_url, api_key="sk-fake", max_retries=0
+        ) as client:
+            plain = await client.responses.create(model=MODEL, input="Hi")
+            raw = await client.responses.create(model=MODEL, input="Hey", stream=True)
+            text = "".join([e.delta async for e in raw if e.type == "response.output_text.delta"])
+            async with client.responses.stream(model=MODEL, input=QUESTION, tools=RESPONSES_TOOLS) as helper:
+                final = await helper.get_final_response()
+            return plain.output_text, text, [i.type for i in final.output]
+
+    plain, text, types = asyncio.run(run())
+    assert (plain, text) == ("Final answer: you asked 'Hi'", "Final answer: you asked 'Hey'")
+    assert types == ["function_call"]
+    assert [body.get("stream") for _, body in srv.requests] == [None, True, True]
+
+
+def test_responses_fail_500_raises_internal_server_error(srv: FakeLLMServer, oai: openai.OpenAI) -> None:
+    with pytest.raises(openai.InternalServerError) as caught:
+        oai.responses.create(model="fail-500", input="Hi")
+    assert caught.value.status_code == 500 and caught.value.type == "server_error"
     assert len(srv.requests) == 1, "max_retries=0: no retry"

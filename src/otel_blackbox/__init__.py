@@ -6,10 +6,32 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .cassette.exporter import CassetteSpanExporter
 from .config import BlackboxConfig
 from .exporter import BlackboxSpanExporter
 from .processor import BlackboxSpanProcessor
 
-__all__ = ["BlackboxConfig", "BlackboxSpanExporter", "BlackboxSpanProcessor", "CassetteSpanExporter"]
+if TYPE_CHECKING:  # for type checkers only; at run time __getattr__ loads it on first use
+    from .sessions import session
+
+__all__ = [
+    "BlackboxConfig",
+    "BlackboxSpanExporter",
+    "BlackboxSpanProcessor",
+    "CassetteSpanExporter",
+    "session",
+]
+
+
+def __getattr__(name: str) -> object:
+    # The session pulls in the HTTP hook and the provider translations: load it only when asked.
+    if name == "session":
+        from .sessions import session
+
+        return session
+    raise AttributeError(f"module 'otel_blackbox' has no attribute {name!r}")
+
+
 __version__ = "0.1.0"

@@ -5,6 +5,10 @@ Hierarchy::
     BlackboxError                 base of everything below
     ├── ConfigError (ValueError)  a bad option or environment variable
     ├── CassetteError             a file that is not a readable v2 cassette (or contract)
+    ├── SessionError              record / replay / fork could not do what was asked
+    │   ├── ReplayDivergence      the program asked for something the cassette does not hold
+    │   ├── ReplayIncomplete      the program ended before making every recorded call
+    │   └── CredentialLeak        a recording would contain a key seen in the environment or a header
     └── StoreError                a database that cannot be used
         ├── DatabaseNotFound      no file at the path
         ├── NotABlackboxDatabase  not SQLite, or SQLite without our schema, or a newer schema
@@ -21,9 +25,13 @@ __all__ = [
     "BlackboxError",
     "CassetteError",
     "ConfigError",
+    "CredentialLeak",
     "DatabaseLocked",
     "DatabaseNotFound",
     "NotABlackboxDatabase",
+    "ReplayDivergence",
+    "ReplayIncomplete",
+    "SessionError",
     "StoreError",
     "TraceLookupError",
     "TraceNotFound",
@@ -40,6 +48,22 @@ class ConfigError(BlackboxError, ValueError):
 
 class CassetteError(BlackboxError):
     """Not JSON, not the v2 format, or not a well-formed document of its kind."""
+
+
+class SessionError(BlackboxError):
+    """Recording, replaying or forking failed; the message says what and where."""
+
+
+class ReplayDivergence(SessionError):
+    pass
+
+
+class ReplayIncomplete(SessionError):
+    pass
+
+
+class CredentialLeak(SessionError):
+    pass
 
 
 class StoreError(BlackboxError):

@@ -59,7 +59,11 @@ class BlackboxSpanProcessor(SpanProcessor):
             self._writer.start()
         ref = weakref.ref(self)
         if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=lambda: _call(ref, "_after_fork_in_child"))
+            os.register_at_fork(
+                before=lambda: _call(ref, "_before_fork"),
+                after_in_parent=lambda: _call(ref, "_after_fork_in_parent"),
+                after_in_child=lambda: _call(ref, "_after_fork_in_child"),
+            )
         atexit.register(_call, ref, "_at_exit")
 
     def _new_writer(self) -> None:
@@ -124,6 +128,15 @@ class BlackboxSpanProcessor(SpanProcessor):
         return self._writer.spans_written
 
     # -- process events ----------------------------------------------------------------------------
+
+    def _before_fork(self) -> None:
+        # Wait for the writer to finish its current SQLite call (bounded: never hang the fork).
+        self._fork_locked = self._writer.io_lock.acquire(timeout=_EXIT_FLUSH_TIMEOUT_S)
+
+    def _after_fork_in_parent(self) -> None:
+        if getattr(self, "_fork_locked", False):
+            self._fork_locked = False
+            self._writer.io_lock.release()
 
     def _after_fork_in_child(self) -> None:
         # The parent's queue, thread and SQLite connection belong to the parent: start afresh.

@@ -13,7 +13,7 @@ import click
 
 from .. import __version__
 from ..config import DEFAULT_DB_PATH
-from ..errors import BlackboxError, ConfigError, StoreError, TraceNotFound
+from ..errors import BlackboxError, ConfigError, SessionError, StoreError, TraceNotFound
 
 __all__ = ["cli", "main"]
 
@@ -58,6 +58,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         _fail(exc.format_message(), exc.exit_code)
     except TraceNotFound as exc:
+        _fail(str(exc), 1)
+    except SessionError as exc:  # a divergence, a missing call, a refused recording
         _fail(str(exc), 1)
     except (ConfigError, StoreError, BlackboxError) as exc:
         _fail(str(exc), 2)

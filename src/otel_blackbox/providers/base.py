@@ -55,7 +55,7 @@ class Provider(Protocol):
         """True for the endpoint this translation understands (e.g. POST .../chat/completions)."""
 
     def model_input(self, request: JsonObject, ids: CallIds) -> JsonObject:
-        """Wire request body -> neutral ``model_input`` payload (messages, tools, systemPrompt, model, params)."""
+        """Wire request body -> neutral ``model_input`` (messages, tools, systemPrompt, model, params)."""
 
     def is_streaming(self, request: JsonObject) -> bool:
         """Whether the request asked for a streamed (SSE) response."""

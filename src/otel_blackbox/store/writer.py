@@ -85,6 +85,9 @@ class SpanWriter:
         self._open_on_disk: set[Any] = set()
         self._recorded_dropped = 0
         self._started_ns = time.time_ns()
+        # Held around all SQLite work; os.fork() takes it first, so a child never inherits a
+        # connection (or SQLite's own mutexes) in the middle of a call.
+        self.io_lock = threading.Lock()
         self.thread = threading.Thread(target=self._run, name="otel-blackbox-writer", daemon=True)
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -108,9 +111,10 @@ class SpanWriter:
             self.wake.clear()
             stopping = self._stopping
             try:
-                self.write_pending()
-                self._heartbeat()
-                self.maintain()
+                with self.io_lock:
+                    self.write_pending()
+                    self._heartbeat()
+                    self.maintain()
             except Exception:  # the writer must survive anything: log and keep going
                 self._warn_once("writer", "otel-blackbox writer error; continuing", exc_info=True)
             if stopping:

@@ -1,0 +1,1 @@
+"""The directory the launcher puts first on PYTHONPATH: its ``sitecustomize`` starts the session."""

@@ -1,0 +1,409 @@
+"""The hook beneath httpx and httpx2: the connection pools of httpcore and httpcore2.
+
+``BlackboxHTTPInstrumentor().instrument(interceptor=...)`` patches ``ConnectionPool.handle_request``
+and ``AsyncConnectionPool.handle_async_request`` of whichever of httpcore / httpcore2 is installed.
+The OTel httpx instrumentors wrap ``HTTPTransport`` one level up, so their client span still
+surrounds every request here, served or not, whichever was installed first. Each request body is
+read and put back as a replayable stream, then the interceptor either serves a response (no
+socket is opened) or lets the request go out, and sees the decoded response once it was read.
+
+Custom transports (``httpx.MockTransport``...) own no pool: wrap them with ``transport.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import re
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    MutableMapping,
+)
+from contextvars import ContextVar
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any, Protocol, SupportsBytes, TypeVar
+
+# The module says `# type: ignore` at its top, so mypy sees nothing in it.
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+
+from .exchange import HttpRequest, HttpResponse, InterceptError, Interceptor, decode_body
+
+__all__ = ["BlackboxHTTPInstrumentor", "current_interceptor", "suspended"]
+
+logger = logging.getLogger(__name__)
+
+RawHeaders = list[tuple[bytes, bytes]]
+
+_active: list[Interceptor] = []  # zero or one: the interceptor of the installed hook
+_installed: list[_Patch] = []  # the pool methods replaced, to put back
+_suspended: ContextVar[bool] = ContextVar("otel_blackbox_http_suspended", default=False)
+_logged: set[str] = set()  # failures already logged, since the hook was installed
+
+
+def current_interceptor() -> Interceptor | None:
+    """The interceptor the hook is installed with, or None when it is not."""
+    return _active[0] if _active else None
+
+
+@contextlib.contextmanager
+def suspended() -> Iterator[None]:
+    """Requests made in this block (and tasks it starts) pass through unseen: no intercept, no observe."""
+    token = _suspended.set(True)
+    try:
+        yield
+    finally:
+        _suspended.reset(token)
+
+
+# --- talking to the interceptor -----------------------------------------------------------------
+
+
+def interceptor_for(headers: RawHeaders, chosen: Interceptor | None = None) -> Interceptor | None:
+    """Who should see this request: None for a pass-through unseen."""
+    if _suspended.get():
+        return None  # the interceptor's own traffic, or an outer blackbox layer already saw it
+    if any(name.lower() == b"upgrade" for name, _ in headers):
+        return None  # a websocket is a byte stream, not a request/response exchange
+    return chosen if chosen is not None else current_interceptor()
+
+
+def _text(headers: RawHeaders) -> list[tuple[str, str]]:
+    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
+
+
+def _bytes(headers: Iterable[tuple[str, str]]) -> RawHeaders:
+    return [(k.encode("latin-1", "replace"), v.encode("latin-1", "replace")) for k, v in headers]
+
+
+def exchange_request(method: bytes | str, url: bytes | str, headers: RawHeaders, body: bytes) -> HttpRequest:
+    method = method.decode("ascii") if isinstance(method, bytes) else method
+    url = url.decode("ascii") if isinstance(url, bytes) else url
+    return HttpRequest(method, url, _text(headers), body)
+
+
+def _log_once(what: str, interceptor: object) -> None:
+    key = f"{what}:{type(interceptor).__qualname__}"
+    if key not in _logged:  # a broken interceptor would otherwise log on every request
+        _logged.add(key)
+        logger.warning(
+            "%s.%s raised; ignored (logged once)", type(interceptor).__qualname__, what, exc_info=True
+        )
+
+
+def ask(interceptor: Interceptor, request: HttpRequest) -> HttpResponse | None:
+    """The response to serve for a request, or None to send it."""
+    with suspended():
+        try:
+            return interceptor.intercept(request)
+        except InterceptError as refusal:
+            return refusal.response
+        except Exception:
+            _log_once("intercept", interceptor)
+            return None
+
+
+class Observation:
+    """The body of one response that went out, collected for a single ``observe`` call."""
+
+    def __init__(self, interceptor: Interceptor, request: HttpRequest, status: int, headers: RawHeaders):
+        self._interceptor = interceptor
+        self._request = request
+        self._status = status
+        self._headers = headers
+        self._parts: list[bytes] = []
+        self._done = False
+
+    def add(self, chunk: bytes) -> None:
+        self._parts.append(chunk)
+
+    def finish(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        with suspended():
+            try:
+                headers, body = decode_body(_text(self._headers), b"".join(self._parts))
+                self._interceptor.observe(self._request, HttpResponse(self._status, headers, body))
+            except Exception:
+                _log_once("observe", self._interceptor)
+
+
+# --- streams ------------------------------------------------------------------------------------
+
+
+class TeeStream:
+    """A sync response stream, passed through byte for byte; observed at its end or close."""
+
+    def __init__(self, inner: Iterable[bytes], observation: Observation) -> None:
+        self._inner = inner
+        self._observation = observation
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._inner:
+            self._observation.add(chunk)
+            yield chunk
+        self._observation.finish()
+
+    def close(self) -> None:
+        try:
+            close = getattr(self._inner, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self._observation.finish()
+
+
+class AsyncTeeStream:
+    """The async ``TeeStream``."""
+
+    def __init__(self, inner: AsyncIterable[bytes], observation: Observation) -> None:
+        self._inner = inner
+        self._observation = observation
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            self._observation.add(chunk)
+            yield chunk
+        self._observation.finish()
+
+    async def aclose(self) -> None:
+        try:
+            aclose = getattr(self._inner, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        finally:
+            self._observation.finish()
+
+
+class Chunks:
+    """Bytes already in memory, iterable sync and async, again and again (a pool may resend a body)."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = chunks
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._chunks)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks:
+            yield chunk
+
+
+async def read_async(stream: Iterable[bytes] | AsyncIterable[bytes]) -> bytes:
+    if isinstance(stream, AsyncIterable):
+        return b"".join([chunk async for chunk in stream])
+    return b"".join(stream)
+
+
+_EVENT_END = re.compile(rb"(?<=\n\n)|(?<=\r\r)|(?<=\r\n\r\n)")
+_CHUNK = 16 * 1024
+
+
+def served_chunks(response: HttpResponse) -> list[bytes]:
+    """A served body in the pieces a server would flush: one per SSE event, else 16 KiB blocks."""
+    body = response.body
+    if (response.header("content-type") or "").lower().startswith("text/event-stream"):
+        return [part for part in _EVENT_END.split(body) if part]
+    return [body[i : i + _CHUNK] for i in range(0, len(body), _CHUNK)]
+
+
+def served_headers(response: HttpResponse) -> RawHeaders:
+    """The headers of a served (decoded) body: no content-encoding, a true content-length."""
+    kept = [(k, v) for k, v in response.headers if k.lower() not in ("content-encoding", "content-length")]
+    if not any(k.lower() == "transfer-encoding" for k, _ in kept):
+        kept.append(("content-length", str(len(response.body))))
+    return _bytes(kept)
+
+
+def served_extensions(status: int) -> dict[str, Any]:
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:
+        reason = ""
+    return {"http_version": b"HTTP/1.1", "reason_phrase": reason.encode("ascii")}
+
+
+# --- the pool patches ---------------------------------------------------------------------------
+
+
+class _CoreRequest(Protocol):
+    method: bytes
+    headers: RawHeaders
+    stream: Iterable[bytes] | AsyncIterable[bytes]
+
+    @property
+    def url(self) -> SupportsBytes: ...
+
+
+class _CoreResponse(Protocol):
+    status: int
+    headers: RawHeaders
+    stream: Iterable[bytes] | AsyncIterable[bytes]
+    extensions: MutableMapping[str, Any]
+
+
+Pool = TypeVar("Pool")
+Req = TypeVar("Req", bound=_CoreRequest)
+Resp = TypeVar("Resp", bound=_CoreResponse)
+Resp_co = TypeVar("Resp_co", bound=_CoreResponse, covariant=True)
+
+
+class _MakeResponse(Protocol[Resp_co]):
+    """``httpcore.Response`` or ``httpcore2.Response``."""
+
+    def __call__(
+        self,
+        status: int,
+        *,
+        headers: RawHeaders,
+        content: Iterable[bytes] | AsyncIterable[bytes],
+        extensions: MutableMapping[str, Any],
+    ) -> Resp_co: ...
+
+
+def _serve(make: _MakeResponse[Resp], response: HttpResponse) -> Resp:
+    return make(
+        response.status,
+        headers=served_headers(response),
+        content=Chunks(served_chunks(response)),
+        extensions=served_extensions(response.status),
+    )
+
+
+def _sync_handler(
+    original: Callable[[Pool, Req], Resp], make: _MakeResponse[Resp]
+) -> Callable[[Pool, Req], Resp]:
+    @functools.wraps(original)
+    def handle_request(pool: Pool, request: Req) -> Resp:
+        interceptor = interceptor_for(request.headers)
+        stream = request.stream
+        if interceptor is None or not isinstance(stream, Iterable):
+            return original(pool, request)
+        body = b"".join(stream)
+        request.stream = Chunks([body])  # the original consumed; this one can be sent (and resent)
+        exchange = exchange_request(request.method, bytes(request.url), request.headers, body)
+        served = ask(interceptor, exchange)
+        if served is not None:
+            return _serve(make, served)
+        with suspended():  # a second hook layer beneath (patched over ours) must not ask again
+            response = original(pool, request)
+        inner = response.stream
+        assert isinstance(inner, Iterable)
+        observation = Observation(interceptor, exchange, response.status, response.headers)
+        tee = TeeStream(inner, observation)
+        return make(response.status, headers=response.headers, content=tee, extensions=response.extensions)
+
+    return handle_request
+
+
+def _async_handler(
+    original: Callable[[Pool, Req], Awaitable[Resp]], make: _MakeResponse[Resp]
+) -> Callable[[Pool, Req], Awaitable[Resp]]:
+    @functools.wraps(original)
+    async def handle_async_request(pool: Pool, request: Req) -> Resp:
+        interceptor = interceptor_for(request.headers)
+        if interceptor is None:
+            return await original(pool, request)
+        body = await read_async(request.stream)
+        request.stream = Chunks([body])
+        exchange = exchange_request(request.method, bytes(request.url), request.headers, body)
+        served = ask(interceptor, exchange)
+        if served is not None:
+            return _serve(make, served)
+        with suspended():
+            response = await original(pool, request)
+        inner = response.stream
+        assert isinstance(inner, AsyncIterable)
+        observation = Observation(interceptor, exchange, response.status, response.headers)
+        tee = AsyncTeeStream(inner, observation)
+        return make(response.status, headers=response.headers, content=tee, extensions=response.extensions)
+
+    return handle_async_request
+
+
+@dataclass
+class _Patch:
+    owner: type
+    name: str
+    original: object
+    replacement: object
+
+
+def _patch(owner: type, name: str, replacement: object) -> _Patch:
+    return _Patch(owner, name, owner.__dict__[name], replacement)
+
+
+def _patches() -> list[_Patch]:
+    """The four pool methods, for whichever of httpcore / httpcore2 is importable."""
+    found: list[_Patch] = []
+    with contextlib.suppress(ImportError):
+        import httpcore
+
+        sync, asyn = httpcore.ConnectionPool, httpcore.AsyncConnectionPool
+        found += [
+            _patch(sync, "handle_request", _sync_handler(sync.handle_request, httpcore.Response)),
+            _patch(
+                asyn, "handle_async_request", _async_handler(asyn.handle_async_request, httpcore.Response)
+            ),
+        ]
+    with contextlib.suppress(ImportError):
+        import httpcore2
+
+        sync2, asyn2 = httpcore2.ConnectionPool, httpcore2.AsyncConnectionPool
+        found += [
+            _patch(sync2, "handle_request", _sync_handler(sync2.handle_request, httpcore2.Response)),
+            _patch(
+                asyn2, "handle_async_request", _async_handler(asyn2.handle_async_request, httpcore2.Response)
+            ),
+        ]
+    return found
+
+
+class BlackboxHTTPInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """Installs the hook: ``BlackboxHTTPInstrumentor().instrument(interceptor=...)``.
+
+    A singleton, like every BaseInstrumentor. Instrumenting again only swaps the interceptor.
+    """
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return ()  # httpcore and httpcore2 are both optional: whichever is importable is patched
+
+    def instrument(self, **kwargs: Any) -> None:
+        if self.is_instrumented_by_opentelemetry:
+            _active[:] = [_interceptor_arg(kwargs)]
+            _logged.clear()
+            return
+        super().instrument(**kwargs)
+
+    def _instrument(self, **kwargs: Any) -> None:
+        _active[:] = [_interceptor_arg(kwargs)]
+        _logged.clear()
+        for patch in _patches():
+            setattr(patch.owner, patch.name, patch.replacement)
+            _installed.append(patch)
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        _active.clear()
+        for patch in _installed:
+            if patch.owner.__dict__.get(patch.name) is patch.replacement:
+                setattr(patch.owner, patch.name, patch.original)
+            else:  # someone patched over us: removing ours would drop theirs; with no interceptor it is inert
+                logger.warning(
+                    "%s.%s was patched over the blackbox hook; left in place", patch.owner, patch.name
+                )
+        _installed.clear()
+
+
+def _interceptor_arg(kwargs: dict[str, Any]) -> Interceptor:
+    interceptor: Interceptor | None = kwargs.get("interceptor")
+    if interceptor is None:
+        raise TypeError("BlackboxHTTPInstrumentor().instrument() needs interceptor=<an Interceptor>")
+    return interceptor

@@ -1,0 +1,126 @@
+"""``otel-blackbox record|replay -- CMD``: run an unmodified program inside a session.
+
+Like ``opentelemetry-instrument``, the launcher puts a directory holding a ``sitecustomize`` first
+on ``PYTHONPATH``; Python imports it at start-up, before the program, and it starts the session
+described by ``OTEL_BLACKBOX_SESSION_*`` variables. When the program ends (normally, by an
+unhandled exception, SIGINT or SIGTERM) the session finishes and writes a small JSON report that
+the launcher reads to choose its exit code. Nothing is printed into the program's own stdout.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any
+
+from .errors import CassetteError, SessionError
+
+__all__ = ["bootstrap_from_env", "run_program"]
+
+ENV_MODE = "OTEL_BLACKBOX_SESSION_MODE"
+ENV_CASSETTE = "OTEL_BLACKBOX_SESSION_CASSETTE"
+ENV_MATCH = "OTEL_BLACKBOX_SESSION_MATCH"
+ENV_REPORT = "OTEL_BLACKBOX_SESSION_REPORT"
+_ENV = (ENV_MODE, ENV_CASSETTE, ENV_MATCH, ENV_REPORT)
+BOOTSTRAP_DIR = Path(__file__).resolve().parent / "_bootstrap"
+# Offline runs still need a key for the SDKs to start; these reach no one.
+PLACEHOLDER_KEYS = {
+    "OPENAI_API_KEY": "sk-blackbox-placeholder",
+    "ANTHROPIC_API_KEY": "sk-ant-blackbox-placeholder",
+}
+
+
+def _write_report(path: str, report: dict[str, Any]) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(report, handle)
+    os.replace(tmp, path)
+
+
+def bootstrap_from_env() -> None:
+    """In the launched program: start the session and finish it however the program ends."""
+    mode, cassette = os.environ.get(ENV_MODE), os.environ.get(ENV_CASSETTE)
+    report_path = os.environ.get(ENV_REPORT, "")
+    if not mode or not cassette:
+        return
+    match = os.environ.get(ENV_MATCH, "exact")
+    # Programs this one starts must not record into the same cassette.
+    for name in _ENV:
+        os.environ.pop(name, None)
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p) != BOOTSTRAP_DIR]
+    os.environ["PYTHONPATH"] = os.pathsep.join(paths)
+
+    from .sessions import Session
+
+    try:
+        session = Session(mode, cassette, match=match).start()  # type: ignore[arg-type]
+    except SessionError as exc:
+        _write_report(report_path, {"ok": False, "error": str(exc)})
+        raise SystemExit(1) from None
+    except Exception as exc:
+        _write_report(report_path, {"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+        raise SystemExit(1) from None
+    failure: list[BaseException] = []
+    previous_hook = sys.excepthook
+
+    def remember(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+        failure.append(value)
+        previous_hook(kind, value, tb)
+
+    def terminate(signum: int, _frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)  # unwinds the program, then atexit finishes the session
+
+    def finish() -> None:
+        try:
+            session.finish(failure[0] if failure else None)
+            report: dict[str, Any] = {"ok": True}
+        except SessionError as exc:
+            report = {"ok": False, "error": str(exc)}
+        except Exception as exc:  # never a traceback at exit: the launcher prints one line
+            report = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        if report_path:
+            _write_report(report_path, report)
+
+    sys.excepthook = remember
+    signal.signal(signal.SIGTERM, terminate)
+    atexit.register(finish)
+
+
+def run_program(mode: str, cassette: str | Path, command: Sequence[str], *, match: str = "exact") -> int:
+    """Run ``command`` in a session; the program's exit code, or 1 when the session failed."""
+    if mode != "record" and not Path(cassette).is_file():
+        raise CassetteError(f"{cassette}: no such cassette (record it first)")
+    with tempfile.TemporaryDirectory(prefix="otel-blackbox-") as tmp:
+        report_path = os.path.join(tmp, "report.json")
+        env = dict(os.environ)
+        env.update({ENV_MODE: mode, ENV_CASSETTE: str(Path(cassette).resolve()), ENV_MATCH: match})
+        env[ENV_REPORT] = report_path
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(BOOTSTRAP_DIR), env.get("PYTHONPATH", "")) if p)
+        if mode != "record":
+            for name, value in PLACEHOLDER_KEYS.items():
+                env.setdefault(name, value)
+        try:
+            completed = subprocess.run(list(command), env=env, check=False)
+        except FileNotFoundError:
+            raise SessionError(f"command not found: {command[0]}") from None
+        except KeyboardInterrupt:
+            return 130
+        try:
+            with open(report_path, encoding="utf-8") as handle:
+                report = json.load(handle)
+        except (OSError, ValueError):
+            raise SessionError(
+                f"the program ended (exit {completed.returncode}) without finishing the session: "
+                "was it killed, or is it not a Python program?"
+            ) from None
+    if not report.get("ok"):
+        raise SessionError(str(report.get("error")))
+    return completed.returncode

@@ -1,0 +1,357 @@
+"""Record and replay an unmodified agent's HTTP traffic as a cassette.
+
+A ``Session`` is the interceptor of the HTTP hook (http.hook). Recording lets every request go
+out and, once a model response has been read, appends ``model_input`` and ``model_output`` steps
+(tool rounds in between come from the tool results of the next request); other HTTP exchanges
+become ``metadata`` steps with event ``http_exchange``, so a replay needs no network. Replaying
+answers every request from the cassette, never opening a socket: a model request is normalized and
+compared with the recorded step (``match="exact"``) or simply served in order
+(``match="sequence"``); the first difference is answered with an HTTP 400 whose message starts with
+``[blackbox]``, and the session ends with ReplayDivergence.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from .cassette.canonical import canonical_json
+from .cassette.diff import ABSENT, first_difference
+from .cassette.io import load_cassette, save_cassette
+from .cassette.model import Cassette, Step, terminal_outcome, tool_calls_of
+from .errors import CassetteError, CredentialLeak, ReplayDivergence, ReplayIncomplete, SessionError
+from .http.exchange import HttpRequest, HttpResponse
+from .providers.anthropic import AnthropicMessages
+from .providers.base import CallIds, Provider
+from .providers.openai_chat import OpenAIChat
+from .providers.openai_responses import OpenAIResponses
+from .redact import Redactor
+
+__all__ = ["HTTP_EXCHANGE", "Session", "session"]
+
+Mode = Literal["record", "replay"]
+Match = Literal["exact", "sequence"]
+HTTP_EXCHANGE = "http_exchange"
+_PROVIDERS: tuple[Provider, ...] = (OpenAIChat(), OpenAIResponses(), AnthropicMessages())
+_SECRET_HEADERS = ("authorization", "x-api-key", "api-key", "proxy-authorization")
+_MIN_KEY_LEN = 8
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _provider_for(request: HttpRequest) -> Provider | None:
+    path = urlsplit(request.url).path
+    return next((p for p in _PROVIDERS if p.handles(request.method, path)), None)
+
+
+def _json_body(request: HttpRequest) -> dict[str, Any] | None:
+    try:
+        value = json.loads(request.body or b"null")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _body_value(body: bytes) -> Any:
+    """A body as JSON data: the text when it is UTF-8, else ``{"base64": ...}``."""
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(body).decode("ascii")}
+
+
+def _body_bytes(value: Any) -> bytes:
+    if isinstance(value, dict) and isinstance(value.get("base64"), str):
+        return base64.b64decode(value["base64"])
+    return str(value).encode("utf-8")
+
+
+def _header(headers: list[tuple[str, str]], name: str) -> str | None:
+    return next((v for k, v in headers if k.lower() == name), None)
+
+
+def _error_response(message: str) -> HttpResponse:
+    # Both SDKs read error.message from this shape; a 400 is never retried.
+    body = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    return HttpResponse(400, [("content-type", "application/json")], json.dumps(body).encode())
+
+
+@dataclass
+class _Pending:
+    """Calls of the last model output, waiting for their results in the next request."""
+
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Session:
+    """One record or replay run over one cassette file; use ``session()`` or the launcher."""
+
+    def __init__(self, mode: Mode, cassette: str | Path, *, match: Match = "exact") -> None:
+        if mode not in ("record", "replay"):
+            raise SessionError(f"mode must be record or replay, not {mode!r}")
+        if match not in ("exact", "sequence"):
+            raise SessionError(f"match must be exact or sequence, not {match!r}")
+        self.mode: Mode = mode
+        self.match: Match = match
+        self.path = Path(cassette)
+        self.ids = CallIds()
+        self.error: SessionError | None = None
+        self._lock = threading.Lock()
+        self._redactor = Redactor()
+        self._seen_keys: set[str] = set()
+        self._final_answer: str | None = None
+        self._finished = False
+        if mode == "record":
+            self.cassette = Cassette(id=f"run-{_now_ms()}-{os.getpid()}", created_at=_now_ms())
+            self._pending = _Pending()
+        else:
+            if not self.path.is_file():
+                raise CassetteError(f"{self.path}: no such cassette (record it first)")
+            self.cassette = load_cassette(self.path)
+            self._model_steps = [
+                (s, nxt)
+                for s, nxt in zip(self.cassette.steps, self.cassette.steps[1:], strict=False)
+                if s.type == "model_input" and nxt.type == "model_output"
+            ]
+            self._exchanges = [s for s in self.cassette.steps if _is_exchange(s)]
+            self._served_models = 0
+            self._served_exchanges: set[int] = set()
+
+    # -- the interceptor ---------------------------------------------------------------------------
+
+    def intercept(self, request: HttpRequest) -> HttpResponse | None:
+        if self.mode == "record":
+            self._remember_keys(request)
+            return None
+        with self._lock:
+            if self.error is not None:
+                return _error_response(str(self.error))
+            provider = _provider_for(request)
+            body = _json_body(request) if provider else None
+            if provider is not None and body is not None:
+                return self._serve_model(provider, body)
+            return self._serve_exchange(request)
+
+    def observe(self, request: HttpRequest, response: HttpResponse) -> None:
+        if self.mode != "record":
+            return
+        with self._lock:
+            provider = _provider_for(request)
+            body = _json_body(request) if provider else None
+            if provider is not None and body is not None:
+                if 200 <= response.status < 300:  # a failed call is retried by the SDK, not a step
+                    self._record_model(provider, body, response)
+            else:
+                self._record_exchange(request, response)
+
+    # -- recording ---------------------------------------------------------------------------------
+
+    def _remember_keys(self, request: HttpRequest) -> None:
+        for name in _SECRET_HEADERS:
+            value = _header(request.headers, name)
+            if value:
+                token = value.split(" ", 1)[-1].strip()
+                if len(token) >= _MIN_KEY_LEN:
+                    self._seen_keys.add(token)
+
+    def _record_model(self, provider: Provider, body: dict[str, Any], response: HttpResponse) -> None:
+        model_input = provider.model_input(body, self.ids)
+        self._record_tool_round(model_input)
+        output = provider.model_output(response.body, streamed=provider.is_streaming(body), ids=self.ids)
+        self.cassette.append("model_input", model_input, _now_ms())
+        self.cassette.append("model_output", output, _now_ms())
+        if output.get("type") == "final_answer":
+            self._final_answer = str(output.get("text", ""))
+            self._pending = _Pending()
+        else:
+            self._pending = _Pending([c.__dict__ for c in tool_calls_of(output)])
+
+    def _record_tool_round(self, model_input: dict[str, Any]) -> None:
+        """The calls the model asked for last time, with the results this request carries."""
+        if not self._pending.calls:
+            return
+        results = {
+            part.get("toolCallId"): part
+            for message in model_input.get("messages", [])
+            if isinstance(message, dict) and isinstance(message.get("content"), list)
+            for part in message["content"]
+            if isinstance(part, dict) and part.get("type") == "tool_result"
+        }
+        now = _now_ms()
+        for call in self._pending.calls:
+            head = {"toolCallId": call["tool_call_id"], "toolName": call["tool_name"]}
+            self.cassette.append("tool_call", {**head, "toolInput": call["tool_input"]}, now)
+            part = results.get(call["tool_call_id"])
+            if part is not None:
+                outcome = {"error": part["error"]} if "error" in part else {"result": part.get("result")}
+                self.cassette.append("tool_result", {**head, **outcome}, now)
+        self._pending = _Pending()
+
+    def _record_exchange(self, request: HttpRequest, response: HttpResponse) -> None:
+        redact = self._redactor.redact_text
+        payload = {
+            "event": HTTP_EXCHANGE,
+            "request": {
+                "method": request.method,
+                "url": redact(request.url),
+                "body": redact(_body_value(request.body)) if request.body else "",
+            },
+            "response": {
+                "status": response.status,
+                "contentType": _header(response.headers, "content-type") or "",
+                "body": _body_value(response.body),
+            },
+        }
+        self.cassette.append("metadata", payload, _now_ms())
+
+    def _close_recording(self, error: BaseException | None) -> None:
+        end: dict[str, Any]
+        if error is None and self._final_answer is None:
+            # It ended cleanly but no model gave a final answer: not a success the format can claim.
+            end = {"event": "run_ended", "reason": "no_final_answer"}
+        elif error is None:
+            end = {"event": "run_completed", "status": "success", "result": self._final_answer}
+        else:
+            reason = "interrupted" if isinstance(error, KeyboardInterrupt) else type(error).__name__
+            end = {"event": "run_failed", "status": "error", "reason": reason, "message": str(error)[:500]}
+        self.cassette.append("metadata", end, _now_ms())
+        self._refuse_leaks()
+        save_cassette(self.cassette, self.path)
+
+    def _refuse_leaks(self) -> None:
+        keys = set(self._seen_keys)
+        for name, value in os.environ.items():
+            if name.endswith(("_API_KEY", "_TOKEN", "_SECRET")) and len(value) >= _MIN_KEY_LEN:
+                keys.add(value)
+        text = json.dumps(self.cassette.to_json(), ensure_ascii=False)
+        leaked = sorted(k for k in keys if k in text)
+        if leaked:
+            shown = leaked[0][:6] + "…"
+            raise CredentialLeak(
+                f"refusing to write {self.path}: it would contain a key seen in a request header or the "
+                f"environment ({shown}); remove it from the prompt or tool output and record again"
+            )
+
+    # -- replaying ---------------------------------------------------------------------------------
+
+    def _diverge(self, message: str) -> HttpResponse:
+        self.error = ReplayDivergence(f"[blackbox] {message}")
+        return _error_response(str(self.error))
+
+    def _serve_model(self, provider: Provider, body: dict[str, Any]) -> HttpResponse:
+        if self._served_models >= len(self._model_steps):
+            return self._diverge(f"model call {self._served_models + 1} was not recorded (the cassette has "
+                                 f"{len(self._model_steps)})")  # fmt: skip
+        recorded_input, recorded_output = self._model_steps[self._served_models]
+        if self.match == "exact":
+            got = provider.model_input(body, self.ids)
+            if canonical_json(got) != canonical_json(recorded_input.payload):
+                diff = first_difference(recorded_input.payload, got, "$")
+                where = (
+                    f"{diff.path}: recorded {_short(diff.parent)}, got {_short(diff.child)}" if diff else "?"
+                )
+                return self._diverge(f"step {recorded_input.index} (model_input) differs at {where}")
+        self._served_models += 1
+        if recorded_output.payload.get("type") == "final_answer":
+            self._final_answer = str(recorded_output.payload.get("text", ""))
+        wire = provider.wire_response(recorded_output.payload, body)
+        return HttpResponse(wire.status, wire.headers, wire.body)
+
+    def _serve_exchange(self, request: HttpRequest) -> HttpResponse:
+        url = self._redactor.redact_text(request.url)
+        for position, step in enumerate(self._exchanges):
+            recorded = step.payload["request"]
+            if position not in self._served_exchanges and (recorded["method"], recorded["url"]) == (
+                request.method,
+                url,
+            ):
+                self._served_exchanges.add(position)
+                answer = step.payload["response"]
+                headers = [("content-type", answer["contentType"])] if answer.get("contentType") else []
+                return HttpResponse(int(answer["status"]), headers, _body_bytes(answer["body"]))
+        return self._diverge(f"no recorded HTTP exchange for {request.method} {url}")
+
+    def _check_replay(self, error: BaseException | None) -> None:
+        if self.error is not None:
+            raise self.error
+        if self._served_models < len(self._model_steps):
+            missing = self._model_steps[self._served_models][0]
+            raise ReplayIncomplete(
+                f"[blackbox] the run made {self._served_models} of {len(self._model_steps)} recorded model "
+                f"calls; the next one was step {missing.index} (model_input)"
+            )
+        recorded = terminal_outcome(self.cassette)
+        if recorded.status == "success" and error is not None:
+            raise ReplayIncomplete(
+                f"[blackbox] the recording succeeded, the replay raised {type(error).__name__}"
+            )
+        # A run with no model answer records "" and replays None: both mean "no answer".
+        if recorded.status == "success" and (recorded.final_answer or None) != (self._final_answer or None):
+            raise ReplayIncomplete("[blackbox] the replay ended with another final answer than the recording")
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    def start(self) -> Session:
+        from .http.hook import BlackboxHTTPInstrumentor  # the hook imports httpcore: only when used
+
+        BlackboxHTTPInstrumentor().instrument(interceptor=self)
+        return self
+
+    def finish(self, error: BaseException | None = None) -> None:
+        """Stop intercepting; write the recording, or check the replay. Raises SessionError."""
+        if self._finished:
+            return
+        self._finished = True
+        from .http.hook import BlackboxHTTPInstrumentor
+
+        BlackboxHTTPInstrumentor().uninstrument()
+        with self._lock:
+            if self.mode == "record":
+                self._close_recording(error)
+            else:
+                self._check_replay(error)
+
+
+def _is_exchange(step: Step) -> bool:
+    return (
+        step.type == "metadata"
+        and isinstance(step.payload, dict)
+        and step.payload.get("event") == HTTP_EXCHANGE
+    )
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    if value is ABSENT:
+        return "(absent)"
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@contextlib.contextmanager
+def session(mode: Mode, cassette: str | Path, *, match: Match = "exact") -> Iterator[Session]:
+    """Record or replay the HTTP traffic of the code inside the block::
+
+    with otel_blackbox.session(mode="replay", cassette="tests/cassettes/run.json"):
+        run_agent()
+    """
+    active = Session(mode, cassette, match=match).start()
+    try:
+        yield active
+    except BaseException as exc:
+        try:
+            active.finish(exc)
+        except SessionError as session_error:  # the typed cause beats the SDK's 400 it provoked
+            raise session_error from exc
+        raise
+    active.finish()

@@ -1,0 +1,175 @@
+"""Record then replay real SDK traffic: openai and anthropic, against the fake provider on 127.0.0.1."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import anthropic_agent  # examples/ is on sys.path (conftest.py)
+import openai
+import pytest
+import weather_agent
+from fake_llm import FakeLLMServer
+from helpers import EXAMPLES, run_cli
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import Tracer
+
+import otel_blackbox
+from otel_blackbox.cassette.io import load_cassette, save_cassette
+from otel_blackbox.cassette.model import terminal_outcome, tool_call_sequence
+from otel_blackbox.cassette.verify import verify_cassette
+from otel_blackbox.errors import CredentialLeak, ReplayDivergence, ReplayIncomplete
+
+QUESTION = "What's the weather in Lisbon, and the 2 day forecast? I need both."
+KEY = "sk-test-looks-real-0123456789abcdef"
+
+
+@contextlib.contextmanager
+def blocked_network() -> Iterator[list[Any]]:
+    """Every attempt to open a connection is counted and refused."""
+    attempts: list[Any] = []
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        attempts.append(args)
+        raise OSError("network blocked by the test")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(socket.socket, "connect", refuse)
+        patch.setattr(socket, "create_connection", refuse)
+        yield attempts
+
+
+def _tracer() -> Tracer:
+    return TracerProvider(shutdown_on_exit=False).get_tracer("t")
+
+
+def _openai_run(base_url: str, stream: bool, question: str = QUESTION) -> str:
+    with openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0) as client:
+        answer, _ = weather_agent.run_agent(client, _tracer(), question, stream=stream)
+    return answer
+
+
+def _anthropic_run(base_url: str, stream: bool) -> str:
+    with anthropic.Anthropic(base_url=base_url, api_key=KEY, max_retries=0, open_telemetry=False) as client:
+        answer, _ = anthropic_agent.run_agent(client, _tracer(), QUESTION, stream=stream)
+    return answer
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_openai_record_then_replay_offline(tmp_path: Path, stream: bool) -> None:
+    cassette = tmp_path / "run.json"
+    with FakeLLMServer() as server, otel_blackbox.session(mode="record", cassette=cassette):
+        base_url = server.openai_base_url
+        live = _openai_run(base_url, stream)
+    recorded = load_cassette(cassette)
+    assert verify_cassette(recorded).passed
+    assert tool_call_sequence(recorded) == ["get_weather", "get_forecast"]
+    assert terminal_outcome(recorded).final_answer == live
+    text = cassette.read_text()
+    assert KEY not in text and "call_" not in text and "chatcmpl-" not in text
+
+    # The server is gone and sockets are blocked: the run is served from the cassette.
+    with blocked_network() as attempts, otel_blackbox.session(mode="replay", cassette=cassette):
+        replayed = _openai_run(base_url, stream)
+    assert replayed == live
+    assert attempts == []
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_anthropic_record_then_replay_offline(tmp_path: Path, stream: bool) -> None:
+    cassette = tmp_path / "run.json"
+    with FakeLLMServer() as server, otel_blackbox.session(mode="record", cassette=cassette):
+        base_url = server.anthropic_base_url
+        live = _anthropic_run(base_url, stream)
+    assert verify_cassette(load_cassette(cassette)).passed
+    with blocked_network() as attempts, otel_blackbox.session(mode="replay", cassette=cassette):
+        replayed = _anthropic_run(base_url, stream)
+    assert replayed == live and attempts == []
+
+
+def test_changed_prompt_diverges_naming_step_and_path(tmp_path: Path) -> None:
+    cassette = tmp_path / "run.json"
+    with FakeLLMServer() as server, otel_blackbox.session(mode="record", cassette=cassette):
+        base_url = server.openai_base_url
+        _openai_run(base_url, False)
+    with (
+        blocked_network(),
+        pytest.raises(ReplayDivergence) as info,
+        otel_blackbox.session(mode="replay", cassette=cassette),
+    ):
+        _openai_run(base_url, False, question=QUESTION.replace("Lisbon", "Porto"))
+    message = str(info.value)
+    assert message.startswith("[blackbox] step 0 (model_input) differs at $.messages[")
+    assert "Lisbon" in message and "Porto" in message
+
+
+def test_sequence_match_serves_in_order_and_missing_calls_fail(tmp_path: Path) -> None:
+    cassette = tmp_path / "run.json"
+    with FakeLLMServer() as server, otel_blackbox.session(mode="record", cassette=cassette):
+        base_url = server.openai_base_url
+        live = _openai_run(base_url, False)
+    with blocked_network(), otel_blackbox.session(mode="replay", cassette=cassette, match="sequence"):
+        # A different question, served anyway: sequence matching does not compare requests.
+        assert _openai_run(base_url, False, question=QUESTION + " (at 10:42)") == live
+    with (
+        blocked_network(),
+        pytest.raises(ReplayIncomplete, match="made 0 of 2 recorded model calls"),
+        otel_blackbox.session(mode="replay", cassette=cassette),
+    ):
+        pass
+
+
+def test_a_key_in_the_prompt_refuses_the_recording(tmp_path: Path) -> None:
+    cassette = tmp_path / "run.json"
+    with (
+        FakeLLMServer() as server,
+        pytest.raises(CredentialLeak),
+        otel_blackbox.session(mode="record", cassette=cassette),
+    ):
+        _openai_run(server.openai_base_url, False, question=f"my key is {KEY}, what's the weather in Lisbon?")
+    assert not cassette.exists()
+
+
+def test_launcher_record_and_replay_an_unmodified_script(tmp_path: Path) -> None:
+    cassette = tmp_path / "run.json"
+    agent = [sys.executable, str(EXAMPLES / "weather_agent.py"), "--db", str(tmp_path / "bb.db")]
+    with FakeLLMServer() as server:
+        base_url = server.openai_base_url
+        live = run_cli("record", "-o", str(cassette), "--", *agent, "--base-url", base_url)
+    assert live.returncode == 0, live.stderr
+    assert verify_cassette(load_cassette(cassette)).passed
+    replay = run_cli("replay", str(cassette), "--", *agent, "--base-url", base_url)
+    assert replay.returncode == 0, replay.stderr
+    assert replay.stdout.splitlines()[-1] == live.stdout.splitlines()[-1]  # the same final answer
+    changed = run_cli(
+        "replay", str(cassette), "--", *agent, "--base-url", base_url, "--question", "Weather in Rome?"
+    )
+    assert changed.returncode == 1 and "[blackbox] step 0 (model_input) differs at" in changed.stderr
+
+
+def test_missing_cassette_in_replay_is_one_line_exit_2(tmp_path: Path) -> None:
+    result = run_cli("replay", str(tmp_path / "none.json"), "--", sys.executable, "-c", "print(1)")
+    assert result.returncode == 2 and "no such cassette" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_non_model_http_exchanges_replay_without_network(tmp_path: Path) -> None:
+    import httpx
+
+    cassette = tmp_path / "run.json"
+    with FakeLLMServer() as server:
+        url = server.openai_base_url + "/models-that-do-not-exist"
+        with otel_blackbox.session(mode="record", cassette=cassette):
+            recorded = httpx.get(url).status_code
+    payloads = [s.payload for s in load_cassette(cassette).steps]
+    assert payloads[0]["event"] == "http_exchange" and payloads[0]["request"]["url"] == url
+    with blocked_network() as attempts, otel_blackbox.session(mode="replay", cassette=cassette):
+        assert httpx.get(url).status_code == recorded
+    assert attempts == []
+    save_cassette(load_cassette(cassette), tmp_path / "copy.json")  # still a valid v2 cassette
+    assert verify_cassette(load_cassette(tmp_path / "copy.json")).passed
