@@ -150,6 +150,19 @@ def test_launcher_record_and_replay_an_unmodified_script(tmp_path: Path) -> None
         "replay", str(cassette), "--", *agent, "--base-url", base_url, "--question", "Weather in Rome?"
     )
     assert changed.returncode == 1 and "[blackbox] step 0 (model_input) differs at" in changed.stderr
+    sequence = run_cli(
+        "replay",
+        str(cassette),
+        "--match",
+        "sequence",
+        "--",
+        *agent,
+        "--base-url",
+        base_url,
+        "--question",
+        "Rome?",
+    )
+    assert sequence.returncode == 0, sequence.stderr
 
 
 def test_missing_cassette_in_replay_is_one_line_exit_2(tmp_path: Path) -> None:

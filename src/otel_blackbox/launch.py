@@ -19,9 +19,12 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import CassetteError, SessionError
+
+if TYPE_CHECKING:
+    from .sessions import Session
 
 __all__ = ["bootstrap_from_env", "run_program"]
 
@@ -29,7 +32,8 @@ ENV_MODE = "OTEL_BLACKBOX_SESSION_MODE"
 ENV_CASSETTE = "OTEL_BLACKBOX_SESSION_CASSETTE"
 ENV_MATCH = "OTEL_BLACKBOX_SESSION_MATCH"
 ENV_REPORT = "OTEL_BLACKBOX_SESSION_REPORT"
-_ENV = (ENV_MODE, ENV_CASSETTE, ENV_MATCH, ENV_REPORT)
+ENV_FORK = "OTEL_BLACKBOX_SESSION_FORK"
+_ENV = (ENV_MODE, ENV_CASSETTE, ENV_MATCH, ENV_REPORT, ENV_FORK)
 BOOTSTRAP_DIR = Path(__file__).resolve().parent / "_bootstrap"
 # Offline runs still need a key for the SDKs to start; these reach no one.
 PLACEHOLDER_KEYS = {
@@ -45,6 +49,23 @@ def _write_report(path: str, report: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def _make_session(mode: str, cassette: str, match: str, fork_plan: str | None) -> Session:
+    from .sessions import Session
+
+    if mode == "fork":
+        from .fork import ForkPlan, ForkSession
+
+        plan = json.loads(fork_plan or "{}")
+        return ForkSession(
+            cassette,
+            ForkPlan(
+                at=plan["at"], result=plan["result"], output=Path(plan["output"]), replies=plan["replies"]
+            ),
+            match=match,  # type: ignore[arg-type]
+        )
+    return Session(mode, cassette, match=match)  # type: ignore[arg-type]
+
+
 def bootstrap_from_env() -> None:
     """In the launched program: start the session and finish it however the program ends."""
     mode, cassette = os.environ.get(ENV_MODE), os.environ.get(ENV_CASSETTE)
@@ -52,16 +73,15 @@ def bootstrap_from_env() -> None:
     if not mode or not cassette:
         return
     match = os.environ.get(ENV_MATCH, "exact")
+    fork_plan = os.environ.get(ENV_FORK)
     # Programs this one starts must not record into the same cassette.
     for name in _ENV:
         os.environ.pop(name, None)
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p) != BOOTSTRAP_DIR]
     os.environ["PYTHONPATH"] = os.pathsep.join(paths)
 
-    from .sessions import Session
-
     try:
-        session = Session(mode, cassette, match=match).start()  # type: ignore[arg-type]
+        session = _make_session(mode, cassette, match, fork_plan).start()
     except SessionError as exc:
         _write_report(report_path, {"ok": False, "error": str(exc)})
         raise SystemExit(1) from None
@@ -94,7 +114,14 @@ def bootstrap_from_env() -> None:
     atexit.register(finish)
 
 
-def run_program(mode: str, cassette: str | Path, command: Sequence[str], *, match: str = "exact") -> int:
+def run_program(
+    mode: str,
+    cassette: str | Path,
+    command: Sequence[str],
+    *,
+    match: str = "exact",
+    fork: dict[str, Any] | None = None,
+) -> int:
     """Run ``command`` in a session; the program's exit code, or 1 when the session failed."""
     if mode != "record" and not Path(cassette).is_file():
         raise CassetteError(f"{cassette}: no such cassette (record it first)")
@@ -103,6 +130,8 @@ def run_program(mode: str, cassette: str | Path, command: Sequence[str], *, matc
         env = dict(os.environ)
         env.update({ENV_MODE: mode, ENV_CASSETTE: str(Path(cassette).resolve()), ENV_MATCH: match})
         env[ENV_REPORT] = report_path
+        if fork is not None:
+            env[ENV_FORK] = json.dumps(fork)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(BOOTSTRAP_DIR), env.get("PYTHONPATH", "")) if p)
         if mode != "record":
             for name, value in PLACEHOLDER_KEYS.items():

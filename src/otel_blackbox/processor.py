@@ -21,7 +21,9 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
+from . import _active
 from .config import BlackboxConfig
+from .semconv import ATTR_SESSION_MODE
 from .store.writer import FlushMarker, SpanWriter
 
 __all__ = ["BlackboxSpanProcessor"]
@@ -76,6 +78,8 @@ class BlackboxSpanProcessor(SpanProcessor):
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         if self._shutdown or self.disabled:
             return
+        if _active.mode is not None:  # a record / replay / fork session is running here
+            span.set_attribute(ATTR_SESSION_MODE, _active.mode)
         if len(self._queue) < self._max_starts:
             self._queue.append(span)
         else:

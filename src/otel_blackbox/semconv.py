@@ -13,6 +13,8 @@ from typing import Any
 from openinference.semconv.trace import OpenInferenceSpanKindValues, SpanAttributes
 
 __all__ = [
+    "ATTR_CASSETTE_STEP",
+    "ATTR_SESSION_MODE",
     "ATTR_SPAN_OPEN",
     "COLUMN_SOURCES",
     "GEN_AI_OPERATION_KINDS",
@@ -22,6 +24,8 @@ __all__ = [
 
 # Attributes this project adds (registered in semconv/registry.yaml).
 ATTR_SPAN_OPEN = "blackbox.span.open"
+ATTR_SESSION_MODE = "blackbox.session.mode"
+ATTR_CASSETTE_STEP = "blackbox.cassette.step"
 
 # Column -> attributes that can fill it, in order of preference.
 COLUMN_SOURCES: dict[str, tuple[str, ...]] = {

@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from opentelemetry import trace
+
+from . import _active
 from .cassette.canonical import canonical_json
 from .cassette.diff import ABSENT, first_difference
 from .cassette.io import load_cassette, save_cassette
@@ -35,10 +38,11 @@ from .providers.base import CallIds, Provider
 from .providers.openai_chat import OpenAIChat
 from .providers.openai_responses import OpenAIResponses
 from .redact import Redactor
+from .semconv import ATTR_CASSETTE_STEP, ATTR_SESSION_MODE
 
 __all__ = ["HTTP_EXCHANGE", "Session", "session"]
 
-Mode = Literal["record", "replay"]
+Mode = Literal["record", "replay", "fork"]
 Match = Literal["exact", "sequence"]
 HTTP_EXCHANGE = "http_exchange"
 _PROVIDERS: tuple[Provider, ...] = (OpenAIChat(), OpenAIResponses(), AnthropicMessages())
@@ -99,7 +103,7 @@ class Session:
 
     def __init__(self, mode: Mode, cassette: str | Path, *, match: Match = "exact") -> None:
         if mode not in ("record", "replay"):
-            raise SessionError(f"mode must be record or replay, not {mode!r}")
+            raise SessionError(f"mode must be record or replay, not {mode!r} (a fork is a ForkSession)")
         if match not in ("exact", "sequence"):
             raise SessionError(f"match must be exact or sequence, not {match!r}")
         self.mode: Mode = mode
@@ -171,6 +175,10 @@ class Session:
         output = provider.model_output(response.body, streamed=provider.is_streaming(body), ids=self.ids)
         self.cassette.append("model_input", model_input, _now_ms())
         self.cassette.append("model_output", output, _now_ms())
+        self._after_output(output)
+
+    def _after_output(self, output: dict[str, Any]) -> None:
+        """A final answer ends the run so far; tool calls wait for their results."""
         if output.get("type") == "final_answer":
             self._final_answer = str(output.get("text", ""))
             self._pending = _Pending()
@@ -263,6 +271,7 @@ class Session:
                 )
                 return self._diverge(f"step {recorded_input.index} (model_input) differs at {where}")
         self._served_models += 1
+        _tag_current_span(recorded_input.index)
         if recorded_output.payload.get("type") == "final_answer":
             self._final_answer = str(recorded_output.payload.get("text", ""))
         wire = provider.wire_response(recorded_output.payload, body)
@@ -306,6 +315,7 @@ class Session:
         from .http.hook import BlackboxHTTPInstrumentor  # the hook imports httpcore: only when used
 
         BlackboxHTTPInstrumentor().instrument(interceptor=self)
+        _active.mode = self.mode
         return self
 
     def finish(self, error: BaseException | None = None) -> None:
@@ -316,11 +326,21 @@ class Session:
         from .http.hook import BlackboxHTTPInstrumentor
 
         BlackboxHTTPInstrumentor().uninstrument()
+        _active.mode = None
         with self._lock:
             if self.mode == "record":
                 self._close_recording(error)
             else:
                 self._check_replay(error)
+
+
+def _tag_current_span(step_index: int) -> None:
+    """The span of this request (HTTP client span, or the LLM span) names the step that answered it."""
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.set_attribute(ATTR_CASSETTE_STEP, step_index)
+        if _active.mode is not None:
+            span.set_attribute(ATTR_SESSION_MODE, _active.mode)
 
 
 def _is_exchange(step: Step) -> bool:

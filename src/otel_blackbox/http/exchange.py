@@ -12,7 +12,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["HttpRequest", "HttpResponse", "InterceptError", "Interceptor", "decode_body"]
+__all__ = [
+    "HttpRequest",
+    "HttpResponse",
+    "InterceptError",
+    "Interceptor",
+    "RewritingInterceptor",
+    "decode_body",
+]
 
 Headers = list[tuple[str, str]]
 
@@ -70,6 +77,19 @@ class Interceptor(Protocol):
 
     def observe(self, request: HttpRequest, response: HttpResponse) -> None:
         """Called once per request that went out, when its body was read to the end or closed."""
+        ...
+
+
+class RewritingInterceptor(Interceptor, Protocol):
+    """An interceptor that may also change a request body before it is intercepted or sent.
+
+    Optional: the hook calls ``rewrite`` only when the interceptor has it (the fork uses it to put
+    the replacement tool result into the agent's next request). Pool level only: the explicit
+    transports do not rewrite.
+    """
+
+    def rewrite(self, request: HttpRequest) -> bytes | None:
+        """A new body to use instead of ``request.body``, or None to keep it."""
         ...
 
 

@@ -98,6 +98,25 @@ def _log_once(what: str, interceptor: object) -> None:
         )
 
 
+def rewritten_body(interceptor: Interceptor, request: HttpRequest) -> bytes | None:
+    """The body the interceptor wants sent instead (``RewritingInterceptor.rewrite``), or None."""
+    rewrite = getattr(interceptor, "rewrite", None)
+    if rewrite is None:
+        return None
+    with suspended():
+        try:
+            body = rewrite(request)
+        except Exception:
+            _log_once("rewrite", interceptor)
+            return None
+    return body if isinstance(body, bytes) else None
+
+
+def _with_length(headers: RawHeaders, length: int) -> RawHeaders:
+    kept = [(k, v) for k, v in headers if k.lower() != b"content-length"]
+    return [*kept, (b"Content-Length", str(length).encode("ascii"))]
+
+
 def ask(interceptor: Interceptor, request: HttpRequest) -> HttpResponse | None:
     """The response to serve for a request, or None to send it."""
     with suspended():
@@ -290,6 +309,11 @@ def _sync_handler(
         body = b"".join(stream)
         request.stream = Chunks([body])  # the original consumed; this one can be sent (and resent)
         exchange = exchange_request(request.method, bytes(request.url), request.headers, body)
+        new_body = rewritten_body(interceptor, exchange)
+        if new_body is not None:
+            request.stream = Chunks([new_body])
+            request.headers = _with_length(request.headers, len(new_body))
+            exchange = exchange_request(request.method, bytes(request.url), request.headers, new_body)
         served = ask(interceptor, exchange)
         if served is not None:
             return _serve(make, served)
@@ -315,6 +339,11 @@ def _async_handler(
         body = await read_async(request.stream)
         request.stream = Chunks([body])
         exchange = exchange_request(request.method, bytes(request.url), request.headers, body)
+        new_body = rewritten_body(interceptor, exchange)
+        if new_body is not None:
+            request.stream = Chunks([new_body])
+            request.headers = _with_length(request.headers, len(new_body))
+            exchange = exchange_request(request.method, bytes(request.url), request.headers, new_body)
         served = ask(interceptor, exchange)
         if served is not None:
             return _serve(make, served)

@@ -18,6 +18,11 @@ Requests (``model_input``):
   only); ``max_tokens``, ``temperature``, ``top_p``, ``tool_choice``, ``stop_sequences`` and
   ``output_config.format`` -> ``params`` (``effort``, ``thinking`` and other settings are not kept).
 
+A fork's rewrite (``replace_tool_result``) replaces the ``content`` of the ``tool_result`` blocks whose
+``tool_use_id`` is the id: a string (or no content) becomes the string, a list of blocks one ``text``
+block. It also removes ``is_error``: the replacement is a successful result, so it normalizes to a
+``result``, never an ``error``. The block's other fields (``cache_control``...) stay as sent.
+
 Responses (``model_output``), a JSON ``message`` or its SSE stream: ``text`` blocks are joined into
 the text, ``tool_use`` blocks become calls with ``call-N`` ids; ``thinking`` and server-tool blocks
 are ignored, as are ids, ``usage`` and ``stop_reason``. A body that is not a complete message (an
@@ -31,7 +36,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from .base import CallIds, JsonObject, WireResponse
+from .base import CallIds, JsonObject, WireResponse, replaced_content, rewritten
 
 __all__ = ["AnthropicMessages"]
 
@@ -87,8 +92,34 @@ class AnthropicMessages:
             return WireResponse(200, list(_SSE_HEADERS), b"".join(_sse(message)))
         return WireResponse(200, list(_JSON_HEADERS), _dumps(message).encode())
 
+    def replace_tool_result(self, request: JsonObject, tool_call_id: str, result: Any) -> JsonObject | None:
+        def targets(body: JsonObject) -> list[JsonObject]:
+            return [b for b in _blocks(body) if _is_result_for(b, tool_call_id)]
+
+        def rewrite(block: JsonObject) -> None:
+            block["content"] = replaced_content(block.get("content"), result, "text")
+            block.pop("is_error", None)  # the replacement is a successful result
+
+        return rewritten(request, targets, rewrite)
+
 
 # --- requests ---------------------------------------------------------------------------------
+
+
+def _blocks(request: JsonObject) -> list[JsonObject]:
+    """Every content block of every message that has block content."""
+    messages = request.get("messages")
+    return [
+        block
+        for message in (messages if isinstance(messages, list) else [])
+        if isinstance(message, dict) and isinstance(message.get("content"), list)
+        for block in message["content"]
+        if isinstance(block, dict)
+    ]
+
+
+def _is_result_for(block: JsonObject, tool_call_id: str) -> bool:
+    return block.get("type") == "tool_result" and str(block.get("tool_use_id")) == tool_call_id
 
 
 def _system(system: Any) -> str:

@@ -7,10 +7,13 @@ so replay can compare a new request with a recorded step by canonical JSON.
 
 from __future__ import annotations
 
+import copy
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["CallIds", "Provider", "WireResponse"]
+__all__ = ["CallIds", "Provider", "WireResponse", "replaced_content", "rewritten"]
 
 JsonObject = dict[str, Any]
 
@@ -25,16 +28,18 @@ class CallIds:
     """
 
     to_neutral: dict[str, str] = field(default_factory=dict)
+    # A fork continues after the ids its copied prefix already uses.
+    start: int = 0
 
     def neutral(self, provider_id: str) -> str:
         if provider_id.startswith("call-") and provider_id[5:].isdigit():
             return provider_id  # already neutral (replay hands these out)
         if provider_id not in self.to_neutral:
-            self.to_neutral[provider_id] = f"call-{len(self.to_neutral)}"
+            self.to_neutral[provider_id] = f"call-{self.start + len(self.to_neutral)}"
         return self.to_neutral[provider_id]
 
     def next_index(self) -> int:
-        return len(self.to_neutral)
+        return self.start + len(self.to_neutral)
 
 
 @dataclass
@@ -66,3 +71,42 @@ class Provider(Protocol):
     def wire_response(self, output: JsonObject, request: JsonObject) -> WireResponse:
         """Neutral ``model_output`` -> a response in the shape the request asked for (JSON or SSE),
         carrying the neutral ``call-N`` ids, that the real SDK accepts."""
+
+    def replace_tool_result(self, request: JsonObject, tool_call_id: str, result: Any) -> JsonObject | None:
+        """A fork's rewrite: a new request body in which the tool result for ``tool_call_id`` carries
+        ``result`` instead of what the agent sent, or None when the request holds no result for it.
+
+        The id is compared with the wire id as sent: in replay the agent was handed the neutral
+        ``call-N`` ids, so that is what its request carries. The input is never mutated; the copy
+        shares nothing with it. Every result with that id is replaced (a run's ids are unique, so
+        normally one), and nothing else changes. The replacement keeps the wire shape the agent
+        used (see ``replaced_content``): where it sent a string, the string is the result's text;
+        where it sent a list of content parts, one text part holds that text.
+        """
+
+
+def replaced_content(sent: Any, result: Any, text_type: str) -> Any:
+    """What a tool result's content becomes in the shape the agent sent it.
+
+    The text is ``result`` itself when it is a string, else its compact JSON (non-ASCII kept as is).
+    A list (structured content: parts or blocks) becomes a single ``{type: text_type, text}`` part;
+    anything else (a string, or nothing) becomes the text.
+    """
+    text = (
+        result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    )
+    return [{"type": text_type, "text": text}] if isinstance(sent, list) else text
+
+
+def rewritten(
+    request: JsonObject,
+    targets: Callable[[JsonObject], list[JsonObject]],
+    rewrite: Callable[[JsonObject], None],
+) -> JsonObject | None:
+    """A deep copy of ``request`` with ``rewrite`` applied to each of ``targets(copy)``, or None when
+    there are none: the input is never touched and the copy shares nothing with it."""
+    copied = copy.deepcopy(request)
+    found = targets(copied)
+    for target in found:
+        rewrite(target)
+    return copied if found else None

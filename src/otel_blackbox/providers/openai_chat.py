@@ -18,6 +18,9 @@ Requests (``model_input``):
 * ``tools`` -> ``{name, description, inputSchema?}``; ``max_tokens`` / ``max_completion_tokens``,
   ``temperature``, ``top_p``, ``tool_choice``, ``response_format``, ``stop`` -> ``params``.
 
+A fork's rewrite (``replace_tool_result``) replaces the ``content`` of the ``tool`` messages whose
+``tool_call_id`` is the id: a string stays a string, a list of parts becomes one ``text`` part.
+
 Responses (``model_output``), a JSON ``chat.completion`` or its ``chat.completion.chunk`` stream:
 choice 0's text (its refusal when it has no text) and its function calls, reassembled from deltas by
 ``index`` as the SDK does; ids become ``call-N``. Ids, usage, finish reasons and fingerprints are
@@ -39,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cassette.model import tool_calls_of
-from .base import CallIds, JsonObject, WireResponse
+from .base import CallIds, JsonObject, WireResponse, replaced_content, rewritten
 
 __all__ = ["OpenAIChat"]
 
@@ -96,8 +99,21 @@ class OpenAIChat:
         data = [f"data: {dumps(chunk)}\n\n" for chunk in _chunks(output, request)]
         return WireResponse(200, list(SSE_HEADERS), ("".join(data) + "data: [DONE]\n\n").encode())
 
+    def replace_tool_result(self, request: JsonObject, tool_call_id: str, result: Any) -> JsonObject | None:
+        def targets(body: JsonObject) -> list[JsonObject]:
+            return [m for m in objects_of(body.get("messages")) if _is_tool_message(m, tool_call_id)]
+
+        def rewrite(message: JsonObject) -> None:
+            message["content"] = replaced_content(message.get("content"), result, "text")
+
+        return rewritten(request, targets, rewrite)
+
 
 # --- requests ---------------------------------------------------------------------------------
+
+
+def _is_tool_message(message: JsonObject, tool_call_id: str) -> bool:
+    return message.get("role") == "tool" and str(message.get("tool_call_id", "")) == tool_call_id
 
 
 def _split_system(messages: list[JsonObject]) -> tuple[str | None, list[JsonObject]]:
@@ -156,6 +172,11 @@ def _part(part: JsonObject) -> JsonObject:
 
 
 # --- shared with openai_responses: request pieces ---------------------------------------------
+
+
+def objects_of(items: Any) -> list[JsonObject]:
+    """The objects of a list field (``messages``, ``input``); nothing when it is not a list."""
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
 def text_of(content: Any) -> str:

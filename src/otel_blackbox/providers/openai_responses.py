@@ -23,6 +23,10 @@ Requests (``model_input``):
 * ``tools`` -> ``{name, description, inputSchema?}`` (a built-in tool is named by its type);
   ``max_output_tokens``, ``temperature``, ``top_p``, ``tool_choice``, ``text.format`` -> ``params``.
 
+A fork's rewrite (``replace_tool_result``) replaces the ``output`` of the ``function_call_output``
+items whose ``call_id`` is the id: a string stays a string, a list of parts becomes one
+``input_text`` part. A string ``input`` holds no results.
+
 Responses (``model_output``), a JSON ``response`` or its event stream: the text of the ``message``
 items (``output_text``, or a ``refusal``) joined, and the ``function_call`` items as calls with
 ``call-N`` ids. A stream is read as the SDK reads it: the ``response.completed`` output, or the items
@@ -41,7 +45,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from .base import CallIds, JsonObject, WireResponse
+from .base import CallIds, JsonObject, WireResponse, replaced_content, rewritten
 from .openai_chat import (
     JSON_HEADERS,
     SSE_HEADERS,
@@ -52,6 +56,7 @@ from .openai_chat import (
     error_text,
     image_part,
     neutral_tool,
+    objects_of,
     pieces,
     sse_data,
     text_of,
@@ -121,6 +126,15 @@ class OpenAIResponses:
         ]
         return WireResponse(200, list(SSE_HEADERS), "".join(events).encode())
 
+    def replace_tool_result(self, request: JsonObject, tool_call_id: str, result: Any) -> JsonObject | None:
+        def targets(body: JsonObject) -> list[JsonObject]:
+            return [i for i in objects_of(body.get("input")) if _is_output_of(i, tool_call_id)]
+
+        def rewrite(item: JsonObject) -> None:
+            item["output"] = replaced_content(item.get("output"), result, "input_text")
+
+        return rewritten(request, targets, rewrite)
+
 
 # --- requests ---------------------------------------------------------------------------------
 
@@ -152,6 +166,10 @@ def _params(request: JsonObject) -> JsonObject:
     if isinstance(text, dict) and text.get("format") is not None:
         params["responseFormat"] = text["format"]
     return params
+
+
+def _is_output_of(item: JsonObject, tool_call_id: str) -> bool:
+    return item.get("type") == "function_call_output" and str(item.get("call_id", "")) == tool_call_id
 
 
 def _is_assistant(item: JsonObject) -> bool:

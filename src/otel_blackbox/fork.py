@@ -1,0 +1,176 @@
+"""Fork a recorded run at a tool result: "what if the tool had returned this instead?".
+
+The program is replayed from the parent cassette up to step N (a ``tool_result``). The child
+cassette holds the parent's steps 0..N-1 verbatim (same timestamps, same hashes), then at N the
+replacement result with the parent's timestamp, then whatever the run does next: model calls sent
+to the real upstream (``live``) or answered from a script of neutral model outputs.
+
+The replacement reaches the model, not the program: every request that carries the forked tool
+result is rewritten before it is matched or sent. The program's own variables still hold what
+the tool really returned.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import _active
+from .cassette.model import Cassette, tool_calls_of
+from .errors import SessionError
+from .http.exchange import HttpRequest, HttpResponse
+from .providers.base import CallIds, Provider
+from .sessions import Match, Session, _json_body, _now_ms, _Pending, _provider_for
+
+__all__ = ["ForkPlan", "ForkSession"]
+
+
+@dataclass(frozen=True)
+class ForkPlan:
+    at: int  # the tool_result step to replace
+    result: Any  # the replacement result (JSON)
+    output: Path  # where the child cassette goes
+    replies: list[dict[str, Any]] | None = None  # scripted model outputs; None: live upstream
+
+
+def _check_replies(replies: list[Any]) -> list[dict[str, Any]]:
+    for position, reply in enumerate(replies):
+        kind = reply.get("type") if isinstance(reply, dict) else None
+        if kind not in ("final_answer", "tool_calls", "tool_call"):
+            raise SessionError(
+                f"reply {position} of the script is not a model output "
+                '({"type": "final_answer", "text": ...} or {"type": "tool_calls", "calls": [...]})'
+            )
+    return replies
+
+
+def _max_call_index(cassette: Cassette, end: int) -> int:
+    highest = -1
+    for step in cassette.steps[:end]:
+        ids = [step.payload.get("toolCallId")] if isinstance(step.payload, dict) else []
+        ids += [c.tool_call_id for c in tool_calls_of(step.payload)]
+        for call_id in ids:
+            if isinstance(call_id, str) and call_id.startswith("call-") and call_id[5:].isdigit():
+                highest = max(highest, int(call_id[5:]))
+    return highest
+
+
+class ForkSession(Session):
+    def __init__(self, parent: str | Path, plan: ForkPlan, *, match: Match = "exact") -> None:
+        super().__init__("replay", parent, match=match)
+        self.mode = "fork"
+        self.plan = plan
+        self.parent = self.cassette
+        steps = self.parent.steps
+        if not 0 <= plan.at < len(steps) or steps[plan.at].type != "tool_result":
+            found = steps[plan.at].type if 0 <= plan.at < len(steps) else "beyond the last step"
+            raise SessionError(f"--at {plan.at}: a fork starts at a tool_result step, this is {found}")
+        forked = steps[plan.at]
+        self._call_id = str(forked.payload.get("toolCallId"))
+        self.cassette = Cassette(
+            id=f"{self.parent.id}-fork",
+            created_at=_now_ms(),
+            parent_id=self.parent.id,
+            forked_from_step_id=forked.id,
+        )
+        for step in steps[: plan.at]:  # verbatim: same timestamps, so the same hashes
+            self.cassette.append(step.type, step.payload, step.timestamp)
+        replaced = {
+            "toolCallId": self._call_id,
+            "toolName": forked.payload.get("toolName"),
+            "result": plan.result,
+        }
+        self.cassette.append("tool_result", replaced, forked.timestamp)
+        self.path = plan.output
+        self.ids = CallIds(start=_max_call_index(self.parent, plan.at + 1) + 1)
+        self._model_steps = [pair for pair in self._model_steps if pair[0].index < plan.at]
+        self._replies = _check_replies(list(plan.replies)) if plan.replies is not None else None
+        self._pending = _Pending(self._unresolved_calls())
+        self._continued = False
+
+    def _unresolved_calls(self) -> list[dict[str, Any]]:
+        """Calls of the last copied model output whose results are not in the child yet."""
+        outputs = [s for s in self.cassette.steps if s.type == "model_output"]
+        if not outputs:
+            return []
+        done = {s.payload.get("toolCallId") for s in self.cassette.steps if s.type == "tool_result"}
+        return [c.__dict__ for c in tool_calls_of(outputs[-1].payload) if c.tool_call_id not in done]
+
+    # -- the interceptor ---------------------------------------------------------------------------
+
+    def rewrite(self, request: HttpRequest) -> bytes | None:
+        provider = _provider_for(request)
+        body = _json_body(request) if provider else None
+        if provider is None or body is None:
+            return None
+        changed = provider.replace_tool_result(body, self._call_id, self.plan.result)
+        return None if changed is None else json.dumps(changed, ensure_ascii=False).encode("utf-8")
+
+    def intercept(self, request: HttpRequest) -> HttpResponse | None:
+        with self._lock:
+            if self.error is not None:
+                return self._error_response()
+            provider = _provider_for(request)
+            body = _json_body(request) if provider else None
+            if provider is not None and body is not None:
+                if self._served_models < len(self._model_steps):
+                    return self._serve_model(provider, body)
+                return self._continue(provider, body)
+            if not self._continued or self._replies is not None:
+                return self._serve_exchange(request)
+            self._remember_keys(request)
+            return None  # live: a tool's own HTTP call after the fork goes out and is recorded
+
+    def _continue(self, provider: Provider, body: dict[str, Any]) -> HttpResponse | None:
+        self._continued = True
+        if self._replies is None:  # live: send it; observe() records the answer
+            return None
+        model_input = provider.model_input(body, self.ids)
+        if not self._replies:
+            return self._diverge("the script has no reply left for this model call")
+        output = self._replies.pop(0)
+        self._record_tool_round(model_input)
+        self.cassette.append("model_input", model_input, _now_ms())
+        self.cassette.append("model_output", output, _now_ms())
+        self._after_output(output)
+        wire = provider.wire_response(output, body)
+        return HttpResponse(wire.status, wire.headers, wire.body)
+
+    def observe(self, request: HttpRequest, response: HttpResponse) -> None:
+        if not self._continued or self._replies is not None:
+            return
+        with self._lock:
+            provider = _provider_for(request)
+            body = _json_body(request) if provider else None
+            if provider is not None and body is not None:
+                if 200 <= response.status < 300:
+                    self._record_model(provider, body, response)
+            else:
+                self._record_exchange(request, response)
+
+    def _error_response(self) -> HttpResponse:
+        from .sessions import _error_response
+
+        return _error_response(str(self.error))
+
+    # -- the end -----------------------------------------------------------------------------------
+
+    def finish(self, error: BaseException | None = None) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        from .http.hook import BlackboxHTTPInstrumentor
+
+        BlackboxHTTPInstrumentor().uninstrument()
+        _active.mode = None
+        with self._lock:
+            if self.error is not None:
+                raise self.error
+            if not self._continued:
+                raise SessionError(
+                    f"the run ended before the fork point: it made {self._served_models} of the "
+                    f"{len(self._model_steps)} model calls before step {self.plan.at}"
+                )
+            self._close_recording(error)
