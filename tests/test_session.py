@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import socket
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -186,3 +189,69 @@ def test_non_model_http_exchanges_replay_without_network(tmp_path: Path) -> None
     assert attempts == []
     save_cassette(load_cassette(cassette), tmp_path / "copy.json")  # still a valid v2 cassette
     assert verify_cassette(load_cassette(tmp_path / "copy.json")).passed
+
+
+def test_async_client_and_responses_api_record_then_replay(tmp_path: Path) -> None:
+    import asyncio
+
+    async def chat(base_url: str) -> str:
+        async with openai.AsyncOpenAI(base_url=base_url, api_key=KEY, max_retries=0) as client:
+            reply = await client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "Say hello"}]
+            )
+        return reply.choices[0].message.content or ""
+
+    def responses(base_url: str) -> str:
+        with openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0) as client:
+            return client.responses.create(model="gpt-4o-mini", input="Say hello").output_text
+
+    cassette = tmp_path / "run.json"
+    with FakeLLMServer() as server, otel_blackbox.session(mode="record", cassette=cassette):
+        base_url = server.openai_base_url
+        live = (asyncio.run(chat(base_url)), responses(base_url))
+    assert [s.type for s in load_cassette(cassette).steps].count("model_output") == 2
+    with blocked_network() as attempts, otel_blackbox.session(mode="replay", cassette=cassette):
+        assert (asyncio.run(chat(base_url)), responses(base_url)) == live
+    assert attempts == []
+
+
+def test_plain_httpx_model_calls_are_recorded_and_replayed(tmp_path: Path) -> None:
+    """Older SDKs talk through httpx (httpcore 1), not httpx2: the same hook sits beneath it."""
+    import httpx
+
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hello"}]}
+    cassette = tmp_path / "run.json"
+    with FakeLLMServer() as server, otel_blackbox.session(mode="record", cassette=cassette):
+        url = server.openai_base_url + "/chat/completions"
+        live = httpx.post(url, json=body).json()["choices"][0]["message"]["content"]
+    assert load_cassette(cassette).steps[1].payload == {"type": "final_answer", "text": live}
+    with blocked_network() as attempts, otel_blackbox.session(mode="replay", cassette=cassette):
+        replayed = httpx.post(url, json=body).json()["choices"][0]["message"]["content"]
+    assert replayed == live and attempts == []
+
+
+@pytest.mark.parametrize(
+    ("signum", "reason"), [(signal.SIGTERM, "terminated"), (signal.SIGINT, "interrupted")]
+)
+def test_the_cassette_is_written_when_the_program_is_stopped(
+    tmp_path: Path, signum: int, reason: str
+) -> None:
+    script = tmp_path / "agent.py"
+    script.write_text(
+        "import os, sys, time, openai\n"
+        f"client = openai.OpenAI(base_url=sys.argv[1], api_key={KEY!r}, max_retries=0)\n"
+        "client.chat.completions.create(model='gpt-4o-mini', messages=[{'role': 'user', 'content': 'hi'}])\n"
+        "print(os.getpid(), flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    cassette = tmp_path / "run.json"
+    with FakeLLMServer() as server:
+        argv = [sys.executable, "-m", "otel_blackbox.cli", "record", "-o", str(cassette), "--"]
+        with subprocess.Popen([*argv, sys.executable, str(script), server.openai_base_url],
+                              stdout=subprocess.PIPE, text=True) as launcher:  # fmt: skip
+            assert launcher.stdout is not None
+            os.kill(int(launcher.stdout.readline()), signum)
+            launcher.wait(timeout=30)
+    steps = load_cassette(cassette).steps
+    assert [s.type for s in steps] == ["model_input", "model_output", "metadata"]
+    assert steps[-1].payload["reason"] == reason

@@ -96,7 +96,9 @@ def bootstrap_from_env() -> None:
         previous_hook(kind, value, tb)
 
     def terminate(signum: int, _frame: FrameType | None) -> None:
-        raise SystemExit(128 + signum)  # unwinds the program, then atexit finishes the session
+        stop = SystemExit(128 + signum)
+        failure.append(stop)  # the recording ends run_failed / terminated, not as a success
+        raise stop  # unwinds the program, then atexit finishes the session
 
     def finish() -> None:
         try:

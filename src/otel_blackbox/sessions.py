@@ -231,7 +231,8 @@ class Session:
         elif error is None:
             end = {"event": "run_completed", "status": "success", "result": self._final_answer}
         else:
-            reason = "interrupted" if isinstance(error, KeyboardInterrupt) else type(error).__name__
+            reasons = {KeyboardInterrupt: "interrupted", SystemExit: "terminated"}
+            reason = reasons.get(type(error), type(error).__name__)
             end = {"event": "run_failed", "status": "error", "reason": reason, "message": str(error)[:500]}
         self.cassette.append("metadata", end, _now_ms())
         self._refuse_leaks()
