@@ -454,6 +454,8 @@ def anthropic_error(message: str, kind: str = "api_error") -> JSON:
 class _Handler(BaseHTTPRequestHandler):
     # HTTP/1.1 so the SDKs reuse connections: JSON gets a Content-Length, SSE is chunked.
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes: with Nagle on, each response would wait ~40 ms.
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:

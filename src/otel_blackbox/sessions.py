@@ -265,7 +265,7 @@ class Session:
         recorded_input, recorded_output = self._model_steps[self._served_models]
         if self.match == "exact":
             got = provider.model_input(body, self.ids)
-            if canonical_json(got) != canonical_json(recorded_input.payload):
+            if not _same_json(got, recorded_input.payload):
                 diff = first_difference(recorded_input.payload, got, "$")
                 where = (
                     f"{diff.path}: recorded {_short(diff.parent)}, got {_short(diff.child)}" if diff else "?"
@@ -333,6 +333,13 @@ class Session:
                 self._close_recording(error)
             else:
                 self._check_replay(error)
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Equal as JSON values. The C encoder settles almost every case; canonical JSON the rest (1 == 1.0)."""
+    fast_a = json.dumps(a, sort_keys=True, ensure_ascii=False)
+    fast_b = json.dumps(b, sort_keys=True, ensure_ascii=False)
+    return fast_a == fast_b or canonical_json(a) == canonical_json(b)
 
 
 def _tag_current_span(step_index: int) -> None:
