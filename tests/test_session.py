@@ -20,7 +20,7 @@ import weather_agent
 from fake_llm import FakeLLMServer
 from helpers import EXAMPLES, run_cli
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.trace import Tracer
+from opentelemetry.trace import NoOpTracer, Tracer
 
 import otel_blackbox
 from otel_blackbox.cassette.io import load_cassette, save_cassette
@@ -255,3 +255,31 @@ def test_the_cassette_is_written_when_the_program_is_stopped(
     steps = load_cassette(cassette).steps
     assert [s.type for s in steps] == ["model_input", "model_output", "metadata"]
     assert steps[-1].payload["reason"] == reason
+
+
+def test_tool_rounds_come_from_tool_spans_when_the_program_has_them(tmp_path: Path) -> None:
+    """The TOOL span says what the tool really did (it raised); the request, what the model was told."""
+    cassette = tmp_path / "run.json"
+    tools = weather_agent.WeatherTools(fail=True)
+    with (
+        FakeLLMServer() as server,
+        otel_blackbox.session(mode="record", cassette=cassette),
+        openai.OpenAI(base_url=server.openai_base_url, api_key=KEY, max_retries=0) as client,
+    ):
+        weather_agent.run_agent(client, _tracer(), QUESTION, tools=tools)
+    results = {
+        s.payload["toolName"]: s.payload for s in load_cassette(cassette).steps if s.type == "tool_result"
+    }
+    assert results["get_weather"]["error"] == "ValueError: weather service unavailable for Lisbon"
+    assert "Lisbon" in results["get_forecast"]["result"]
+    assert verify_cassette(load_cassette(cassette)).passed
+    # Without TOOL spans (a tracer that records nothing) the same round comes from the next request.
+    plain = tmp_path / "plain.json"
+    with (
+        FakeLLMServer() as server,
+        otel_blackbox.session(mode="record", cassette=plain),
+        openai.OpenAI(base_url=server.openai_base_url, api_key=KEY, max_retries=0) as client,
+    ):
+        weather_agent.run_agent(client, NoOpTracer(), QUESTION, tools=weather_agent.WeatherTools(fail=True))
+    sent = {s.payload["toolName"]: s.payload for s in load_cassette(plain).steps if s.type == "tool_result"}
+    assert sent["get_weather"]["result"] == "error: ValueError: weather service unavailable for Lisbon"

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from opentelemetry import trace
 
-from . import _active
+from . import _active, tool_spans
 from .cassette.canonical import canonical_json
 from .cassette.diff import ABSENT, first_difference
 from .cassette.io import load_cassette, save_cassette
@@ -39,6 +39,7 @@ from .providers.openai_chat import OpenAIChat
 from .providers.openai_responses import OpenAIResponses
 from .redact import Redactor
 from .semconv import ATTR_CASSETTE_STEP, ATTR_SESSION_MODE
+from .tool_spans import ToolRun
 
 __all__ = ["HTTP_EXCHANGE", "Session", "session"]
 
@@ -116,6 +117,7 @@ class Session:
         self._seen_keys: set[str] = set()
         self._final_answer: str | None = None
         self._finished = False
+        self._tool_runs: list[ToolRun] = []  # finished TOOL spans not yet matched to a call
         if mode == "record":
             self.cassette = Cassette(id=f"run-{_now_ms()}-{os.getpid()}", created_at=_now_ms())
             self._pending = _Pending()
@@ -200,11 +202,25 @@ class Session:
         for call in self._pending.calls:
             head = {"toolCallId": call["tool_call_id"], "toolName": call["tool_name"]}
             self.cassette.append("tool_call", {**head, "toolInput": call["tool_input"]}, now)
-            part = results.get(call["tool_call_id"])
-            if part is not None:
-                outcome = {"error": part["error"]} if "error" in part else {"result": part.get("result")}
+            outcome = self._tool_outcome(call["tool_name"], results.get(call["tool_call_id"]))
+            if outcome is not None:
                 self.cassette.append("tool_result", {**head, **outcome}, now)
         self._pending = _Pending()
+        self._tool_runs.clear()
+
+    def _tool_outcome(self, name: str, part: dict[str, Any] | None) -> dict[str, Any] | None:
+        """What the tool returned: its TOOL span when the program has one, else what it sent the model."""
+        run = next((r for r in self._tool_runs if r.name == name), None)
+        if run is not None:
+            self._tool_runs.remove(run)
+            return {"error": run.error} if run.error is not None else {"result": run.result}
+        if part is None:
+            return None
+        return {"error": part["error"]} if "error" in part else {"result": part.get("result")}
+
+    def _on_tool_run(self, run: ToolRun) -> None:
+        with self._lock:
+            self._tool_runs.append(run)
 
     def _record_exchange(self, request: HttpRequest, response: HttpResponse) -> None:
         redact = self._redactor.redact_text
@@ -224,6 +240,8 @@ class Session:
         self.cassette.append("metadata", payload, _now_ms())
 
     def _close_recording(self, error: BaseException | None) -> None:
+        if self._pending.calls and self._tool_runs:  # tools ran, but no model saw their results
+            self._record_tool_round({"messages": []})
         end: dict[str, Any]
         if error is None and self._final_answer is None:
             # It ended cleanly but no model gave a final answer: not a success the format can claim.
@@ -317,6 +335,8 @@ class Session:
 
         BlackboxHTTPInstrumentor().instrument(interceptor=self)
         _active.mode = self.mode
+        if self.mode == "record":
+            tool_spans.watch(self._on_tool_run)
         return self
 
     def finish(self, error: BaseException | None = None) -> None:
@@ -327,6 +347,7 @@ class Session:
         from .http.hook import BlackboxHTTPInstrumentor
 
         BlackboxHTTPInstrumentor().uninstrument()
+        tool_spans.unwatch()
         _active.mode = None
         with self._lock:
             if self.mode == "record":

@@ -1,0 +1,79 @@
+"""While recording, watch OpenInference TOOL spans end, whatever TracerProvider the program uses.
+
+A recording takes a tool round's results from the program's TOOL spans when it has them (what the
+tool really returned, or the exception it raised), else from the tool results of the next model
+request. The SDK's ``Span.end`` is wrapped only for the duration of a session.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from openinference.semconv.trace import OpenInferenceSpanKindValues, SpanAttributes
+from opentelemetry.sdk.trace import Span
+from opentelemetry.trace import StatusCode
+
+__all__ = ["ToolRun", "unwatch", "watch"]
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    name: str
+    result: Any = None
+    error: str | None = None
+
+
+_lock = threading.Lock()
+_original_end: Callable[..., None] | None = None
+_listener: Callable[[ToolRun], None] | None = None
+
+
+def _run_of(span: Span) -> ToolRun | None:
+    attributes = span.attributes or {}
+    if attributes.get(SpanAttributes.OPENINFERENCE_SPAN_KIND) != OpenInferenceSpanKindValues.TOOL.value:
+        return None
+    name = str(attributes.get(SpanAttributes.TOOL_NAME) or span.name)
+    if span.status.status_code is StatusCode.ERROR:
+        exception = next((e for e in span.events if e.name == "exception"), None)
+        details = (exception.attributes or {}) if exception else {}
+        if details:
+            return ToolRun(
+                name,
+                error=f"{details.get('exception.type', 'Error')}: {details.get('exception.message', '')}",
+            )
+        return ToolRun(name, error=span.status.description or "error")
+    return ToolRun(name, result=attributes.get(SpanAttributes.OUTPUT_VALUE, ""))
+
+
+def _end(self: Span, end_time: int | None = None) -> None:
+    assert _original_end is not None
+    _original_end(self, end_time)
+    listener = _listener
+    if listener is not None:
+        try:
+            run = _run_of(self)
+            if run is not None:
+                listener(run)
+        except Exception:  # watching must never break the program's own span handling
+            pass
+
+
+def watch(listener: Callable[[ToolRun], None]) -> None:
+    global _original_end, _listener
+    with _lock:
+        if _original_end is None:
+            _original_end = Span.end
+            Span.end = _end  # type: ignore[method-assign]
+        _listener = listener
+
+
+def unwatch() -> None:
+    global _original_end, _listener
+    with _lock:
+        _listener = None
+        if _original_end is not None and Span.end is _end:
+            Span.end = _original_end  # type: ignore[method-assign]
+            _original_end = None
