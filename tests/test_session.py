@@ -283,3 +283,53 @@ def test_tool_rounds_come_from_tool_spans_when_the_program_has_them(tmp_path: Pa
         weather_agent.run_agent(client, NoOpTracer(), QUESTION, tools=weather_agent.WeatherTools(fail=True))
     sent = {s.payload["toolName"]: s.payload for s in load_cassette(plain).steps if s.type == "tool_result"}
     assert sent["get_weather"]["result"] == "error: ValueError: weather service unavailable for Lisbon"
+
+
+def test_streamed_responses_api_and_async_anthropic_record_then_replay(tmp_path: Path) -> None:
+    import asyncio
+
+    def responses_stream(base_url: str) -> str:
+        with (
+            openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0) as client,
+            client.responses.stream(model="gpt-4o-mini", input="Say hello") as stream,
+        ):
+            return stream.get_final_response().output_text
+
+    async def anthropic_async(base_url: str) -> str:
+        async with anthropic.AsyncAnthropic(
+            base_url=base_url, api_key=KEY, max_retries=0, open_telemetry=False
+        ) as client:
+            message = await client.messages.create(
+                model="claude-haiku-4-5", max_tokens=64, messages=[{"role": "user", "content": "Say hello"}]
+            )
+        return "".join(b.text for b in message.content if b.type == "text")
+
+    cassette = tmp_path / "run.json"
+    with FakeLLMServer() as server, otel_blackbox.session(mode="record", cassette=cassette):
+        urls = (server.openai_base_url, server.anthropic_base_url)
+        live = (responses_stream(urls[0]), asyncio.run(anthropic_async(urls[1])))
+    with blocked_network() as attempts, otel_blackbox.session(mode="replay", cassette=cassette):
+        assert (responses_stream(urls[0]), asyncio.run(anthropic_async(urls[1]))) == live
+    assert attempts == [] and all(live)
+
+
+def test_a_key_in_the_environment_never_reaches_the_cassette(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env_key = "sk-proj-" + "Zx9" * 15
+    monkeypatch.setenv("OPENAI_API_KEY", env_key)
+    cassette = tmp_path / "run.json"
+    with (
+        FakeLLMServer() as server,
+        otel_blackbox.session(mode="record", cassette=cassette),
+        openai.OpenAI(base_url=server.openai_base_url, max_retries=0) as client,  # the key from the env
+    ):
+        weather_agent.run_agent(client, _tracer(), QUESTION)
+    assert env_key not in cassette.read_text() and verify_cassette(load_cassette(cassette)).passed
+
+
+def test_the_launcher_passes_the_program_exit_code_through(tmp_path: Path) -> None:
+    cassette = tmp_path / "run.json"
+    result = run_cli("record", "-o", str(cassette), "--", sys.executable, "-c", "import sys; sys.exit(3)")
+    assert result.returncode == 3 and result.stderr == ""
+    assert load_cassette(cassette).steps[-1].payload == {"event": "run_ended", "reason": "no_final_answer"}
