@@ -16,7 +16,9 @@ A flavour's classes exist only when that library (httpx, httpx2) is importable.
 
 from __future__ import annotations
 
-from .exchange import Interceptor
+from typing import Any
+
+from .exchange import HttpResponse, Interceptor
 from .hook import (
     AsyncTeeStream,
     Chunks,
@@ -33,60 +35,59 @@ from .hook import (
 
 __all__: list[str] = []
 
-try:
-    import httpx
-except ImportError:  # pragma: no cover - httpx is optional
-    pass
-else:
 
-    class _HttpxTee(TeeStream, httpx.SyncByteStream):
+def _flavour(lib: Any, prefix: str) -> tuple[type, type]:
+    """The sync and async wrapper transports for one library (httpx or httpx2): same API, same code."""
+
+    class Tee(TeeStream, lib.SyncByteStream):  # type: ignore[misc]
         pass
 
-    class _AsyncHttpxTee(AsyncTeeStream, httpx.AsyncByteStream):
+    class AsyncTee(AsyncTeeStream, lib.AsyncByteStream):  # type: ignore[misc]
         pass
 
-    class _HttpxChunks(Chunks, httpx.SyncByteStream, httpx.AsyncByteStream):
+    class ServedChunks(Chunks, lib.SyncByteStream, lib.AsyncByteStream):  # type: ignore[misc]
         pass
 
-    class BlackboxTransport(httpx.BaseTransport):
-        """Wraps a sync httpx transport."""
+    def served_response(served: HttpResponse) -> Any:
+        chunks = ServedChunks(served_chunks(served))
+        extensions = served_extensions(served.status)
+        return lib.Response(
+            served.status, headers=served_headers(served), stream=chunks, extensions=extensions
+        )
 
-        def __init__(self, inner: httpx.BaseTransport, interceptor: Interceptor | None = None) -> None:
+    def teed(response: Any, tee: TeeStream | AsyncTeeStream) -> Any:
+        return lib.Response(
+            response.status_code, headers=response.headers.raw, stream=tee, extensions=response.extensions
+        )
+
+    class Sync(lib.BaseTransport):  # type: ignore[misc]
+        def __init__(self, inner: Any, interceptor: Interceptor | None = None) -> None:
             self.inner = inner
             self.interceptor = interceptor
 
-        def handle_request(self, request: httpx.Request) -> httpx.Response:
+        def handle_request(self, request: Any) -> Any:
             interceptor = interceptor_for(request.headers.raw, self.interceptor)
             if interceptor is None:
                 return self.inner.handle_request(request)
             exchange = exchange_request(request.method, str(request.url), request.headers.raw, request.read())
             served = ask(interceptor, exchange)
             if served is not None:
-                chunks = _HttpxChunks(served_chunks(served))
-                extensions = served_extensions(served.status)
-                return httpx.Response(
-                    served.status, headers=served_headers(served), stream=chunks, extensions=extensions
-                )
+                return served_response(served)
             with suspended():
                 response = self.inner.handle_request(request)
-            assert isinstance(response.stream, httpx.SyncByteStream)
+            assert isinstance(response.stream, lib.SyncByteStream)
             observation = Observation(interceptor, exchange, response.status_code, response.headers.raw)
-            tee = _HttpxTee(response.stream, observation)
-            return httpx.Response(
-                response.status_code, headers=response.headers.raw, stream=tee, extensions=response.extensions
-            )
+            return teed(response, Tee(response.stream, observation))
 
         def close(self) -> None:
             self.inner.close()
 
-    class AsyncBlackboxTransport(httpx.AsyncBaseTransport):
-        """Wraps an async httpx transport."""
-
-        def __init__(self, inner: httpx.AsyncBaseTransport, interceptor: Interceptor | None = None) -> None:
+    class Async(lib.AsyncBaseTransport):  # type: ignore[misc]
+        def __init__(self, inner: Any, interceptor: Interceptor | None = None) -> None:
             self.inner = inner
             self.interceptor = interceptor
 
-        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        async def handle_async_request(self, request: Any) -> Any:
             interceptor = interceptor_for(request.headers.raw, self.interceptor)
             if interceptor is None:
                 return await self.inner.handle_async_request(request)
@@ -94,23 +95,28 @@ else:
             exchange = exchange_request(request.method, str(request.url), request.headers.raw, body)
             served = ask(interceptor, exchange)
             if served is not None:
-                chunks = _HttpxChunks(served_chunks(served))
-                extensions = served_extensions(served.status)
-                return httpx.Response(
-                    served.status, headers=served_headers(served), stream=chunks, extensions=extensions
-                )
+                return served_response(served)
             with suspended():
                 response = await self.inner.handle_async_request(request)
-            assert isinstance(response.stream, httpx.AsyncByteStream)
+            assert isinstance(response.stream, lib.AsyncByteStream)
             observation = Observation(interceptor, exchange, response.status_code, response.headers.raw)
-            tee = _AsyncHttpxTee(response.stream, observation)
-            return httpx.Response(
-                response.status_code, headers=response.headers.raw, stream=tee, extensions=response.extensions
-            )
+            return teed(response, AsyncTee(response.stream, observation))
 
         async def aclose(self) -> None:
             await self.inner.aclose()
 
+    for cls, name in ((Sync, f"{prefix}BlackboxTransport"), (Async, f"Async{prefix}BlackboxTransport")):
+        cls.__name__ = cls.__qualname__ = name
+        cls.__doc__ = f"Wraps a {'sync' if cls is Sync else 'async'} {lib.__name__} transport."
+    return Sync, Async
+
+
+try:
+    import httpx
+except ImportError:  # pragma: no cover - httpx is optional
+    pass
+else:
+    BlackboxTransport, AsyncBlackboxTransport = _flavour(httpx, "")
     __all__ += ["AsyncBlackboxTransport", "BlackboxTransport"]
 
 try:
@@ -118,77 +124,5 @@ try:
 except ImportError:  # pragma: no cover - httpx2 is optional
     pass
 else:
-
-    class _Httpx2Tee(TeeStream, httpx2.SyncByteStream):
-        pass
-
-    class _AsyncHttpx2Tee(AsyncTeeStream, httpx2.AsyncByteStream):
-        pass
-
-    class _Httpx2Chunks(Chunks, httpx2.SyncByteStream, httpx2.AsyncByteStream):
-        pass
-
-    class Httpx2BlackboxTransport(httpx2.BaseTransport):
-        """Wraps a sync httpx2 transport."""
-
-        def __init__(self, inner: httpx2.BaseTransport, interceptor: Interceptor | None = None) -> None:
-            self.inner = inner
-            self.interceptor = interceptor
-
-        def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-            interceptor = interceptor_for(request.headers.raw, self.interceptor)
-            if interceptor is None:
-                return self.inner.handle_request(request)
-            exchange = exchange_request(request.method, str(request.url), request.headers.raw, request.read())
-            served = ask(interceptor, exchange)
-            if served is not None:
-                chunks = _Httpx2Chunks(served_chunks(served))
-                extensions = served_extensions(served.status)
-                return httpx2.Response(
-                    served.status, headers=served_headers(served), stream=chunks, extensions=extensions
-                )
-            with suspended():
-                response = self.inner.handle_request(request)
-            assert isinstance(response.stream, httpx2.SyncByteStream)
-            observation = Observation(interceptor, exchange, response.status_code, response.headers.raw)
-            tee = _Httpx2Tee(response.stream, observation)
-            return httpx2.Response(
-                response.status_code, headers=response.headers.raw, stream=tee, extensions=response.extensions
-            )
-
-        def close(self) -> None:
-            self.inner.close()
-
-    class AsyncHttpx2BlackboxTransport(httpx2.AsyncBaseTransport):
-        """Wraps an async httpx2 transport."""
-
-        def __init__(self, inner: httpx2.AsyncBaseTransport, interceptor: Interceptor | None = None) -> None:
-            self.inner = inner
-            self.interceptor = interceptor
-
-        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-            interceptor = interceptor_for(request.headers.raw, self.interceptor)
-            if interceptor is None:
-                return await self.inner.handle_async_request(request)
-            body = await request.aread()
-            exchange = exchange_request(request.method, str(request.url), request.headers.raw, body)
-            served = ask(interceptor, exchange)
-            if served is not None:
-                chunks = _Httpx2Chunks(served_chunks(served))
-                extensions = served_extensions(served.status)
-                return httpx2.Response(
-                    served.status, headers=served_headers(served), stream=chunks, extensions=extensions
-                )
-            with suspended():
-                response = await self.inner.handle_async_request(request)
-            assert isinstance(response.stream, httpx2.AsyncByteStream)
-            observation = Observation(interceptor, exchange, response.status_code, response.headers.raw)
-            tee = _AsyncHttpx2Tee(response.stream, observation)
-            return httpx2.Response(
-                response.status_code, headers=response.headers.raw, stream=tee, extensions=response.extensions
-            )
-
-        async def aclose(self) -> None:
-            await self.inner.aclose()
-
+    Httpx2BlackboxTransport, AsyncHttpx2BlackboxTransport = _flavour(httpx2, "Httpx2")
     __all__ += ["AsyncHttpx2BlackboxTransport", "Httpx2BlackboxTransport"]
