@@ -19,19 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from .exchange import HttpResponse, Interceptor
-from .hook import (
-    AsyncTeeStream,
-    Chunks,
-    Observation,
-    TeeStream,
-    ask,
-    exchange_request,
-    interceptor_for,
-    served_chunks,
-    served_extensions,
-    served_headers,
-    suspended,
-)
+from .hook import Observation, ask, exchange_request, interceptor_for, suspended
+from .streams import AsyncTeeStream, Chunks, TeeStream, served_chunks, served_extensions, served_headers
 
 __all__: list[str] = []
 
