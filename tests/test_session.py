@@ -333,3 +333,20 @@ def test_the_launcher_passes_the_program_exit_code_through(tmp_path: Path) -> No
     result = run_cli("record", "-o", str(cassette), "--", sys.executable, "-c", "import sys; sys.exit(3)")
     assert result.returncode == 3 and result.stderr == ""
     assert load_cassette(cassette).steps[-1].payload == {"event": "run_ended", "reason": "no_final_answer"}
+
+
+def test_a_request_replay_cannot_understand_still_never_goes_out(tmp_path: Path) -> None:
+    import httpx
+
+    cassette = tmp_path / "run.json"
+    with FakeLLMServer() as server, otel_blackbox.session(mode="record", cassette=cassette):
+        url = server.openai_base_url + "/chat/completions"
+        httpx.post(url, json={"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]})
+    with (
+        blocked_network() as attempts,
+        pytest.raises(ReplayDivergence, match="could not answer POST"),
+        otel_blackbox.session(mode="replay", cassette=cassette),
+    ):
+        # A chat request whose messages are not a list: the translation raises, the session answers 400.
+        assert httpx.post(url, json={"model": "gpt-4o-mini", "messages": 7}).status_code == 400
+    assert attempts == []

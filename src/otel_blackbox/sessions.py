@@ -143,11 +143,16 @@ class Session:
         with self._lock:
             if self.error is not None:
                 return _error_response(str(self.error))
-            provider = _provider_for(request)
-            body = _json_body(request) if provider else None
-            if provider is not None and body is not None:
-                return self._serve_model(provider, body)
-            return self._serve_exchange(request)
+            try:
+                provider = _provider_for(request)
+                body = _json_body(request) if provider else None
+                if provider is not None and body is not None:
+                    return self._serve_model(provider, body)
+                return self._serve_exchange(request)
+            except Exception as exc:  # never let a replayed request reach the network, even on a bug
+                return self._diverge(
+                    f"could not answer {request.method} {request.url}: {type(exc).__name__}: {exc}"
+                )
 
     def observe(self, request: HttpRequest, response: HttpResponse) -> None:
         if self.mode != "record":
