@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
 
 import click
 
@@ -183,12 +184,14 @@ def cleanup(ctx: click.Context, retention: str | None, max_db_mb: float | None) 
 )
 @click.option("--trace", "trace_id", metavar="ID", help="Only this trace (a unique prefix is enough).")
 @click.option(
-    "--format", "fmt", type=click.Choice(["openinference"]), default="openinference", show_default=True,
-    help="openinference: Phoenix v1.Span JSON, one span a line.",
+    "--format", "fmt", type=click.Choice(["openinference", "otlp"]), default="openinference",
+    show_default=True,
+    help="openinference: Phoenix v1.Span JSON, one span a line. otlp: OTLP/JSON, one "
+    "ExportTraceServiceRequest (up to 512 spans) a line, as the Collector's otlpjsonfile receiver reads.",
 )  # fmt: skip
 @click.pass_context
 def export(ctx: click.Context, output: str, trace_id: str | None, fmt: str) -> None:
-    """Export spans as JSON lines (OpenInference, Phoenix's v1.Span shape).
+    """Export spans as JSON lines: OpenInference (Phoenix's v1.Span shape) or OTLP/JSON.
 
     A span still open when the recording stopped is exported with status ERROR and
     blackbox.span.open = true, not dropped.
@@ -196,21 +199,33 @@ def export(ctx: click.Context, output: str, trace_id: str | None, fmt: str) -> N
     \b
     Example:
       otel-blackbox export -o spans.jsonl --trace 4bf92f35
+      otel-blackbox export --format otlp -o traces.jsonl
     """
     with reader(ctx) as conn:
         full_id = queries.resolve_trace_id(conn, trace_id) if trace_id else None
         last_seen = queries.last_seen_by_trace(conn, full_id)
-        lines = (
-            json.dumps(span, ensure_ascii=False, separators=(",", ":"))
-            for span in phoenix_spans(queries.iter_spans(conn, full_id), last_seen)
-        )
+        if fmt == "otlp":
+            from ..formats.otlp import (
+                otlp_json_lines,  # protobuf and the encoder: only for this format
+                rebuilt_spans,
+            )
+
+            traces = queries.select_traces(conn, full_id)
+            span_count: int | None = sum(n for _, n in traces)  # an OTLP line holds many spans
+            lines: Iterator[str] = otlp_json_lines(rebuilt_spans(conn, [t for t, _ in traces], last_seen))
+        else:
+            span_count = None  # one span a line
+            lines = (
+                json.dumps(span, ensure_ascii=False, separators=(",", ":"))
+                for span in phoenix_spans(queries.iter_spans(conn, full_id), last_seen)
+            )
         if output == "-":
             for line in lines:
                 click.echo(line)
             return
-        count = 0
+        written = 0
         with atomic_text_writer(output) as handle:
             for line in lines:
                 handle.write(line + "\n")
-                count += 1
-        click.echo(f"wrote {count} spans to {output}", err=True)
+                written += 1
+        click.echo(f"wrote {written if span_count is None else span_count} spans to {output}", err=True)

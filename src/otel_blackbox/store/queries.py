@@ -24,6 +24,7 @@ __all__ = [
     "last_seen_by_trace",
     "recent_traces",
     "resolve_trace_id",
+    "select_traces",
     "stats",
     "summarize",
     "trace_spans",
@@ -269,3 +270,24 @@ def last_seen_by_trace(conn: sqlite3.Connection, trace_id: str | None = None) ->
     if trace_id is None:
         return dict(conn.execute(query.format("")).fetchall())
     return dict(conn.execute(query.format(" AND trace_id = ?"), (trace_id,)).fetchall())
+
+
+def select_traces(
+    conn: sqlite3.Connection, trace_id: str | None = None, since_ns: int | None = None
+) -> list[tuple[str, int]]:
+    """(trace id, span count) of the traces to send, oldest first: one trace, and/or those with a
+    span started at or after ``since_ns``. Always whole traces, never part of one."""
+    where: list[str] = []
+    params: list[str | int] = []
+    if trace_id is not None:
+        where.append("trace_id = ?")
+        params.append(trace_id)
+    if since_ns is not None:
+        where.append("trace_id IN (SELECT trace_id FROM spans WHERE start_ns >= ?)")
+        params.append(since_ns)
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    rows = conn.execute(
+        f"SELECT trace_id, count(*) FROM spans {clause} GROUP BY trace_id ORDER BY min(start_ns), trace_id",
+        params,
+    )
+    return [(str(r[0]), int(r[1])) for r in rows]
