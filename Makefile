@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint typecheck unit bench clean
+.PHONY: setup demo test lint typecheck unit bench interop clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,8 @@ demo: setup
 	$(PY) examples/demo.py
 
 lint: setup
-	$(VENV)/bin/ruff check src tests examples bench
-	$(VENV)/bin/ruff format --check src tests examples bench
+	$(VENV)/bin/ruff check src tests examples bench interop
+	$(VENV)/bin/ruff format --check src tests examples bench interop
 
 typecheck: setup
 	$(VENV)/bin/mypy
@@ -33,5 +33,14 @@ test: lint typecheck unit
 bench: setup
 	$(PY) bench/bench_recorder.py
 
+# Against a real Phoenix server on 127.0.0.1 (arize-phoenix from PyPI, in its own environment):
+# not part of `make test`, it installs a large package.
+INTEROP_VENV ?= .venv-interop
+interop:
+	$(PYTHON) -m venv $(INTEROP_VENV)
+	$(INTEROP_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(INTEROP_VENV)/bin/python -m pip install --quiet arize-phoenix arize-phoenix-client pandas -e '.[dev]'
+	$(INTEROP_VENV)/bin/python interop/phoenix_check.py
+
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache test-artifacts
+	rm -rf $(VENV) $(INTEROP_VENV) .mypy_cache .ruff_cache .pytest_cache test-artifacts
