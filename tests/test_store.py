@@ -33,6 +33,7 @@ def test_new_database_is_wal_versioned_and_incremental(db_path: Path) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # incremental
+    assert conn.execute("PRAGMA page_size").fetchone()[0] == 8192
     indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert {"spans_by_start", "spans_by_session", "spans_by_kind", "spans_not_ok"} <= indexes
     conn.close()
@@ -150,3 +151,13 @@ def test_writer_applies_size_cap_while_recording(make_recorder: Callable[..., Re
         time.sleep(0.2)
     assert database_bytes(conn) <= 1024 * 1024
     assert conn.execute("SELECT count(*) FROM spans WHERE name = 'last'").fetchone()[0] == 1
+
+
+def test_error_queries_use_the_partial_index(db_path: Path) -> None:
+    from otel_blackbox.store import queries
+
+    conn = connect_writer(db_path)
+    plan = conn.execute(
+        f"EXPLAIN QUERY PLAN SELECT * FROM spans WHERE {queries._ERRORS} ORDER BY start_ns"
+    ).fetchall()
+    assert "spans_not_ok" in " ".join(str(row[-1]) for row in plan)  # not a scan of every row

@@ -59,10 +59,15 @@ def connect_writer(
     except sqlite3.Error as exc:
         raise describe_sqlite_error(path, exc) from None
     try:
-        # auto_vacuum only takes effect on a file with no tables yet; it lets the size cap give space back.
+        # Both take effect only on a file with no tables yet. 8 KiB pages hold these 1-2 KB rows
+        # with less waste (30% smaller files at 1M spans, docs/scaling.md); auto_vacuum lets the
+        # size cap give space back.
+        conn.execute("PRAGMA page_size = 8192")
         conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
         _retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL"), busy_timeout_ms)
         conn.execute("PRAGMA synchronous = NORMAL")
+        # Several writers can grow the -wal file to ~100 MB; cap what stays on disk after a checkpoint.
+        conn.execute("PRAGMA journal_size_limit = 67108864")
         if _check_version(path, conn) < SCHEMA_VERSION:
             conn.execute("BEGIN IMMEDIATE")
             try:

@@ -36,6 +36,9 @@ LAST_SEEN_SQL = """coalesce(end_ns, max(written_ns, coalesce((
     SELECT r.last_seen_ns FROM recorders AS r
     WHERE r.pid = spans.pid AND r.started_ns <= spans.written_ns
     ORDER BY r.started_ns DESC LIMIT 1), 0)))"""
+# SQLite does not infer that status = 'error' satisfies the partial index spans_not_ok
+# (WHERE status IN ('error', 'open')): spelling the index's condition out lets it use it.
+_ERRORS = "status IN ('error', 'open') AND status = 'error'"
 _HEX = re.compile(r"^[0-9a-f]{1,32}$")
 _JSON_COLUMNS: dict[str, Any] = {
     "attributes": dict,
@@ -123,7 +126,7 @@ def _recent_trace_ids(
         where.append("session_id = ?")
         params.append(session)
     if errors_only:
-        where.append("status = 'error'")
+        where.append(_ERRORS)
     clause = f"WHERE {' AND '.join(where)}" if where else ""
     seen: dict[str, None] = {}
     # Walk the start-time index from the newest span down until `limit` distinct traces are found.
@@ -201,7 +204,7 @@ def trace_spans(conn: sqlite3.Connection, trace_id: str) -> list[SpanRecord]:
 
 
 def error_spans(conn: sqlite3.Connection, *, limit: int = 20) -> list[SpanRecord]:
-    rows = conn.execute("SELECT * FROM spans WHERE status = 'error' ORDER BY start_ns DESC LIMIT ?", (limit,))
+    rows = conn.execute(f"SELECT * FROM spans WHERE {_ERRORS} ORDER BY start_ns DESC LIMIT ?", (limit,))
     return [SpanRecord.from_row(r) for r in rows]
 
 
