@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint typecheck unit bench interop clean
+.PHONY: setup browser demo test lint typecheck unit bench interop clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# The HTML report is tested in a real headless Chromium: Debian's package (run as root, as CI does).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 
 demo: setup
 	$(PY) examples/demo.py
@@ -25,7 +29,7 @@ lint: setup
 typecheck: setup
 	$(VENV)/bin/mypy
 
-unit: setup
+unit: setup browser
 	$(PY) -m pytest -q
 
 test: lint typecheck unit

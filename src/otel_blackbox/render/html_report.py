@@ -1,0 +1,255 @@
+"""One recorded trace, or one cassette, as a single self-contained HTML file (``otel-blackbox report``).
+
+The page is one file: inline CSS and JS, no external URL, no network fetch, so it opens from disk
+and can be attached to an incident. The data rides along as JSON in
+``<script type="application/json" id="blackbox-data">`` with ``<``, ``>``, ``&`` and U+2028/2029
+escaped, so no value can close the script tag; the page's JS builds the DOM with ``textContent``
+and ``createElement`` only, so every value from a span is shown as text, never parsed as HTML.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from datetime import datetime, timezone
+from importlib import resources
+from typing import Any
+
+from openinference.semconv.trace import SpanAttributes
+
+from ..cassette.model import Cassette, terminal_outcome, tool_calls_of
+from ..messages import Message, input_messages, output_messages, tool_definitions, tool_name
+from ..store.queries import SpanRecord, TraceSummary
+from .cassette_text import _describe
+
+__all__ = ["cassette_report", "embed_json", "trace_data", "trace_report"]
+
+_UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_UNSAFE_RE = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON values: non-finite floats and unknown objects become strings (JSON.parse rejects NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def embed_json(value: Any) -> str:
+    """JSON that is safe inside a ``<script>`` element: it can never contain ``</script>`` or ``<!--``."""
+    text = json.dumps(_jsonable(value), ensure_ascii=False, sort_keys=False)
+    return _UNSAFE_RE.sub(lambda m: _UNSAFE.get(m.group(0)) or f"\\u{ord(m.group(0)):04x}", text)
+
+
+def _iso(ns: int | None) -> str | None:
+    if ns is None:
+        return None
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _message(message: Message) -> dict[str, Any]:
+    return {
+        "role": message.role,
+        "content": message.content,
+        "name": message.name,
+        "toolCallId": message.tool_call_id,
+        "toolCalls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls],
+    }
+
+
+def _exceptions(span: SpanRecord) -> list[dict[str, Any]]:
+    found = []
+    for event in span.events:
+        if event.get("name") != "exception":
+            continue
+        attrs = event.get("attributes") or {}
+        found.append(
+            {
+                "type": attrs.get("exception.type"),
+                "message": attrs.get("exception.message"),
+                "stacktrace": attrs.get("exception.stacktrace"),
+            }
+        )
+    return found
+
+
+def _tree_order(spans: list[SpanRecord]) -> list[tuple[SpanRecord, int]]:
+    """Spans depth first (children by start time), each with its depth; orphans become roots."""
+    ids = {s.span_id for s in spans}
+    children: dict[str | None, list[SpanRecord]] = {}
+    for span in spans:
+        parent = span.parent_span_id if span.parent_span_id in ids else None
+        children.setdefault(parent, []).append(span)
+    ordered: list[tuple[SpanRecord, int]] = []
+    seen: set[str] = set()
+    stack = [(s, 0) for s in reversed(children.get(None, []))]
+    while stack:
+        span, depth = stack.pop()
+        if span.span_id in seen:
+            continue
+        seen.add(span.span_id)
+        ordered.append((span, depth))
+        stack += [(c, depth + 1) for c in reversed(children.get(span.span_id, []))]
+    ordered += [(s, 0) for s in spans if s.span_id not in seen]  # a parent cycle: still shown
+    return ordered
+
+
+def _tokens_by_model(spans: list[SpanRecord]) -> list[dict[str, Any]]:
+    llm = [s for s in spans if s.oi_span_kind == "LLM"] or [
+        s for s in spans if s.prompt_tokens is not None or s.completion_tokens is not None
+    ]
+    totals: dict[str, dict[str, Any]] = {}
+    for span in llm:
+        if span.prompt_tokens is None and span.completion_tokens is None and span.total_tokens is None:
+            continue
+        entry = totals.setdefault(
+            span.model or "unknown", {"model": span.model or "unknown", "input": 0, "output": 0, "total": 0}
+        )
+        entry["input"] += span.prompt_tokens or 0
+        entry["output"] += span.completion_tokens or 0
+        entry["total"] += span.total_tokens or (span.prompt_tokens or 0) + (span.completion_tokens or 0)
+    return list(totals.values())
+
+
+def _distinct(values: list[str | None]) -> list[str]:
+    return list(dict.fromkeys(v for v in values if v))
+
+
+def trace_data(summary: TraceSummary, spans: list[SpanRecord], last_seen_ns: int) -> dict[str, Any]:
+    """What the trace page shows, as plain JSON (times as nanosecond offsets from the trace start)."""
+    start = min([summary.start_ns, *(s.start_ns for s in spans)])
+    stop = max([last_seen_ns, summary.end_ns, *(s.end_ns or s.start_ns for s in spans)])
+    out = []
+    for span, depth in _tree_order(spans):
+        attrs = span.attributes
+        is_open = span.status == "open" or span.end_ns is None
+        end = max(span.start_ns, last_seen_ns) if is_open else (span.end_ns or span.start_ns)
+        out.append(
+            {
+                "spanId": span.span_id,
+                "parentSpanId": span.parent_span_id,
+                "depth": depth,
+                "name": span.name,
+                "kind": span.oi_span_kind or span.span_kind,
+                "spanKind": span.span_kind,
+                "oiSpanKind": span.oi_span_kind,
+                "status": span.status,
+                "statusMessage": span.status_message,
+                "open": is_open,
+                "start": _iso(span.start_ns),
+                "startOffsetNs": span.start_ns - start,
+                "endOffsetNs": end - start,
+                "durationNs": span.duration_ns,
+                "model": span.model,
+                "promptTokens": span.prompt_tokens,
+                "completionTokens": span.completion_tokens,
+                "totalTokens": span.total_tokens,
+                "toolName": span.tool_name,
+                "sessionId": span.session_id,
+                "userId": span.user_id,
+                "inputMessages": [_message(m) for m in input_messages(attrs)],
+                "outputMessages": [_message(m) for m in output_messages(attrs)],
+                "tools": [tool_name(t) for t in tool_definitions(attrs)],
+                "input": attrs.get(SpanAttributes.INPUT_VALUE),
+                "output": attrs.get(SpanAttributes.OUTPUT_VALUE),
+                "exceptions": _exceptions(span),
+                "events": [e for e in span.events if e.get("name") != "exception"],
+                "attributes": attrs,
+                "resource": span.resource,
+                "scope": span.scope,
+            }
+        )
+    return {
+        "kind": "trace",
+        "trace": {
+            "traceId": summary.trace_id,
+            "rootName": summary.root_name,
+            "status": summary.status,
+            "start": _iso(start),
+            "durationNs": stop - start,
+            "spanCount": len(spans),
+            "openCount": sum(1 for s in spans if s.status == "open"),
+            "errorCount": sum(1 for s in spans if s.status == "error"),
+            "lastSeen": _iso(last_seen_ns) if summary.open_count else None,
+            "tokensByModel": _tokens_by_model(spans),
+            "sessions": _distinct([summary.session_id, *(s.session_id for s in spans)]),
+            "users": _distinct([s.user_id for s in spans]),
+        },
+        "spans": out,
+    }
+
+
+def cassette_data(cassette: Cassette) -> dict[str, Any]:
+    outcome = terminal_outcome(cassette)
+    first = cassette.steps[0].timestamp if cassette.steps else 0
+    rounds = 0
+    steps = []
+    for step in cassette.steps:
+        if step.type == "model_output" and tool_calls_of(step.payload):
+            rounds += 1
+        in_round = step.type in ("tool_call", "tool_result") or (
+            step.type == "model_output" and bool(tool_calls_of(step.payload))
+        )
+        steps.append(
+            {
+                "id": step.id,
+                "index": step.index,
+                "type": step.type,
+                "timestamp": step.timestamp,
+                "offsetMs": step.timestamp - first,
+                "description": _describe(step, 200),
+                "hash": step.hash,
+                "hashShort": step.hash[:8],
+                "prevHash": step.prev_hash,
+                "toolRound": rounds if in_round and rounds else None,
+                "payload": step.payload,
+            }
+        )
+    return {
+        "kind": "cassette",
+        "cassette": {
+            "id": cassette.id,
+            "version": cassette.version,
+            "createdAt": cassette.created_at,
+            "parentId": cassette.parent_id,
+            "forkedFromStepId": cassette.forked_from_step_id,
+            "head": cassette.head,
+            "stepCount": len(cassette.steps),
+            "toolRounds": rounds,
+            "outcome": {
+                "status": outcome.status,
+                "finalAnswer": outcome.final_answer,
+                "failureReason": outcome.failure_reason,
+            },
+        },
+        "steps": steps,
+    }
+
+
+@functools.cache
+def _template() -> str:
+    return resources.files(__package__).joinpath("report.html").read_text(encoding="utf-8")
+
+
+def _page(data: dict[str, Any]) -> str:
+    before, marker, after = _template().partition("__BLACKBOX_DATA__")
+    assert marker, "report.html lost its data marker"
+    return before + embed_json(data) + after
+
+
+def trace_report(summary: TraceSummary, spans: list[SpanRecord], last_seen_ns: int) -> str:
+    """The trace page: header, waterfall, span tree, details, search, errors-only, arrow keys."""
+    return _page(trace_data(summary, spans, last_seen_ns))
+
+
+def cassette_report(cassette: Cassette) -> str:
+    """The cassette page: the steps in order with type, description, short hash and tool round."""
+    return _page(cassette_data(cassette))
