@@ -194,3 +194,38 @@ def test_every_command_has_help_with_an_example() -> None:
         assert command.help and "Example:" in command.help, name
         result = run_cli(name, "--help")
         assert result.returncode == 0 and "Example:" in result.stdout, name
+
+
+def test_export_shows_progress_on_a_terminal_only(recorded: tuple[Path, str, str], tmp_path: Path) -> None:
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    db, _, _ = recorded
+    argv = [
+        sys.executable,
+        "-m",
+        "otel_blackbox.cli",
+        "--db",
+        str(db),
+        "export",
+        "-o",
+        str(tmp_path / "s.jsonl"),
+    ]
+    leader, follower = pty.openpty()
+    with subprocess.Popen(argv, stderr=follower, stdout=subprocess.DEVNULL) as proc:
+        os.close(follower)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    os.close(leader)
+    assert proc.returncode == 0 and b"exporting" in seen and b"wrote 5 spans" in seen
+    piped = run_cli("export", "-o", str(tmp_path / "t.jsonl"), db=db)
+    assert piped.stderr.strip() == f"wrote 5 spans to {tmp_path / 't.jsonl'}"  # no bar when not a terminal

@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import click
 
 from ..store.connection import connect_reader, describe_sqlite_error
 
-__all__ = ["db_path", "echo_json", "reader", "style"]
+__all__ = ["db_path", "echo_json", "progress", "reader", "style"]
 
 _STATUS_COLORS = {"ok": "green", "error": "red", "open": "yellow", "unset": None, "pass": "green",
                   "fail": "red", "skip": None, "success": "green", "incomplete": "yellow"}  # fmt: skip
@@ -41,3 +42,13 @@ def reader(ctx: click.Context) -> Iterator[sqlite3.Connection]:
 
 def echo_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+@contextlib.contextmanager
+def progress(length: int, label: str) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr when it is a terminal, advanced by the callable; silent otherwise."""
+    if length <= 0 or not sys.stderr.isatty():
+        yield lambda _done: None
+        return
+    with click.progressbar(length=length, label=label, file=sys.stderr) as bar:
+        yield bar.update

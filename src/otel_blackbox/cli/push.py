@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from ..errors import ConfigError
 from ..semconv import ATTR_SPAN_OPEN
 from ..store import queries
 from .app import cli
-from .common import reader
+from .common import progress, reader
 
 if TYPE_CHECKING:
     import requests
@@ -236,9 +235,8 @@ def _send(
     answer = _Answer()
     exporter = OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=timeout, session=_session(answer))
     pushed = open_spans = 0
-    bar = click.progressbar(length=total, label="pushing", file=sys.stderr) if sys.stderr.isatty() else None
     try:
-        with _quiet_exporter() as logs, bar or contextlib.nullcontext():
+        with _quiet_exporter() as logs, progress(total, "pushing") as advance:
             for number, batch in enumerate(batched(spans, batch_size), start=1):
                 answer.unreachable = answer.status = None
                 if exporter.export(batch) is not SpanExportResult.SUCCESS:
@@ -253,8 +251,7 @@ def _send(
                     )
                 pushed += len(batch)
                 open_spans += sum(1 for s in batch if (s.attributes or {}).get(ATTR_SPAN_OPEN) is True)
-                if bar is not None:
-                    bar.update(len(batch))
+                advance(len(batch))
     finally:
         exporter.shutdown()  # type: ignore[no-untyped-call]  # unannotated in the exporter
     return pushed, open_spans

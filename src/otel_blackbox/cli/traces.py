@@ -16,7 +16,7 @@ from ..store import queries
 from ..store.connection import connect_writer, describe_sqlite_error
 from ..store.retention import cleanup as run_cleanup
 from .app import cli
-from .common import db_path, echo_json, reader, style
+from .common import db_path, echo_json, progress, reader, style
 
 __all__: list[str] = []
 
@@ -205,16 +205,20 @@ def export(ctx: click.Context, output: str, trace_id: str | None, fmt: str) -> N
         full_id = queries.resolve_trace_id(conn, trace_id) if trace_id else None
         last_seen = queries.last_seen_by_trace(conn, full_id)
         if fmt == "otlp":
-            from ..formats.otlp import (
-                otlp_json_lines,  # protobuf and the encoder: only for this format
+            from ..formats.otlp import (  # protobuf and the encoder: only for this format
+                DEFAULT_BATCH_SIZE,
+                otlp_json_lines,
                 rebuilt_spans,
             )
+
+            step = DEFAULT_BATCH_SIZE  # spans a line
 
             traces = queries.select_traces(conn, full_id)
             span_count: int | None = sum(n for _, n in traces)  # an OTLP line holds many spans
             lines: Iterator[str] = otlp_json_lines(rebuilt_spans(conn, [t for t, _ in traces], last_seen))
         else:
-            span_count = None  # one span a line
+            span_count = None
+            step = 1  # one span a line
             lines = (
                 json.dumps(span, ensure_ascii=False, separators=(",", ":"))
                 for span in phoenix_spans(queries.iter_spans(conn, full_id), last_seen)
@@ -223,9 +227,11 @@ def export(ctx: click.Context, output: str, trace_id: str | None, fmt: str) -> N
             for line in lines:
                 click.echo(line)
             return
+        total = span_count if span_count is not None else queries.count_spans(conn, full_id)
         written = 0
-        with atomic_text_writer(output) as handle:
+        with atomic_text_writer(output) as handle, progress(total, "exporting") as advance:
             for line in lines:
                 handle.write(line + "\n")
                 written += 1
+                advance(min(step, total - (written - 1) * step))
         click.echo(f"wrote {written if span_count is None else span_count} spans to {output}", err=True)

@@ -19,6 +19,7 @@ from .schema import SCHEMA_VERSION
 __all__ = [
     "SpanRecord",
     "TraceSummary",
+    "count_spans",
     "error_spans",
     "iter_spans",
     "last_seen_by_trace",
@@ -294,3 +295,9 @@ def select_traces(
         params,
     )
     return [(str(r[0]), int(r[1])) for r in rows]
+
+
+def count_spans(conn: sqlite3.Connection, trace_id: str | None = None) -> int:
+    if trace_id is None:
+        return int(conn.execute("SELECT count(*) FROM spans").fetchone()[0])
+    return int(conn.execute("SELECT count(*) FROM spans WHERE trace_id = ?", (trace_id,)).fetchone()[0])
