@@ -14,6 +14,7 @@ from ..formats.openinference import phoenix_spans
 from ..render.text import fmt_duration, fmt_time, render_tree, safe, span_to_json, status_marker
 from ..store import queries
 from ..store.connection import connect_writer, describe_sqlite_error
+from ..store.retention import CLEANUP_STEPS
 from ..store.retention import cleanup as run_cleanup
 from .app import cli
 from .common import db_path, echo_json, progress, reader, style
@@ -167,7 +168,10 @@ def cleanup(ctx: click.Context, retention: str | None, max_db_mb: float | None) 
     path = db_path(ctx)
     conn = connect_writer(path, busy_timeout_ms=config.busy_timeout_ms, create=False)
     try:
-        result = run_cleanup(conn, max_age_s=config.retention_seconds, max_bytes=config.max_db_bytes)
+        with progress(CLEANUP_STEPS, "cleaning up") as advance:
+            result = run_cleanup(
+                conn, max_age_s=config.retention_seconds, max_bytes=config.max_db_bytes, step_done=advance
+            )
     except sqlite3.Error as exc:
         raise describe_sqlite_error(path, exc) from None
     finally:

@@ -5,9 +5,17 @@ from __future__ import annotations
 import math
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["CleanupResult", "apply_retention", "cleanup", "database_bytes", "enforce_size_cap"]
+__all__ = [
+    "CLEANUP_STEPS",
+    "CleanupResult",
+    "apply_retention",
+    "cleanup",
+    "database_bytes",
+    "enforce_size_cap",
+]
 
 # Evict down to this share of the cap, so a database at the cap is not trimmed on every batch.
 _LOW_WATER = 0.9
@@ -104,14 +112,29 @@ def _give_space_back(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
-def cleanup(conn: sqlite3.Connection, *, max_age_s: float | None, max_bytes: int | None) -> CleanupResult:
-    """Retention, then the size cap, then return freed pages to the filesystem."""
+CLEANUP_STEPS = 3
+
+
+def cleanup(
+    conn: sqlite3.Connection,
+    *,
+    max_age_s: float | None,
+    max_bytes: int | None,
+    step_done: Callable[[int], None] = lambda _n: None,
+) -> CleanupResult:
+    """Retention, then the size cap, then return freed pages to the filesystem.
+
+    ``step_done(1)`` is called after each of the CLEANUP_STEPS phases (for a progress bar).
+    """
     result = CleanupResult(bytes_before=database_bytes(conn))
     if max_age_s:
         result.traces_expired = apply_retention(conn, max_age_s)
+    step_done(1)
     if max_bytes:
         result.traces_evicted = enforce_size_cap(conn, max_bytes)
+    step_done(1)
     if result.traces_expired or result.traces_evicted:
         _give_space_back(conn)
+    step_done(1)
     result.bytes_after = database_bytes(conn)
     return result
