@@ -78,6 +78,7 @@ def _open(browser: Any, path: Path) -> tuple[Any, dict[str, list[str]]]:
         "request",
         lambda r: seen["requests"].append(r.url) if not r.url.startswith(("file:", "data:")) else None,
     )
+
     def on_dialog(dialog: Any) -> None:
         seen["dialogs"].append(dialog.message)
         dialog.dismiss()
