@@ -11,9 +11,12 @@ from ..cassette.io import load_cassette
 from ..render.html_report import cassette_report, trace_report
 from ..store import queries
 from .app import cli
-from .common import reader
+from .common import progress, reader
 
 __all__: list[str] = []
+
+# Small traces render in a blink: a bar only for large ones (and only on a terminal).
+_BAR_FROM = 1000
 
 
 @cli.command()
@@ -44,7 +47,8 @@ def report(ctx: click.Context, target: str, output: str) -> None:
             spans = queries.trace_spans(conn, full_id)
             (summary,) = queries.summarize(conn, [full_id])
             last_seen = queries.last_seen_by_trace(conn, full_id).get(full_id, summary.end_ns)
-        page = trace_report(summary, spans, last_seen)
+        with progress(len(spans) if len(spans) >= _BAR_FROM else 0, "rendering") as advance:
+            page = trace_report(summary, spans, last_seen, span_done=advance)
         what = f"trace {full_id}, {len(spans)} spans"
     with atomic_text_writer(output) as handle:
         handle.write(page)

@@ -13,6 +13,7 @@ import functools
 import json
 import math
 import re
+from collections.abc import Callable
 from datetime import datetime, timezone
 from importlib import resources
 from typing import Any
@@ -123,12 +124,21 @@ def _distinct(values: list[str | None]) -> list[str]:
     return list(dict.fromkeys(v for v in values if v))
 
 
-def trace_data(summary: TraceSummary, spans: list[SpanRecord], last_seen_ns: int) -> dict[str, Any]:
-    """What the trace page shows, as plain JSON (times as nanosecond offsets from the trace start)."""
+def trace_data(
+    summary: TraceSummary,
+    spans: list[SpanRecord],
+    last_seen_ns: int,
+    span_done: Callable[[int], None] = lambda _n: None,
+) -> dict[str, Any]:
+    """What the trace page shows, as plain JSON (times as nanosecond offsets from the trace start).
+
+    ``span_done(1)`` is called after each span (for a progress bar over a large trace).
+    """
     start = min([summary.start_ns, *(s.start_ns for s in spans)])
     stop = max([last_seen_ns, summary.end_ns, *(s.end_ns or s.start_ns for s in spans)])
     out = []
     for span, depth in _tree_order(spans):
+        span_done(1)
         attrs = span.attributes
         is_open = span.status == "open" or span.end_ns is None
         end = max(span.start_ns, last_seen_ns) if is_open else (span.end_ns or span.start_ns)
@@ -245,9 +255,14 @@ def _page(data: dict[str, Any]) -> str:
     return before + embed_json(data) + after
 
 
-def trace_report(summary: TraceSummary, spans: list[SpanRecord], last_seen_ns: int) -> str:
+def trace_report(
+    summary: TraceSummary,
+    spans: list[SpanRecord],
+    last_seen_ns: int,
+    span_done: Callable[[int], None] = lambda _n: None,
+) -> str:
     """The trace page: header, waterfall, span tree, details, search, errors-only, arrow keys."""
-    return _page(trace_data(summary, spans, last_seen_ns))
+    return _page(trace_data(summary, spans, last_seen_ns, span_done))
 
 
 def cassette_report(cassette: Cassette) -> str:
