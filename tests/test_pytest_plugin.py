@@ -192,6 +192,7 @@ def test_a_failing_test_still_writes_its_recording_and_keeps_its_own_error(
 def test_a_refused_recording_fails_the_test_and_a_skipped_one_writes_nothing(
     project: pytest.Pytester, server: FakeLLMServer
 ) -> None:
+    # The inner file's pytest.skip is the behaviour under test (a skipped test writes no cassette).
     project.makepyfile(
         test_agent="""
         import pytest
