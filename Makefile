@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup browser demo test lint typecheck unit bench interop clean
+.PHONY: setup browser demo test lint typecheck unit stress bench interop clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ unit: setup browser
 	$(PY) -m pytest -q
 
 test: lint typecheck unit
+
+# The long versions of the reliability tests (docs/reliability.md): more processes and spans, many
+# SIGKILL rounds, a large burst, twenty times the fuzzing examples. Prints the figures at the end.
+stress: setup browser
+	BLACKBOX_STRESS=1 $(PY) -m pytest -q -m reliability
 
 bench: setup
 	$(PY) bench/bench_recorder.py

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import EXAMPLES, Recorder
+from helpers import EXAMPLES, FIGURES, STRESS, Recorder
 
 sys.path.insert(0, str(EXAMPLES))
 
@@ -45,3 +45,12 @@ def make_recorder(db_path: Path) -> Iterator[Callable[..., Recorder]]:
 def fake_llm() -> Iterator[FakeLLMServer]:
     with FakeLLMServer() as server:
         yield server
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The reliability tests' figures, one line each (`make stress` copies them into docs/reliability.md)."""
+    if not FIGURES:
+        return
+    terminalreporter.section("blackbox figures" + (" (stress)" if STRESS else ""))
+    for test, name, value in FIGURES:
+        terminalreporter.write_line(f"{test}: {name} = {value}")

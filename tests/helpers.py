@@ -21,6 +21,26 @@ EXAMPLES = ROOT / "examples"
 VECTORS_DIR = ROOT / "tests" / "vectors" / "blackbox-v2"
 VECTOR_NAMES = ("success-tool-use", "error-unknown-tool", "fork-parent", "fork-child")
 
+# `make stress` sets BLACKBOX_STRESS=1: the reliability tests run their long versions (more
+# processes, more kills, more fuzzing examples) and their figures go into docs/reliability.md.
+STRESS = os.environ.get("BLACKBOX_STRESS", "") == "1"
+FIGURES: list[tuple[str, str, str]] = []  # (test, figure, value): printed at the end of the run
+
+
+def sized(ci: int, stress: int) -> int:
+    """The CI size of a reliability test, or its long version under `make stress`."""
+    return stress if STRESS else ci
+
+
+def fuzz_examples(ci: int) -> int:
+    """Hypothesis examples for a fuzz test: twenty times more under `make stress`."""
+    return sized(ci, ci * 20)
+
+
+def figure(test: str, name: str, value: object) -> None:
+    """A measured figure worth reporting (spans/s, peak RSS, kills survived...)."""
+    FIGURES.append((test, name, str(value)))
+
 
 def vector_path(name: str) -> Path:
     return VECTORS_DIR / f"{name}.v2.json"
