@@ -1,14 +1,21 @@
-"""Helpers the tests share: a recorder on a temp database and the CLI run as a user runs it."""
+"""Helpers the tests share: a recorder on a temp database, the CLI run as a user runs it, an OTLP receiver."""
 
 from __future__ import annotations
 
+import http.server
 import os
 import sqlite3
 import subprocess
 import sys
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 from opentelemetry.sdk.trace import TracerProvider
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
@@ -82,3 +89,62 @@ def run_cli(*args: str, db: Path | None = None, check: bool = False) -> subproce
     if check and result.returncode != 0:
         raise AssertionError(f"exit {result.returncode}: {result.stderr}")
     return result
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    request: ExportTraceServiceRequest
+    status: int
+    body: bytes  # as it arrived, for tests that search the bytes themselves
+
+
+class Receiver:
+    """OTLP/HTTP on 127.0.0.1: POST /v1/traces with a protobuf ExportTraceServiceRequest.
+
+    Answers each request with the next status of ``statuses`` (then 200): 200 carries an empty
+    ExportTraceServiceResponse, as the spec says.
+    """
+
+    def __init__(self, statuses: list[int] | None = None) -> None:
+        self.statuses = list(statuses or [])
+        self.received: list[Received] = []
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                request = ExportTraceServiceRequest()
+                request.ParseFromString(body)
+                status = receiver.statuses.pop(0) if receiver.statuses else 200
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                receiver.received.append(Received(self.path, headers, request, status, body))
+                reply = ExportTraceServiceResponse().SerializeToString() if status == 200 else b"rejected"
+                self.send_response(status)
+                self.send_header("Content-Type", "application/x-protobuf" if status == 200 else "text/plain")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def accepted(self) -> list[ExportTraceServiceRequest]:
+        return [r.request for r in self.received if r.status == 200]
+
+    def __enter__(self) -> Receiver:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()

@@ -10,12 +10,10 @@ received by a real OTLP/HTTP server on 127.0.0.1 that decodes every body as an
 from __future__ import annotations
 
 import base64
-import http.server
 import json
 import os
 import re
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -24,12 +22,9 @@ from typing import Any
 
 import pytest
 from google.protobuf import json_format  # type: ignore[import-untyped]
-from helpers import Recorder, run_cli
+from helpers import Receiver, Recorder, run_cli
 from opentelemetry import trace
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from opentelemetry.sdk.resources import Resource
@@ -334,65 +329,7 @@ def test_export_default_format_is_still_openinference(recorded: Recorded) -> Non
     assert "context" in first and "resourceSpans" not in first
 
 
-# -- push: a real OTLP/HTTP receiver ----------------------------------------------------------------
-
-
-@dataclass
-class Received:
-    path: str
-    headers: dict[str, str]
-    request: ExportTraceServiceRequest
-    status: int
-
-
-class Receiver:
-    """OTLP/HTTP on 127.0.0.1: POST /v1/traces with a protobuf ExportTraceServiceRequest.
-
-    Answers each request with the next status of ``statuses`` (then 200): 200 carries an empty
-    ExportTraceServiceResponse, as the spec says.
-    """
-
-    def __init__(self, statuses: list[int] | None = None) -> None:
-        self.statuses = list(statuses or [])
-        self.received: list[Received] = []
-        receiver = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                request = ExportTraceServiceRequest()
-                request.ParseFromString(body)
-                status = receiver.statuses.pop(0) if receiver.statuses else 200
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                receiver.received.append(Received(self.path, headers, request, status))
-                reply = ExportTraceServiceResponse().SerializeToString() if status == 200 else b"rejected"
-                self.send_response(status)
-                self.send_header("Content-Type", "application/x-protobuf" if status == 200 else "text/plain")
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def accepted(self) -> list[Flat]:
-        return flatten([r.request for r in self.received if r.status == 200])
-
-    def __enter__(self) -> Receiver:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()
+# -- push: a real OTLP/HTTP receiver (helpers.Receiver) ---------------------------------------------
 
 
 @pytest.fixture
@@ -413,7 +350,7 @@ def test_push_delivers_every_span_once(recorded: Recorded, receiver: Receiver) -
     for got in receiver.received:
         assert got.path == "/v1/traces" and got.headers["x-api-key"] == "abc"
         assert got.headers["content-type"] == "application/x-protobuf"
-    assert_round_trip(recorded, receiver.accepted())
+    assert_round_trip(recorded, flatten(receiver.accepted()))
 
 
 def test_push_trace_and_since_limit_what_is_sent(recorded: Recorded, receiver: Receiver) -> None:
@@ -422,13 +359,13 @@ def test_push_trace_and_since_limit_what_is_sent(recorded: Recorded, receiver: R
     )
     assert only.returncode == 0, only.stderr
     assert only.stdout.startswith("pushed 2 spans in 1 trace to ")
-    assert sorted(f.span.name for f in receiver.accepted()) == ["killed", "stuck"]
+    assert sorted(f.span.name for f in flatten(receiver.accepted())) == ["killed", "stuck"]
 
     receiver.received.clear()
     recent = run_cli("push", "--endpoint", receiver.url, "--since", "1h", db=recorded.db)
     assert recent.returncode == 0, recent.stderr
     assert recent.stdout.startswith("pushed 6 spans in 2 traces to ")
-    sent = by_name(receiver.accepted())
+    sent = by_name(flatten(receiver.accepted()))
     assert "old" not in sent and {"handle", "killed"} <= set(sent)
 
     receiver.received.clear()
@@ -451,7 +388,7 @@ def test_push_retries_a_transient_failure(recorded: Recorded) -> None:
         result = run_cli("push", "--endpoint", f"{receiver.url}/v1/traces", db=recorded.db)
     assert result.returncode == 0, result.stderr
     assert [r.status for r in receiver.received] == [503, 200]  # the exporter's backoff, then success
-    assert len(receiver.accepted()) == recorded.span_count
+    assert len(flatten(receiver.accepted())) == recorded.span_count
 
 
 def test_push_rejected_batch_exits_1_with_the_count(recorded: Recorded) -> None:
@@ -463,7 +400,7 @@ def test_push_rejected_batch_exits_1_with_the_count(recorded: Recorded) -> None:
         "(3 spans: HTTP 400 Bad Request); 3 pushed before it\n"
     )
     assert [r.status for r in receiver.received] == [200, 400]  # 400 is not retried; the rest not sent
-    assert len(receiver.accepted()) == 3
+    assert len(flatten(receiver.accepted())) == 3
 
 
 def _closed_port() -> int:

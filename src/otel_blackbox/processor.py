@@ -131,6 +131,11 @@ class BlackboxSpanProcessor(SpanProcessor):
     def spans_written(self) -> int:
         return self._writer.spans_written
 
+    @property
+    def write_errors(self) -> int:
+        """Spans lost because the database could not be written (or the span serialized)."""
+        return self._writer.write_errors
+
     # -- process events ----------------------------------------------------------------------------
 
     def _before_fork(self) -> None:

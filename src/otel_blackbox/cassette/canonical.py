@@ -76,7 +76,10 @@ def _number(value: int | float) -> str:
     if isinstance(value, int):
         if -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER:
             return str(value)
-        value = float(value)  # what JavaScript would have parsed
+        try:
+            value = float(value)  # what JavaScript would have parsed
+        except OverflowError:  # past the largest double: JavaScript reads Infinity
+            raise CanonicalError(f"an integer of {value.bit_length()} bits has no canonical JSON form") from None
     if not math.isfinite(value):
         raise CanonicalError(f"non-finite number {value!r} has no canonical JSON form")
     return _js_number(value)

@@ -21,7 +21,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from ..errors import CassetteError
-from ..render.text import safe
+from ..render.text import safe, safe_json
 from .canonical import canonical_json
 from .diff import child_path
 from .io import loads_json, read_text
@@ -108,7 +108,7 @@ def load_contract(path: str | Path) -> Contract:
 
 def dump_contract(contract: Contract) -> str:
     """The file form: sorted keys and a fixed indent, so generating twice gives identical bytes."""
-    return json.dumps(contract, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return safe_json(json.dumps(contract, indent=2, sort_keys=True, ensure_ascii=False)) + "\n"
 
 
 # --- facts read from a cassette -------------------------------------------------------------------

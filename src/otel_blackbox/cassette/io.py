@@ -8,6 +8,7 @@ atomic: a temporary file beside the target, then a rename.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -51,12 +52,19 @@ def _reject_constant(name: str) -> Any:
     raise CassetteError(f"{name} is not valid JSON (non-finite numbers are not allowed)")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400 parses as infinity: no JSON tool can write it back
+        raise CassetteError(f"the number {text[:40]} is too large (non-finite numbers are not allowed)")
+    return value
+
+
 def loads_json(text: str, source: str) -> Any:
     """Strict JSON: no NaN / Infinity, a clear line for anything else that is wrong."""
     if not text.strip():
         raise CassetteError(f"{source}: the file is empty")
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except CassetteError as exc:
         raise CassetteError(f"{source}: {exc}") from None
     except json.JSONDecodeError as exc:
@@ -65,6 +73,8 @@ def loads_json(text: str, source: str) -> Any:
         ) from None
     except RecursionError:
         raise CassetteError(f"{source}: JSON nested too deeply") from None
+    except ValueError:  # an integer past Python's digit limit for int()
+        raise CassetteError(f"{source}: a number in the file has too many digits") from None
 
 
 def read_text(path: str | Path, *, max_bytes: int | None = None) -> str:

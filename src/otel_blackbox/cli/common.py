@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from ..render.text import safe_json
 from ..store.connection import connect_reader, describe_sqlite_error
 
 __all__ = ["db_path", "echo_json", "progress", "reader", "style"]
@@ -41,7 +42,7 @@ def reader(ctx: click.Context) -> Iterator[sqlite3.Connection]:
 
 
 def echo_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    click.echo(safe_json(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ import click
 from ..atomic import atomic_text_writer
 from ..cassette.io import load_cassette
 from ..render.html_report import cassette_report, trace_report
+from ..render.text import safe
 from ..store import queries
 from .app import cli
 from .common import progress, reader
@@ -40,7 +41,7 @@ def report(ctx: click.Context, target: str, output: str) -> None:
     if target.lower().endswith(".json") and path.is_file():
         cassette = load_cassette(path)
         page = cassette_report(cassette)
-        what = f"cassette {cassette.id}, {len(cassette.steps)} steps"
+        what = f"cassette {safe(cassette.id)}, {len(cassette.steps)} steps"
     else:
         with reader(ctx) as conn:
             full_id = queries.resolve_trace_id(conn, target)

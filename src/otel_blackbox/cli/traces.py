@@ -112,7 +112,7 @@ def errors(ctx: click.Context, limit: int, as_json: bool) -> None:
     for s in spans:
         exc = next(iter(s.exception_events), {}).get("attributes", {})
         reason = s.status_message or (f"{exc.get('exception.type', '')}: {exc.get('exception.message', '')}")
-        kind = f" [{s.oi_span_kind}]" if s.oi_span_kind else ""
+        kind = f" [{safe(s.oi_span_kind)}]" if s.oi_span_kind else ""
         click.echo(
             f"{fmt_time(s.start_ns)}  {style(status_marker('error'), 'error')} {safe(s.name)}{kind}  "
             f"trace {s.trace_id}  {safe(reason)}"

@@ -85,10 +85,12 @@ def render_timeline(cassette: Cassette, *, limit: int = 160) -> list[str]:
         lines.append(f"fork of {safe(cassette.parent_id)} at {safe(cassette.forked_from_step_id or '?')}")
     start = cassette.steps[0].timestamp if cassette.steps else 0
     for step in cassette.steps:
-        offset = f"+{int(step.timestamp - start)}ms"
+        delta = step.timestamp - start
+        # Timestamps are any JSON numbers: 1e308 - (-1e308) is infinity, which int() refuses.
+        offset = f"+{int(delta)}ms" if abs(delta) < 1e15 else "+?ms"
         lines.append(
-            f"#{step.index:<4} {offset:>9}  {step.type:<12}  {_describe(step, limit)}  [{step.hash[:8]}]"
+            f"#{step.index:<4} {offset:>9}  {step.type:<12}  {_describe(step, limit)}  [{safe(step.hash[:8])}]"
         )
     if cassette.head:
-        lines.append(f"head {cassette.head}")
+        lines.append(f"head {safe(cassette.head)}")
     return lines

@@ -31,14 +31,21 @@ _UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", 
 _UNSAFE_RE = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
 
 
-def _jsonable(value: Any) -> Any:
+# Deeper values are shown as a note: a payload nested near the JSON parser's own limit would
+# otherwise exhaust the recursion limit here or in the encoder, and nobody reads level 200.
+_MAX_DEPTH = 200
+
+
+def _jsonable(value: Any, depth: int = 0) -> Any:
     """Plain JSON values: non-finite floats and unknown objects become strings (JSON.parse rejects NaN)."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
+    if isinstance(value, (dict, list, tuple)) and depth >= _MAX_DEPTH:
+        return f"[nested deeper than {_MAX_DEPTH} levels: not shown]"
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [_jsonable(v, depth + 1) for v in value]
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     return str(value)

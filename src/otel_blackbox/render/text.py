@@ -17,18 +17,46 @@ from openinference.semconv.trace import SpanAttributes
 from ..messages import Message, input_messages, output_messages, tool_definitions, tool_name
 from ..store.queries import SpanRecord, TraceSummary
 
-__all__ = ["clip", "fmt_duration", "fmt_time", "render_tree", "safe", "span_to_json", "status_marker"]
+__all__ = [
+    "clip",
+    "fmt_duration",
+    "fmt_time",
+    "render_tree",
+    "safe",
+    "safe_json",
+    "span_to_json",
+    "status_marker",
+]
 
 Style = Callable[[str, str], str]  # (text, status) -> styled text
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 and C1 controls (ESC, CR, NUL, BEL...), the bidirectional overrides and isolates that reorder
+# what follows them (U+202E...), the line and paragraph separators, and lone surrogates (which a
+# UTF-8 terminal cannot even be sent): each is shown as its escape, never emitted.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 but newline and tab (handled below), DEL, C1
+    "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # bidi marks, embeddings, overrides, isolates
+    "\u2028\u2029\ud800-\udfff]"
+)
 _MARKERS = {"ok": "✓", "error": "✗", "open": "…", "unset": "·"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def safe(text: object, *, single_line: bool = True) -> str:
     """Neutralize control characters (escape sequences, NUL...) before they reach a terminal."""
-    value = _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", str(text))
+    value = _CONTROL.sub(_escape, str(text))
     return value.replace("\n", "\\n").replace("\t", " ") if single_line else value
+
+
+def safe_json(text: str) -> str:
+    """JSON text with the characters ``safe`` neutralizes written as ``\\uXXXX`` escapes: the same
+    JSON value, fit for a terminal (JSON already escapes C0 controls; a lone surrogate, which UTF-8
+    cannot encode, becomes the escape JSON.stringify writes)."""
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
 def clip(text: str, limit: int | None) -> str:

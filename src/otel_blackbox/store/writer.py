@@ -8,6 +8,12 @@ writer takes what is queued and:
   shows it; a span that started and ended between two ticks never needs an open row at all.
 
 A final row is never overwritten by an open one, whatever order the rows arrive in.
+
+When the database cannot be written (locked past the busy timeout, read-only, a full disk, deleted
+or corrupted), the batch is kept and tried again next tick, up to max_queue_size spans: a passing
+fault loses nothing, a lasting one loses the oldest spans, counted in ``write_errors``. Each kind
+of fault is warned about once. A file deleted or replaced under the writer is noticed within a
+tick and recording goes on in a new file.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from itertools import islice
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, set_value
@@ -39,6 +47,9 @@ logger = logging.getLogger("otel_blackbox")
 
 
 _MAX_TRACKED_OPEN = 100_000
+
+# Failures caused by a batch's content, not by the file: trying again cannot help.
+_NOT_RETRYABLE = (sqlite3.IntegrityError, sqlite3.DataError, sqlite3.InterfaceError, sqlite3.ProgrammingError)
 
 
 class FlushMarker:
@@ -83,6 +94,11 @@ class SpanWriter:
         self._last_heartbeat = 0.0
         self._heartbeat_s = config.flush_interval_ms / 1000
         self._open_on_disk: set[Any] = set()
+        # A batch that could not be written, kept for the next tick (bounded by max_queue_size).
+        self._retry_finals: dict[tuple[int, int], ReadableSpan] = {}
+        self._retry_opens: dict[tuple[int, int], ReadableSpan] = {}
+        self._failing = False
+        self._file_id: tuple[int, int] | None = None  # (st_dev, st_ino) of the file we write
         self._recorded_dropped = 0
         self._started_ns = time.time_ns()
         # Held around all SQLite work; os.fork() takes it first, so a child never inherits a
@@ -112,12 +128,15 @@ class SpanWriter:
             stopping = self._stopping
             try:
                 with self.io_lock:
+                    self._check_file()
                     self.write_pending()
                     self._heartbeat()
                     self.maintain()
             except Exception:  # the writer must survive anything: log and keep going
                 self._warn_once("writer", "otel-blackbox writer error; continuing", exc_info=True)
             if stopping:
+                self.write_errors += len(self._retry_finals)  # still held at exit: lost
+                self._retry_finals.clear()
                 self.close()
                 return
 
@@ -125,9 +144,10 @@ class SpanWriter:
 
     def write_pending(self) -> None:
         """Write everything queued right now, in transactions of at most max_batch_size rows."""
-        while self.queue:
-            finals: dict[tuple[int, int], ReadableSpan] = {}
-            opens: dict[tuple[int, int], ReadableSpan] = {}
+        while self.queue or self._retry_finals or self._retry_opens:
+            # A batch that failed last tick goes first, so rows stay in the order spans ended.
+            finals, opens = self._retry_finals, self._retry_opens
+            self._retry_finals, self._retry_opens = {}, {}
             markers: list[FlushMarker] = []
             for _ in range(self.config.max_batch_size):
                 try:
@@ -149,10 +169,16 @@ class SpanWriter:
                     key = (item.context.trace_id, item.context.span_id)
                     finals[key] = item
                     opens.pop(key, None)
-            ok = self._write(finals, opens)
+            error = self._write(finals, opens)
             for marker in markers:
-                marker.ok = ok
+                marker.ok = error is None
                 marker.done.set()
+            if error is not None:
+                if isinstance(error, _NOT_RETRYABLE):
+                    self.write_errors += len(finals)
+                else:
+                    self._keep_for_retry(finals, opens)
+                return  # the fault may last: try again next tick, not in a tight loop
 
     def write_finished(self, spans: Iterable[ReadableSpan]) -> bool:
         """Write these spans' final rows now, on the calling thread (the exporter's path)."""
@@ -162,12 +188,30 @@ class SpanWriter:
                 self._skip(span)
             else:
                 finals[(span.context.trace_id, span.context.span_id)] = span
-        return self._write(finals, {})
-
-    def _write(self, finals: dict[Any, ReadableSpan], opens: dict[Any, ReadableSpan]) -> bool:
-        if not finals and not opens:
+        self._check_file()
+        if self._write(finals, {}) is None:
             return True
-        count = len(finals) + len(opens)
+        self.write_errors += len(finals)  # the exporter's caller does not retry: these are lost
+        return False
+
+    def _keep_for_retry(self, finals: dict[Any, ReadableSpan], opens: dict[Any, ReadableSpan]) -> None:
+        """Hold a failed batch for the next tick; past max_queue_size the oldest final rows are lost."""
+        room = self.config.max_queue_size
+        if len(finals) > room:
+            lost = len(finals) - room
+            self.write_errors += lost
+            finals = dict(islice(finals.items(), lost, None))  # dicts keep arrival order: drop the oldest
+        room -= len(finals)
+        # An open row that is not kept costs nothing lasting: the span's final row comes later.
+        self._retry_opens = dict(
+            islice(((k, s) for k, s in opens.items() if s.end_time is None and k not in finals), room)
+        )
+        self._retry_finals = finals
+
+    def _write(self, finals: dict[Any, ReadableSpan], opens: dict[Any, ReadableSpan]) -> Exception | None:
+        """One transaction; None when it committed, else the error (warned once per kind of fault)."""
+        if not finals and not opens:
+            return None
         try:
             conn = self._connection()
             now = time.time_ns()  # after connecting: the recorder row must not be newer than its rows
@@ -187,14 +231,23 @@ class SpanWriter:
                     conn.execute("ROLLBACK")
                 raise
             self._track_open(still_open, finals)
-            return True
+            if self._failing:
+                self._failing = False
+                logger.info("otel-blackbox is writing to %s again", self.config.db_path)
+            return None
         except (sqlite3.Error, StoreError, OSError) as exc:
-            self.write_errors += count
-            self._warn_once(
-                f"write:{type(exc).__name__}", f"otel-blackbox could not write {count} spans: {exc}"
-            )
-            self.close()  # reopen on the next batch: the file may have been replaced or fixed
-            return False
+            self._fault(exc)
+            return exc
+
+    def _fault(self, exc: Exception) -> None:
+        """The database cannot be written: warn once, and reopen it on the next try."""
+        self._failing = True
+        self._warn_once(
+            "write",
+            f"otel-blackbox could not write to {self.config.db_path} ({exc}); the agent is unaffected, "
+            "spans are held for a retry and counted if lost",
+        )
+        self.close()  # the file may have been replaced or fixed by the next try
 
     def _rows(self, spans: Iterable[ReadableSpan], now: int, *, is_open: bool) -> list[tuple[Any, ...]]:
         """Row tuples; a span whose row cannot be built is skipped and counted, not the whole batch."""
@@ -240,9 +293,31 @@ class SpanWriter:
         except sqlite3.Error as exc:
             self._warn_once(f"heartbeat:{type(exc).__name__}", f"otel-blackbox heartbeat failed: {exc}")
 
+    def _check_file(self) -> None:
+        """Let go of a file that was deleted or replaced under us (one stat a tick)."""
+        if self._conn is None or self._file_id is None:
+            return
+        try:
+            stat = os.stat(self.config.db_path)
+            current: tuple[int, int] | None = (stat.st_dev, stat.st_ino)
+        except OSError:
+            current = None
+        if current != self._file_id:
+            self._warn_once(
+                "replaced",
+                f"otel-blackbox: {self.config.db_path} was deleted or replaced while recording; "
+                "recording goes on in a new file",
+            )
+            self.close()
+
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            conn = connect_writer(self.config.db_path, busy_timeout_ms=self.config.busy_timeout_ms)
+            path = Path(self.config.db_path)
+            if self._file_id is not None and not path.exists():
+                _unlink_wal_files(path)
+            conn = connect_writer(path, busy_timeout_ms=self.config.busy_timeout_ms)
+            stat = os.stat(path)
+            self._file_id = (stat.st_dev, stat.st_ino)
             # One recorder row per process: after a reconnect, carry on with the same row if the
             # file still has it (a replaced file gets a new one).
             found = conn.execute(
@@ -290,16 +365,27 @@ class SpanWriter:
             self._last_size_check = now
             if self._conn is not None:
                 due = database_bytes(self._conn) > config.max_db_bytes
-        if not due:
+        if not due or self._failing:  # cleanup cannot work where writing does not: wait for it
             return
         self._last_cleanup = now
         try:
             cleanup(self._connection(), max_age_s=config.retention_seconds, max_bytes=config.max_db_bytes)
-        except (sqlite3.Error, StoreError) as exc:
-            self._warn_once(f"cleanup:{type(exc).__name__}", f"otel-blackbox cleanup failed: {exc}")
-            self.close()
+        except (sqlite3.Error, StoreError, OSError) as exc:
+            self._fault(exc)
 
     def _warn_once(self, key: str, message: str, **kwargs: Any) -> None:
         if key not in self._warned:
             self._warned.add(key)
             logger.warning(message, **kwargs)
+
+
+def _unlink_wal_files(path: Path) -> None:
+    """Remove the -wal and -shm left by a database that was deleted under us.
+
+    They belong to the deleted file: a new file beside them would share them (and their pages)
+    with any process still writing to the old one. Unlinked, they stay that process's own until it
+    notices and lets go.
+    """
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{path}{suffix}")
