@@ -79,7 +79,7 @@ def _number(value: int | float) -> str:
         try:
             value = float(value)  # what JavaScript would have parsed
         except OverflowError:  # past the largest double: JavaScript reads Infinity
-            raise CanonicalError(f"an integer of {value.bit_length()} bits has no canonical JSON form") from None
+            raise CanonicalError("an integer past the largest double has no canonical JSON form") from None
     if not math.isfinite(value):
         raise CanonicalError(f"non-finite number {value!r} has no canonical JSON form")
     return _js_number(value)

@@ -40,7 +40,7 @@ def max_file_bytes() -> int:
         megabytes = float(raw)
     except ValueError:
         megabytes = -1.0
-    if not megabytes > 0:
+    if not 0 < megabytes < math.inf:
         raise ConfigError(f"OTEL_BLACKBOX_MAX_CASSETTE_MB: expected a number of megabytes > 0, got {raw!r}")
     return int(megabytes * 1024 * 1024)
 

@@ -14,6 +14,7 @@ import click
 from .. import __version__
 from ..config import DEFAULT_DB_PATH
 from ..errors import BlackboxError, ConfigError, SessionError, StoreError, TraceNotFound
+from ..render.text import safe
 
 __all__ = ["cli", "main"]
 
@@ -39,7 +40,9 @@ def cli(db: str) -> None:
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(f"otel-blackbox: error: {message}", err=True)
+    # One line whatever the message quotes (a path, an option value, a field from a file): newlines
+    # and terminal control characters are shown as escapes.
+    click.echo(f"otel-blackbox: error: {safe(message)}", err=True)
     sys.exit(code)
 
 

@@ -88,9 +88,8 @@ def render_timeline(cassette: Cassette, *, limit: int = 160) -> list[str]:
         delta = step.timestamp - start
         # Timestamps are any JSON numbers: 1e308 - (-1e308) is infinity, which int() refuses.
         offset = f"+{int(delta)}ms" if abs(delta) < 1e15 else "+?ms"
-        lines.append(
-            f"#{step.index:<4} {offset:>9}  {step.type:<12}  {_describe(step, limit)}  [{safe(step.hash[:8])}]"
-        )
+        described = _describe(step, limit)
+        lines.append(f"#{step.index:<4} {offset:>9}  {step.type:<12}  {described}  [{safe(step.hash[:8])}]")
     if cassette.head:
         lines.append(f"head {safe(cassette.head)}")
     return lines

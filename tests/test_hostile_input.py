@@ -1,0 +1,332 @@
+"""Hostile input never gets past one clear line: the cassette commands, the provider translators,
+the CLI's options, and cassettes that try to smuggle a path.
+
+Every CLI run must end with a documented exit code; an error is exactly one stderr line
+`otel-blackbox: error: ...` (never the "internal error" catch-all, which marks a bug), nothing
+prints a traceback or a raw terminal control character, and no run takes long. The hypothesis
+loops call the real entry point (`cli.app.main`) in-process; a few subprocess runs check that the
+console entry point behaves the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import signal
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import click.testing
+import pytest
+from helpers import VECTOR_NAMES, figure, fuzz_examples, run_cli, vector_path
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_cassette_verify import cassette_like
+
+from otel_blackbox.cli import main
+
+pytestmark = pytest.mark.reliability
+
+# One run of a command on a cassette of a few kilobytes takes milliseconds: this is a hang.
+RUN_LIMIT_S = 20.0
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+# The colours `style` adds (green, red, yellow, reset): the only escape sequences we may print.
+OWN_STYLE = re.compile(r"\x1b\[(?:3[123]|0)m")
+ERROR_LINE = "otel-blackbox: error: "
+
+
+class Hang(BaseException):
+    """Raised in the main thread when one run takes too long (a BaseException: main() must not catch it)."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    def alarm(_signum: int, _frame: FrameType | None) -> None:
+        raise Hang(f"no answer within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@dataclass
+class Run:
+    argv: list[str]
+    code: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+@dataclass
+class Tally:
+    """How many examples and command runs a fuzz target made, and the slowest run."""
+
+    examples: int = 0
+    runs: int = 0
+    slowest: float = 0.0
+    codes: dict[int, int] = field(default_factory=dict)
+
+    def add(self, run: Run) -> None:
+        self.runs += 1
+        self.slowest = max(self.slowest, run.seconds)
+        self.codes[run.code] = self.codes.get(run.code, 0) + 1
+
+    def report(self, test: str) -> None:
+        figure(test, "hypothesis examples", self.examples)
+        figure(test, "command runs", self.runs)
+        figure(test, "exit codes", dict(sorted(self.codes.items())))
+        figure(test, "slowest run", f"{self.slowest * 1000:.0f} ms")
+
+
+RUNNER = click.testing.CliRunner()
+
+
+def cli(*argv: str, env: dict[str, str | None] | None = None) -> Run:
+    """`otel-blackbox ARGV` in this process, through main(): its exit code and both streams.
+
+    stdout is strict UTF-8, as a terminal's: a lone surrogate reaching it would fail the run. With
+    color on, click passes every escape sequence through, so a raw one in a value is seen.
+    """
+    started = time.perf_counter()
+    with RUNNER.isolation(env=env, color=True) as (out, err, _), time_limit(RUN_LIMIT_S):
+        code = 0
+        try:
+            main(list(argv))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        stdout, stderr = out.getvalue().decode(), err.getvalue().decode()
+    return Run(list(argv), code, stdout, stderr, time.perf_counter() - started)
+
+
+def check_run(run: Run, codes: tuple[int, ...] = (0, 1, 2)) -> None:
+    """The contract every command keeps, whatever it was fed."""
+    where = f"{run.argv}: exit {run.code}\nstdout: {run.stdout[:2000]!r}\nstderr: {run.stderr[:2000]!r}"
+    assert run.code in codes, where
+    assert "Traceback" not in run.stdout + run.stderr, where
+    assert "internal error" not in run.stderr, where
+    err_lines = run.stderr.splitlines()
+    if run.code == 2:
+        assert len(err_lines) == 1 and err_lines[0].startswith(ERROR_LINE), where
+    else:  # a pass, or a check that failed: the verdict is on stdout; at most a "wrote ..." note
+        assert len(err_lines) <= 1 and ERROR_LINE not in run.stderr, where
+    for stream in (run.stdout, run.stderr):
+        assert not CONTROL.search(OWN_STYLE.sub("", stream).replace("\t", "")), where
+
+
+# --- 1. the cassette commands on hostile files ----------------------------------------------------
+
+VECTOR_TEXTS = {name: vector_path(name).read_text(encoding="utf-8") for name in VECTOR_NAMES}
+
+HOSTILE_TEXT = [
+    "../../etc/passwd", "/etc/passwd", "~/.ssh/id_rsa", "a\x00b", "\x1b[2J\x1b[31m", "\r\x07\x08",
+    "\u202eevil", "\ud800", "\udfff", "\x9b31m", "\u2028\u2029", "<script>alert(1)</script>", "",
+    "call-0", "call-99999999999999999999", "~", "NaN", "%s%n", "🙂",
+]  # fmt: skip
+hostile_strings = st.sampled_from(HOSTILE_TEXT) | st.text(max_size=20)
+
+
+def _nest(depth: int, kind: str) -> str:
+    return "[" * depth + "]" * depth if kind == "array" else '{"a":' * depth + "1" + "}" * depth
+
+
+# Raw JSON text put in place of one value of a real cassette: some are not even JSON.
+RAW_FRAGMENTS = [
+    _nest(100_000, "array"), _nest(100_000, "object"), _nest(990, "array"), _nest(600, "object"),
+    _nest(199, "array"), "1e400", "-1e400", "NaN", "Infinity", "9" * 5000, "1" + "0" * 400,
+    "-" + "9" * 4300, "5e-324", "-0.0", "2.0", '"\\ud800"', '"\\udc80x"', '"\\u0000"', "",
+    '"' + "x" * 3_000_000 + '"', '"' + "\\n" * 100_000 + '"', "[" + "0," * 100_000 + "0]",
+    "{" + ",".join(f'"k{i}":{i}' for i in range(20_000)) + "}", '{"a":1,"a":2}', "{,}", "[1,]",
+    "'single'", "undefined", "0x1F", "true false", "{\"unterminated",
+]  # fmt: skip
+fragments = (
+    st.sampled_from(RAW_FRAGMENTS).map(str.encode)
+    | st.sampled_from([b'"\xff\xfe"', b'"\xed\xa0\x80"', b'"\xc0\xaf"', b"\x00", b'"\xf4\x90\x80\x80"'])
+    | st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | hostile_strings,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(hostile_strings, inner, max_size=3),
+        max_leaves=8,
+    ).map(lambda value: json.dumps(value).encode())
+)
+_SLOT = "\x00slot\x00"
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Every place in a JSON document a value sits (the root included)."""
+    yield path
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in items:
+        yield from _paths(child, (*path, key))
+
+
+@st.composite
+def mutated_vector(draw: st.DrawFn) -> bytes:
+    """A real vector with one value replaced by a hostile fragment, or one key removed."""
+    data = json.loads(VECTOR_TEXTS[draw(st.sampled_from(VECTOR_NAMES))])
+    path = draw(st.sampled_from(list(_paths(data))[1:]))
+    parent = data
+    for key in path[:-1]:
+        parent = parent[key]
+    if isinstance(parent, dict) and draw(st.integers(0, 4)) == 0:
+        del parent[path[-1]]
+        return json.dumps(data).encode()
+    parent[path[-1]] = _SLOT
+    before, _, after = json.dumps(data).partition(json.dumps(_SLOT))
+    return before.encode() + draw(fragments) + after.encode()
+
+
+@st.composite
+def damaged_vector(draw: st.DrawFn) -> bytes:
+    """A real vector cut short, with bytes overwritten, or re-encoded."""
+    raw = VECTOR_TEXTS[draw(st.sampled_from(VECTOR_NAMES))].encode()
+    how = draw(st.sampled_from(["cut", "bytes", "utf16", "bom", "nul"]))
+    if how == "cut":
+        return raw[: draw(st.integers(0, len(raw) - 1))]
+    if how == "bytes":
+        at = draw(st.integers(0, len(raw) - 1))
+        return raw[:at] + draw(st.binary(min_size=1, max_size=4)) + raw[at + 4 :]
+    if how == "utf16":
+        return raw.decode().encode("utf-16")
+    return (b"\xef\xbb\xbf" + raw) if how == "bom" else raw.replace(b'"', b"\x00", 1)
+
+
+hostile_files = (
+    mutated_vector()
+    | damaged_vector()
+    | cassette_like().map(lambda value: json.dumps(value).encode())
+    | st.binary(max_size=300)
+    | st.sampled_from([b"", b" \n\t", b"null", b"[]", b"2", b'"cassette"', b"{}", b'{"version": 2}'])
+)
+
+FUZZ = settings(
+    max_examples=fuzz_examples(60),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+)
+
+
+def write_good_contract(folder: Path) -> None:
+    """The contract `eval run` checks the hostile cassette against (from a good vector)."""
+    check_run(
+        cli(
+            "eval", "generate", str(vector_path("success-tool-use")), "-o", str(folder / "good-contract.json")
+        )
+    )
+
+
+def cassette_commands(hostile: Path, out: Path) -> list[list[str]]:
+    """Every command that reads a cassette (or a contract), fed the hostile file in each role."""
+    good, f = str(vector_path("success-tool-use")), str(hostile)
+    return [
+        ["verify", f], ["verify", "--json", f, "--expect-head", "ab"], ["inspect", f, "--width", "20"],
+        ["diff", good, f], ["diff", "--semantic", "--json", f, good],
+        ["assert", f, "--expect-status", "success", "--expect-tools", "a,b", "--expect-final-answer", "x"],
+        ["eval", "generate", f], ["eval", "generate", f, "-o", str(out / "contract.json")],
+        ["eval", "run", str(out / "good-contract.json"), f], ["eval", "run", f, good],
+        ["report", f, "-o", str(out / "report.html")],
+    ]  # fmt: skip
+
+
+def test_cassette_commands_answer_hostile_files_with_one_line(tmp_path: Path) -> None:
+    hostile = tmp_path / "hostile.json"
+    write_good_contract(tmp_path)
+    tally = Tally()
+
+    @FUZZ
+    @given(raw=hostile_files)
+    def feed(raw: bytes) -> None:
+        tally.examples += 1
+        hostile.write_bytes(raw)
+        for argv in cassette_commands(hostile, tmp_path):
+            run = cli(*argv)
+            tally.add(run)
+            check_run(run)
+
+    feed()
+    tally.report("cassette commands on hostile files")
+
+
+def _splice(name: str, path: tuple[Any, ...], fragment: bytes) -> bytes:
+    data = json.loads(VECTOR_TEXTS[name])
+    parent = data
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = _SLOT
+    before, _, after = json.dumps(data).partition(json.dumps(_SLOT))
+    return before.encode() + fragment + after.encode()
+
+
+# Where a hostile value does the most: the cassette id, a timestamp, a tool name, the final answer.
+SLOTS = [
+    ("id",),
+    ("steps", 0, "timestamp"),
+    ("steps", 2, "payload", "toolName"),
+    ("steps", 14, "payload", "result"),
+]
+CORPUS = [fragment.encode() for fragment in RAW_FRAGMENTS] + [json.dumps(s).encode() for s in HOSTILE_TEXT]
+
+
+def test_every_hostile_fragment_in_every_role(tmp_path: Path) -> None:
+    """The fuzz above samples; this runs each fragment and each hostile string once in each slot."""
+    hostile = tmp_path / "hostile.json"
+    write_good_contract(tmp_path)
+    tally = Tally()
+    for fragment in CORPUS:
+        for slot in SLOTS:
+            tally.examples += 1
+            hostile.write_bytes(_splice("success-tool-use", slot, fragment))
+            for argv in cassette_commands(hostile, tmp_path):
+                run = cli(*argv)
+                tally.add(run)
+                check_run(run)
+    tally.report("cassette commands on the hostile corpus")
+
+
+def test_console_entry_point_answers_the_same(tmp_path: Path) -> None:
+    """The real `python -m otel_blackbox.cli`, on the worst files: one line, exit 2, quickly."""
+    worst = {
+        "deep.json": _nest(100_000, "array").encode(),
+        "invalid-utf8.json": _splice("success-tool-use", ("id",), b'"\xff\xfe"'),
+        "huge-number.json": _splice("success-tool-use", ("createdAt",), b"9" * 5000),
+        "infinite.json": _splice("success-tool-use", ("steps", 0, "timestamp"), b"1e400"),
+        "binary.json": bytes(range(256)),
+    }
+    for name, raw in worst.items():
+        path = tmp_path / name
+        path.write_bytes(raw)
+        for argv in (["verify", str(path)], ["report", str(path), "-o", str(tmp_path / "r.html")]):
+            started = time.perf_counter()
+            result = run_cli(*argv)
+            run = Run(argv, result.returncode, result.stdout, result.stderr, time.perf_counter() - started)
+            check_run(run, codes=(2,))
+            assert run.seconds < RUN_LIMIT_S
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_oversized_cassette_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    big = tmp_path / "big.json"
+    with big.open("wb") as handle:  # 33 MB of one string: past the default 32 MB limit
+        handle.write(b'{"version": 2, "id": "')
+        handle.truncate(33 * 1024 * 1024)
+    for argv in (
+        ["verify", str(big)],
+        ["inspect", str(big)],
+        ["report", str(big), "-o", str(tmp_path / "r.html")],
+    ):
+        run = cli(*argv)
+        check_run(run, codes=(2,))
+        assert "limit" in run.stderr and run.seconds < 1
+    for bad in ("abc", "-1", "0", "nan", "1e999"):
+        run = cli("verify", str(vector_path("success-tool-use")), env={"OTEL_BLACKBOX_MAX_CASSETTE_MB": bad})
+        check_run(run, codes=(2,))
+        assert "OTEL_BLACKBOX_MAX_CASSETTE_MB" in run.stderr
