@@ -123,7 +123,7 @@ def errors(ctx: click.Context, limit: int, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of text.")
 @click.pass_context
 def stats(ctx: click.Context, as_json: bool) -> None:
-    """Database size, traces, spans, open spans, spans dropped, tokens by model.
+    """Database size and state, traces, spans, open spans, spans dropped, tokens by model.
 
     \b
     Example:
@@ -138,6 +138,8 @@ def stats(ctx: click.Context, as_json: bool) -> None:
         f"database       {info['database']}  "
         f"({info['size_bytes'] / 1e6:.2f} MB, schema v{info['schema_version']})"
     )
+    state = "writable" if info["writable"] else "NOT writable by this user: a recorder run by it records nothing"
+    click.echo(f"file           {state}; {info['disk_free_bytes'] / 1e6:,.0f} MB free on its disk")
     click.echo(f"traces         {info['traces']}")
     click.echo(f"spans          {info['spans']}  ({info['open_spans']} open, {info['error_spans']} failed)")
     click.echo(f"spans dropped  {info['spans_dropped']}  (queue full)   write errors {info['write_errors']}")

@@ -6,7 +6,9 @@ Everything here reads through a connection from ``connect_reader``; nothing writ
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import sqlite3
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -209,6 +211,11 @@ def error_spans(conn: sqlite3.Connection, *, limit: int = 20) -> list[SpanRecord
     return [SpanRecord.from_row(r) for r in rows]
 
 
+def writable(path: Path) -> bool:
+    """Whether a recorder run by this user can write here (the file, and its folder for the -wal)."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+
+
 def stats(conn: sqlite3.Connection, path: str | Path) -> dict[str, Any]:
     path = Path(path)
     files = [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
@@ -241,6 +248,8 @@ def stats(conn: sqlite3.Connection, path: str | Path) -> dict[str, Any]:
     return {
         "database": str(path),
         "size_bytes": size,
+        "writable": writable(path),
+        "disk_free_bytes": shutil.disk_usage(path.parent).free,
         "schema_version": SCHEMA_VERSION,
         "traces": traces,
         "spans": spans,
