@@ -2,7 +2,7 @@
 
     python tests/stress_agent.py load  --db PATH --threads 4 --steps 500 --tag p3
     python tests/stress_agent.py burst --db PATH --spans 100000 --queue 2000
-    python tests/stress_agent.py churn --db PATH --threads 3        # writes until it is killed
+    python tests/stress_agent.py churn --db PATH --threads 3        # ~15k spans/s until killed
     python tests/stress_agent.py cassettes --out PATH                # saves cassettes until killed
     python tests/stress_agent.py serve --db PATH                     # phases driven on stdin
 
@@ -191,6 +191,7 @@ def run_churn(args: argparse.Namespace) -> None:
             until = time.monotonic() + rng.uniform(0.25, 0.6)
             while time.monotonic() < until:
                 agent_step(tracer, f"step-{index}-{k}")
+                time.sleep(args.pace)  # an agent waits on the network; without it, it is a burst
             span.end()
 
     for i in range(args.threads):
@@ -262,6 +263,7 @@ def main() -> None:
     churn = sub.add_parser("churn")
     churn.add_argument("--threads", type=int, default=3)
     churn.add_argument("--seed", type=int, default=0)
+    churn.add_argument("--pace", type=float, default=0.0005, help="seconds between steps (4 spans each)")
     cassettes = sub.add_parser("cassettes")
     cassettes.add_argument("--out", type=Path, required=True)
     serve = sub.add_parser("serve")

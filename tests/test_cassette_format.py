@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import random
 import shutil
+import stat
 import struct
 import subprocess
 from collections.abc import Iterator
@@ -290,3 +292,16 @@ def test_a_save_that_fails_midway_leaves_the_old_file_and_no_temporary(
         save_cassette(vector("success-tool-use"), target)
     assert target.read_bytes() == before
     assert list(tmp_path.iterdir()) == [target]
+
+
+def test_a_saved_cassette_has_the_usual_file_mode(tmp_path: Path) -> None:
+    old_umask = os.umask(0o027)
+    try:
+        fresh = tmp_path / "fresh.json"
+        save_cassette(vector("success-tool-use"), fresh)
+        assert stat.S_IMODE(fresh.stat().st_mode) == 0o640  # 0666 less the umask, as open() gives
+        fresh.chmod(0o604)
+        save_cassette(vector("error-unknown-tool"), fresh)
+        assert stat.S_IMODE(fresh.stat().st_mode) == 0o604  # a replaced file keeps its mode
+    finally:
+        os.umask(old_umask)

@@ -235,7 +235,8 @@ def test_a_lasting_write_failure_keeps_the_newest_spans_and_counts_the_rest(
     rec.flush()
     assert [r["name"] for r in rec.rows()] == [f"span-{i}" for i in range(15, 25)]  # the newest 10
     (recorder_row,) = rec.rows("SELECT * FROM recorders")
-    assert (recorder_row["spans_written"], recorder_row["write_errors"], recorder_row["spans_dropped"]) == (10, 15, 0)
+    counts = (recorder_row["spans_written"], recorder_row["write_errors"], recorder_row["spans_dropped"])
+    assert counts == (10, 15, 0)
     assert rec.processor.write_errors == 15
 
 

@@ -138,7 +138,7 @@ def stats(ctx: click.Context, as_json: bool) -> None:
         f"database       {info['database']}  "
         f"({info['size_bytes'] / 1e6:.2f} MB, schema v{info['schema_version']})"
     )
-    state = "writable" if info["writable"] else "NOT writable by this user: a recorder run by it records nothing"
+    state = "writable" if info["writable"] else "NOT writable by this user: its recorders record nothing"
     click.echo(f"file           {state}; {info['disk_free_bytes'] / 1e6:,.0f} MB free on its disk")
     click.echo(f"traces         {info['traces']}")
     click.echo(f"spans          {info['spans']}  ({info['open_spans']} open, {info['error_spans']} failed)")
