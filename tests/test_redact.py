@@ -111,3 +111,31 @@ def test_nothing_secret_reaches_the_database(make_recorder: Callable[..., Record
         assert core.encode() not in dump
     (row,) = rec.rows()
     assert "[REDACTED:anthropic-key]" in row["events"]
+
+
+def test_values_given_to_secret_names_in_text_and_in_json_inside_json() -> None:
+    redactor = Redactor(fields=["x-acme-key"])
+    cases = {
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n": (
+            "aws_secret_access_key = [REDACTED]\n"
+        ),
+        "PASSWD=hunter2; password: 'two words' ok": "PASSWD=[REDACTED]; password: '[REDACTED]' ok",
+        "Authorization: Basic dXNlcjpwYXNzd29yZA==": "Authorization: [REDACTED]",
+        "Authorization: Bearer abcdefgh12345678": "Authorization: Bearer [REDACTED:bearer]",
+        "X-Acme-Key: 5f3c9a0d1e2b": "X-Acme-Key: [REDACTED]",
+        "GET /v1?api_key=abc123&city=Paris": "GET /v1?api_key=[REDACTED]&city=Paris",
+        "{'password': 'hunter2', 'n': None}": "{'password': '[REDACTED]', 'n': None}",
+        "Plan the next step: look up the weather = sunny": "Plan the next step: look up the weather = sunny",
+    }
+    for text, masked in cases.items():
+        assert redactor.redact_text(text) == masked
+    # Tool arguments inside a request body: JSON text in a JSON string, still valid JSON after.
+    arguments = json.dumps({"x-acme-key": 'a"b\\c é', "password": "pw", "city": "Paris"})
+    body = json.dumps({"messages": [{"tool_calls": [{"arguments": arguments}]}], "api_key": None})
+    masked_body = json.loads(redactor.redact_text(body))
+    assert json.loads(masked_body["messages"][0]["tool_calls"][0]["arguments"]) == {
+        "x-acme-key": "[REDACTED]",
+        "password": "[REDACTED]",
+        "city": "Paris",
+    }
+    assert masked_body["api_key"] is None  # not a string: left as it is, the JSON stays valid

@@ -83,6 +83,7 @@ class ForkSession(Session):
             "result": plan.result,
         }
         self.cassette.append("tool_result", replaced, forked.timestamp)
+        self._masked_from = plan.at  # the copied steps keep the parent's hashes
         self.path = plan.output
         self.ids = CallIds(start=_max_call_index(self.parent, plan.at + 1) + 1)
         self._model_steps = [pair for pair in self._model_steps if pair[0].index < plan.at]

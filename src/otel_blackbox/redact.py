@@ -6,7 +6,9 @@ resource. Two rules:
 * a value that looks like a credential (OpenAI / Anthropic keys, bearer tokens, AWS access key ids,
   GitHub tokens, JWTs, passwords in URLs, or a user regex) is replaced by ``[REDACTED:<kind>]``; an
   attribute or JSON field whose name is a secret's (``password``, ``api_key``, ``authorization``...
-  plus the user's names) is masked whole;
+  plus the user's names) is masked whole, and so is the value given to such a name in text
+  (``aws_secret_access_key = ...``, ``Authorization: Basic ...``, ``?api_key=...``) or in JSON held
+  inside a JSON string (a request body's tool arguments);
 * a value larger than ``max_bytes`` becomes a JSON truncation marker that keeps the original size
   and the SHA-256 of the original, so two huge values can still be compared.
 """
@@ -45,6 +47,22 @@ _BUILTIN_PATTERNS: tuple[tuple[str, str], ...] = (
 
 # "key": "string value" in JSON text; the key's name decides whether the value is masked.
 _JSON_STRING_PAIR = re.compile(r'"([^"\\]{1,200})"(\s*:\s*)"(?:[^"\\]|\\.)*"')
+# The same pair in JSON text that is itself inside a JSON string (tool arguments in a request body):
+# each quote is \" there, and each escape of the inner string is \\ followed by the escaped character.
+_ESCAPED_STRING_PAIR = re.compile(
+    r'\\"([^"\\]{1,200})\\"(\s*:\s*)\\"(?:[^"\\]|\\\\(?:\\["\\]|[^"\\])|\\u[0-9a-fA-F]{4})*\\"'
+)
+# name = value, name: value in plain text (ini and env files, YAML, headers, query strings, a
+# Python repr); the name decides. The value is a quoted string, or a run without spaces that
+# includes an authorization scheme. A name followed by a double quote is JSON's: left to the rules
+# above, which keep the JSON valid; a value a pattern already masked (Bearer [REDACTED:bearer]) stays.
+# (?=(name))\1 takes each word whole, once (an atomic group, which Python 3.10 lacks): without it
+# every word of the text is backtracked through, a few times slower.
+_SCHEME = r"(?i:bearer|basic|token|digest)\s+"
+_ASSIGNMENT = re.compile(
+    r"(?<![\w.\-])(?=([A-Za-z][\w.\-]{0,100}))\1('?\s*[:=]\s*)"
+    rf"(?:\"([^\"\n]*)\"|'([^'\n]*)'|(?!{_SCHEME}\[)((?:{_SCHEME})?[^\s\"'`,;&<>()\[\]{{}}]+))"
+)
 
 
 def _fragment(field: str) -> str:
@@ -107,16 +125,39 @@ class Redactor:
             text = self._custom.sub("[REDACTED:custom]", text)
         if self._trigger.search(text) is not None:
             text = self._values.sub(self._mask, text)
-        if '"' in text:  # JSON text: mask fields named like secrets ("api_key": "...")
-            lowered = text.lower()
-            if any(fragment in lowered for fragment in self._field_fragments):
+        json_text = '"' in text
+        assigns = ":" in text or "=" in text
+        if (json_text or assigns) and self._names_a_field(text):  # values given to a secret's name
+            if json_text:
                 text = _JSON_STRING_PAIR.sub(self._mask_pair, text)
+                if '\\"' in text:
+                    text = _ESCAPED_STRING_PAIR.sub(self._mask_escaped_pair, text)
+            if assigns:
+                text = _ASSIGNMENT.sub(self._mask_assignment, text)
         return text
+
+    def _names_a_field(self, text: str) -> bool:
+        """Whether a secret field's name may be in ``text`` (cheap: every name holds a fragment)."""
+        lowered = text.lower()
+        return any(fragment in lowered for fragment in self._field_fragments)
 
     def _mask_pair(self, match: re.Match[str]) -> str:
         if self.is_secret_field(match.group(1)):
             return f'"{match.group(1)}"{match.group(2)}"[REDACTED]"'
         return match.group(0)
+
+    def _mask_escaped_pair(self, match: re.Match[str]) -> str:
+        if self.is_secret_field(match.group(1)):
+            return f'\\"{match.group(1)}\\"{match.group(2)}\\"[REDACTED]\\"'
+        return match.group(0)
+
+    def _mask_assignment(self, match: re.Match[str]) -> str:
+        double, single, bare = match.group(3, 4, 5)
+        value = next(v for v in (double, single, bare) if v is not None)
+        if value.startswith("[REDACTED") or not self.is_secret_field(match.group(1)):
+            return match.group(0)
+        quote = '"' if double is not None else "'" if single is not None else ""
+        return f"{match.group(1)}{match.group(2)}{quote}[REDACTED]{quote}"
 
     def might_redact(self, text: str) -> bool:
         """False only when ``redact_text`` would leave ``text`` as it is; cheap, for prefilters.
@@ -128,8 +169,7 @@ class Redactor:
             return False
         if self._custom is not None or self._trigger.search(text) is not None:
             return True
-        lowered = text.lower()
-        return '"' in text and any(fragment in lowered for fragment in self._field_fragments)
+        return ('"' in text or ":" in text or "=" in text) and self._names_a_field(text)
 
     def is_secret_field(self, name: str) -> bool:
         if not self.enabled:

@@ -8,6 +8,13 @@ answers every request from the cassette, never opening a socket: a model request
 compared with the recorded step (``match="exact"``) or simply served in order
 (``match="sequence"``); the first difference is answered with an HTTP 400 whose message starts with
 ``[blackbox]``, and the session ends with ReplayDivergence.
+
+A recording is masked as the database is (otel_blackbox.redact, with the OTEL_BLACKBOX_REDACT_*
+settings) before it is written: credentials in prompts, tool arguments and results, answers and
+error messages become ``[REDACTED:<kind>]``. A replay compares the masked forms, so a run that sends
+the same credential again still matches. A key the program sent in a request header (or holds in a
+``*_API_KEY`` / ``*_TOKEN`` / ``*_SECRET`` variable) found anywhere in the recording is not masked
+but refused (CredentialLeak): that is the program's own key in its data, a mistake to fix.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from .cassette.canonical import canonical_json
 from .cassette.diff import ABSENT, first_difference
 from .cassette.io import load_cassette, save_cassette
 from .cassette.model import Cassette, Step, terminal_outcome, tool_calls_of
+from .config import BlackboxConfig
 from .errors import CassetteError, CredentialLeak, ReplayDivergence, ReplayIncomplete, SessionError
 from .http.exchange import HttpRequest, HttpResponse
 from .providers.anthropic import AnthropicMessages
@@ -113,7 +121,11 @@ class Session:
         self.ids = CallIds()
         self.error: SessionError | None = None
         self._lock = threading.Lock()
-        self._redactor = Redactor()
+        config = BlackboxConfig.from_env()
+        self._redactor = Redactor(
+            enabled=config.redact, patterns=config.redact_patterns, fields=config.redact_fields
+        )
+        self._masked_from = 0  # steps before this one are a parent's, masked when it was recorded
         self._seen_keys: set[str] = set()
         self._final_answer: str | None = None
         self._finished = False
@@ -259,7 +271,28 @@ class Session:
             end = {"event": "run_failed", "status": "error", "reason": reason, "message": str(error)[:500]}
         self.cassette.append("metadata", end, _now_ms())
         self._refuse_leaks()
+        self._mask_steps()
         save_cassette(self.cassette, self.path)
+
+    def _masked(self, payload: Any) -> Any:
+        """``payload`` with its credentials masked; the very same object when it has none."""
+        if not self._redactor.might_redact(json.dumps(payload, ensure_ascii=False)):
+            return payload
+        return _masked_json(payload, self._redactor)
+
+    def _mask_steps(self) -> None:
+        """Mask the steps this run recorded, re-hashing the chain from the first one that changed."""
+        steps = self.cassette.steps
+        for position in range(self._masked_from, len(steps)):
+            payload = self._masked(steps[position].payload)
+            if payload is not steps[position].payload and payload != steps[position].payload:
+                break
+        else:
+            return
+        rest = steps[position:]
+        del steps[position:]
+        for step in rest:
+            self.cassette.append(step.type, self._masked(step.payload), step.timestamp)
 
     def _refuse_leaks(self) -> None:
         keys = set(self._seen_keys)
@@ -287,9 +320,11 @@ class Session:
                                  f"{len(self._model_steps)})")  # fmt: skip
         recorded_input, recorded_output = self._model_steps[self._served_models]
         if self.match == "exact":
-            got = provider.model_input(body, self.ids)
-            if not _same_json(got, recorded_input.payload):
-                diff = first_difference(recorded_input.payload, got, "$")
+            # Both masked: the recording holds masks where the program sends credentials again.
+            got = self._masked(provider.model_input(body, self.ids))
+            recorded = self._masked(recorded_input.payload)
+            if not _same_json(got, recorded):
+                diff = first_difference(recorded, got, "$")
                 where = (
                     f"{diff.path}: recorded {_short(diff.parent)}, got {_short(diff.child)}" if diff else "?"
                 )
@@ -366,6 +401,22 @@ def _same_json(a: Any, b: Any) -> bool:
     fast_a = json.dumps(a, sort_keys=True, ensure_ascii=False)
     fast_b = json.dumps(b, sort_keys=True, ensure_ascii=False)
     return fast_a == fast_b or canonical_json(a) == canonical_json(b)
+
+
+def _masked_json(value: Any, redactor: Redactor) -> Any:
+    """JSON data masked as the database masks attributes: each string, and whole under a secret's name."""
+    if isinstance(value, str):
+        return redactor.redact_text(value)
+    if isinstance(value, list):
+        return [_masked_json(item, redactor) for item in value]
+    if isinstance(value, dict):
+        return {
+            key: "[REDACTED]"
+            if isinstance(item, str) and redactor.is_secret_field(str(key))
+            else _masked_json(item, redactor)
+            for key, item in value.items()
+        }
+    return value
 
 
 def _tag_current_span(step_index: int) -> None:
