@@ -15,7 +15,7 @@ import json
 import re
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -23,12 +23,17 @@ from typing import Any
 
 import click.testing
 import pytest
-from helpers import VECTOR_NAMES, figure, fuzz_examples, run_cli, vector_path
+from helpers import VECTOR_NAMES, figure, fuzz_examples, run_cli, sized, vector_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_cassette_verify import cassette_like
+from test_provider_replace_tool_result import record_anthropic, record_chat, record_responses
 
 from otel_blackbox.cli import main
+from otel_blackbox.providers.anthropic import AnthropicMessages
+from otel_blackbox.providers.base import CallIds, Provider
+from otel_blackbox.providers.openai_chat import OpenAIChat
+from otel_blackbox.providers.openai_responses import OpenAIResponses
 
 pytestmark = pytest.mark.reliability
 
@@ -82,10 +87,12 @@ class Tally:
         self.codes[run.code] = self.codes.get(run.code, 0) + 1
 
     def report(self, test: str) -> None:
-        figure(test, "hypothesis examples", self.examples)
-        figure(test, "command runs", self.runs)
-        figure(test, "exit codes", dict(sorted(self.codes.items())))
-        figure(test, "slowest run", f"{self.slowest * 1000:.0f} ms")
+        figure(test, "examples", self.examples)
+        if self.runs:
+            figure(
+                test, "command runs (exit code: count)", f"{self.runs} ({dict(sorted(self.codes.items()))})"
+            )
+        figure(test, "slowest " + ("run" if self.runs else "example"), f"{self.slowest * 1000:.0f} ms")
 
 
 RUNNER = click.testing.CliRunner()
@@ -207,12 +214,18 @@ hostile_files = (
     | st.sampled_from([b"", b" \n\t", b"null", b"[]", b"2", b'"cassette"', b"{}", b'{"version": 2}'])
 )
 
-FUZZ = settings(
-    max_examples=fuzz_examples(60),
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
-)
+
+def fuzz(ci_examples: int) -> settings:
+    return settings(
+        max_examples=fuzz_examples(ci_examples),
+        deadline=None,  # bounded by time_limit instead: a slow example is measured, not flaky
+        database=None,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.large_base_example,
+        ],
+    )
 
 
 def write_good_contract(folder: Path) -> None:
@@ -242,7 +255,7 @@ def test_cassette_commands_answer_hostile_files_with_one_line(tmp_path: Path) ->
     write_good_contract(tmp_path)
     tally = Tally()
 
-    @FUZZ
+    @fuzz(150)
     @given(raw=hostile_files)
     def feed(raw: bytes) -> None:
         tally.examples += 1
@@ -330,3 +343,196 @@ def test_oversized_cassette_is_refused_before_it_is_read(tmp_path: Path) -> None
         run = cli("verify", str(vector_path("success-tool-use")), env={"OTEL_BLACKBOX_MAX_CASSETTE_MB": bad})
         check_run(run, codes=(2,))
         assert "OTEL_BLACKBOX_MAX_CASSETTE_MB" in run.stderr
+
+
+# --- 2. the provider translators on hostile wire data ---------------------------------------------
+
+PROVIDERS: dict[str, Provider] = {
+    "chat": OpenAIChat(),
+    "responses": OpenAIResponses(),
+    "anthropic": AnthropicMessages(),
+}
+# Real request bodies, as the real SDKs sent them in a tool round (test_provider_replace_tool_result).
+REQUESTS = {"chat": record_chat(), "responses": record_responses(), "anthropic": record_anthropic()}
+OUTPUTS: list[dict[str, Any]] = [
+    {"type": "final_answer", "text": "Sunny ☀ in Lisbon"},
+    {"type": "tool_calls", "text": "Checking.", "calls": [
+        {"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Lisbon"}},
+        {"toolCallId": "call-1", "toolName": "get_forecast", "toolInput": {"days": [1, 2.5]}},
+    ]},
+]  # fmt: skip
+json_leaves = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | hostile_strings
+hostile_json = st.recursive(
+    json_leaves,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(hostile_strings, inner, max_size=3),
+    max_leaves=8,
+) | st.sampled_from([json.loads(_nest(900, "array")), "x" * 1_000_000])
+
+
+@st.composite
+def damaged(draw: st.DrawFn, value: Any) -> Any:
+    """A copy of a JSON value with one node replaced by a hostile value, or one key removed."""
+    value = json.loads(json.dumps(value))
+    path = draw(st.sampled_from(list(_paths(value))))
+    if not path:
+        return draw(hostile_json)
+    parent = value
+    for key in path[:-1]:
+        parent = parent[key]
+    if isinstance(parent, dict) and draw(st.booleans()):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = draw(hostile_json)
+    return value
+
+
+def _events(body: bytes) -> list[bytes]:
+    return [event for event in body.split(b"\n\n") if event]
+
+
+@st.composite
+def hostile_bodies(draw: st.DrawFn, provider: Provider) -> tuple[bytes, bool]:
+    """A response the provider could have sent, then damaged: (body, streamed)."""
+    streamed = draw(st.booleans())
+    output = draw(st.sampled_from(OUTPUTS))
+    body = provider.wire_response(output, {"model": "m", "stream": streamed}).body
+    how = draw(st.sampled_from(["json", "cut", "unknown-event", "drop", "repeat", "bytes", "raw", "crlf"]))
+    if how == "json" and not streamed:
+        return json.dumps(draw(damaged(json.loads(body)))).encode(), streamed
+    events = _events(body)
+    at = draw(st.integers(0, len(events) - 1))
+    if how == "json" and events[at].endswith(b"[DONE]"):
+        how = "drop"
+    if how == "json":  # one event's data replaced by a damaged copy
+        name, _, data = events[at].rpartition(b"data: ")
+        events[at] = name + b"data: " + json.dumps(draw(damaged(json.loads(data)))).encode()
+    elif how == "cut":
+        return body[: draw(st.integers(0, len(body) - 1))], streamed
+    elif how == "unknown-event":
+        kind = draw(st.sampled_from(["response.unknown", "ping", "content_block_delta", "", "error"]))
+        extra = {"type": kind, "index": draw(json_leaves), "delta": draw(hostile_json)}
+        events.insert(at, b"event: " + kind.encode() + b"\ndata: " + json.dumps(extra).encode())
+    elif how == "drop":
+        del events[at]
+    elif how == "repeat":
+        events.insert(at, events[at])
+    elif how == "bytes":
+        events[at] += draw(st.sampled_from([b"\xff\xfe", b"\xed\xa0\x80", b"\x00", b"\r\r", b": comment"]))
+    elif how == "raw":
+        events[at] = b"data: " + draw(fragments)
+    else:
+        return body.replace(b"\n", b"\r\n"), streamed
+    return b"\n\n".join(events) + b"\n\n", streamed
+
+
+@st.composite
+def hostile_requests(draw: st.DrawFn, requests: list[Any]) -> dict[str, Any]:
+    """A real SDK request body with one node replaced or removed (still an object: the hook only
+    hands the translators request bodies that parsed as a JSON object)."""
+    request = draw(damaged(draw(st.sampled_from(requests))))
+    return request if isinstance(request, dict) else {"messages": request}
+
+
+def only_value_error(call: Callable[[], Any]) -> Any:
+    """The call's result, or None when it raised ValueError (the documented refusal); quickly."""
+    with time_limit(RUN_LIMIT_S):
+        try:
+            return call()
+        except ValueError:
+            return None
+
+
+@pytest.mark.parametrize("name", list(PROVIDERS))
+def test_translators_raise_only_value_error(name: str) -> None:
+    provider = PROVIDERS[name]
+    tally = Tally()
+
+    @fuzz(250)
+    @given(data=st.data())
+    def feed(data: st.DataObject) -> None:
+        tally.examples += 1
+        started = time.perf_counter()
+        body, streamed = data.draw(hostile_bodies(provider), label="body")
+        output = only_value_error(lambda: provider.model_output(body, streamed=streamed, ids=CallIds()))
+        assert output is None or output["type"] in ("final_answer", "tool_calls")
+
+        request = data.draw(hostile_requests(REQUESTS[name]), label="request")
+        sent = json.dumps(request)
+        neutral = only_value_error(lambda: provider.model_input(request, CallIds()))
+        assert neutral is None or isinstance(neutral["messages"], list)
+        result = data.draw(hostile_json, label="result")
+        rewritten = only_value_error(lambda: provider.replace_tool_result(request, "call-0", result))
+        assert rewritten is None or isinstance(rewritten, dict)
+        assert json.dumps(request) == sent  # never mutated, even when refused
+
+        neutral_output = data.draw(st.sampled_from(OUTPUTS).flatmap(damaged), label="output")
+        wire = only_value_error(lambda: provider.wire_response(neutral_output, request))
+        if wire is not None:  # what replay would serve: reading it back refuses or succeeds, nothing else
+            stream = provider.is_streaming(request)
+            only_value_error(lambda: provider.model_output(wire.body, streamed=stream, ids=CallIds()))
+        tally.slowest = max(tally.slowest, time.perf_counter() - started)
+
+    feed()
+    tally.report(f"{name} translator on hostile input")
+
+
+def _sse(*events: Any) -> bytes:
+    return b"".join(b"data: " + json.dumps(event).encode() + b"\n\n" for event in events)
+
+
+def _delta_stream(name: str, piece: str, count: int) -> bytes:
+    """A stream that delivers one long string in `count` deltas: a call's arguments (Chat), a
+    message's text rebuilt from its deltas (Responses, whose response.completed has no output), a
+    text block (Anthropic)."""
+    if name == "chat":
+        call = {"index": 0, "id": "c", "function": {"name": "f", "arguments": ""}}
+        more = {
+            "choices": [
+                {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}}
+            ]
+        }
+        return _sse(
+            {"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]},
+            *[more] * count,
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+        )
+    if name == "responses":
+        return _sse(
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {"type": "message", "content": []},
+            },
+            {
+                "type": "response.content_part.added",
+                "output_index": 0,
+                "part": {"type": "output_text", "text": ""},
+            },
+            *[{"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": piece}]
+            * count,
+            {"type": "response.completed", "response": {"output": None}},
+        )
+    return _sse(
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        *[{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}]
+        * count,
+        {"type": "message_stop"},
+    )
+
+
+@pytest.mark.parametrize("name", list(PROVIDERS))
+def test_a_long_stream_reads_in_linear_time(name: str) -> None:
+    """Each delta appended to a growing string made a long stream quadratic: 40,000 deltas of 256
+    characters (10 MB) took 5 to 7 s, and four times as many would take over a minute."""
+    piece, count = "abcdefgh" * 32, sized(40_000, 160_000)
+    body = _delta_stream(name, piece, count)
+    started = time.perf_counter()
+    with time_limit(RUN_LIMIT_S):
+        output = PROVIDERS[name].model_output(body, streamed=True, ids=CallIds())
+    took = time.perf_counter() - started
+    read = output["calls"][0]["toolInput"] if name == "chat" else output["text"]
+    assert read == piece * count
+    figure(
+        f"{name} translator", f"read a stream of {count} deltas ({len(body) / 1e6:.0f} MB)", f"{took:.2f} s"
+    )
+    assert took < 1.5 * count / 40_000  # linear: 0.3 s here; quadratic (before): 5 s

@@ -36,7 +36,16 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from .base import CallIds, JsonObject, WireResponse, replaced_content, rewritten
+from .base import (
+    CallIds,
+    JsonObject,
+    WireResponse,
+    add_piece,
+    join_pieces,
+    replaced_content,
+    rewritten,
+    wire_errors,
+)
 
 __all__ = ["AnthropicMessages"]
 
@@ -61,6 +70,7 @@ class AnthropicMessages:
     def handles(self, method: str, path: str) -> bool:
         return method.upper() == "POST" and path.split("?", 1)[0].rstrip("/").endswith("/messages")
 
+    @wire_errors("an Anthropic Messages request")
     def model_input(self, request: JsonObject, ids: CallIds) -> JsonObject:
         names: dict[str, str] = {}  # neutral id -> tool name, from the tool uses seen so far
         payload: JsonObject = {
@@ -82,16 +92,19 @@ class AnthropicMessages:
     def is_streaming(self, request: JsonObject) -> bool:
         return bool(request.get("stream"))
 
+    @wire_errors("an Anthropic Messages response")
     def model_output(self, body: bytes, *, streamed: bool, ids: CallIds) -> JsonObject:
         blocks = _stream_blocks(body) if streamed else _message_blocks(body)
         return _neutral_output(blocks, ids)
 
+    @wire_errors("a model_output to send as an Anthropic Messages response")
     def wire_response(self, output: JsonObject, request: JsonObject) -> WireResponse:
         message = _wire_message(output, str(request.get("model") or ""))
         if self.is_streaming(request):
             return WireResponse(200, list(_SSE_HEADERS), b"".join(_sse(message)))
         return WireResponse(200, list(_JSON_HEADERS), _dumps(message).encode())
 
+    @wire_errors("an Anthropic Messages request")
     def replace_tool_result(self, request: JsonObject, tool_call_id: str, result: Any) -> JsonObject | None:
         def targets(body: JsonObject) -> list[JsonObject]:
             return [b for b in _blocks(body) if _is_result_for(b, tool_call_id)]
@@ -233,12 +246,14 @@ def _stream_blocks(body: bytes) -> list[JsonObject]:
     for index, pieces in partial_json.items():
         if "".join(pieces).strip():
             blocks[index]["input"] = json.loads("".join(pieces))
+    for block in blocks.values():
+        join_pieces(block, "text")
     return [blocks[i] for i in sorted(blocks)]
 
 
 def _apply_delta(block: JsonObject, partial_json: list[str], delta: JsonObject) -> None:
     if delta.get("type") == "text_delta":
-        block["text"] = block.get("text", "") + delta.get("text", "")
+        add_piece(block, "text", delta.get("text", ""))
     elif delta.get("type") == "input_json_delta":
         partial_json.append(delta.get("partial_json", ""))
     # thinking, signature and citations deltas change nothing the neutral output keeps

@@ -8,12 +8,23 @@ so replay can compare a new request with a recorded step by canonical JSON.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ParamSpec, Protocol, TypeVar
 
-__all__ = ["CallIds", "Provider", "WireResponse", "replaced_content", "rewritten"]
+__all__ = [
+    "CallIds",
+    "Pieces",
+    "Provider",
+    "WireResponse",
+    "add_piece",
+    "join_pieces",
+    "replaced_content",
+    "rewritten",
+    "wire_errors",
+]
 
 JsonObject = dict[str, Any]
 
@@ -52,7 +63,12 @@ class WireResponse:
 
 
 class Provider(Protocol):
-    """One LLM API (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages)."""
+    """One LLM API (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages).
+
+    Whatever they are given (bytes that are not UTF-8 or not JSON, a stream cut short, unknown
+    events, a field of the wrong type, nesting past the recursion limit), the translations raise
+    ``ValueError`` and nothing else.
+    """
 
     name: str
 
@@ -110,3 +126,58 @@ def rewritten(
     for target in found:
         rewrite(target)
     return copied if found else None
+
+
+class Pieces(list[Any]):
+    """A string a stream delivers in deltas, kept as its pieces until the stream ends: appending
+    each delta to a growing string would make a stream of many small deltas cost quadratic time."""
+
+
+def add_piece(target: JsonObject, key: str, piece: Any) -> None:
+    """Append a delta to ``target[key]`` (a string so far, or nothing)."""
+    current = target.get(key, "")
+    if not isinstance(current, Pieces):
+        current = target[key] = Pieces([current])
+    current.append(piece)
+
+
+def join_pieces(target: JsonObject, key: str) -> None:
+    """``target[key]`` as one string again, once no more deltas can come."""
+    value = target.get(key)
+    if isinstance(value, Pieces):
+        target[key] = "".join(value)
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def wire_errors(what: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Make a translation raise only ValueError, naming ``what`` could not be read and why.
+
+    The translations read wire data the way the API documents it; data of another shape surfaces
+    as the KeyError, TypeError... of the first lookup that does not fit. Those (and bytes that are
+    not UTF-8, JSON nested past the recursion limit) become one ValueError here, so callers need
+    to expect one exception type only. A ValueError the translation raises itself passes unchanged.
+    """
+
+    def wrap(method: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(method)
+        def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                return method(*args, **kwargs)
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{what} is not UTF-8 text (byte {exc.start})") from exc
+            except json.JSONDecodeError as exc:
+                raise ValueError(
+                    f"{what} is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+                ) from exc
+            except RecursionError as exc:
+                raise ValueError(f"{what} is nested too deeply") from exc
+            except (KeyError, IndexError, TypeError, AttributeError) as exc:
+                reason = f"{type(exc).__name__}: {exc}"[:200]
+                raise ValueError(f"{what} is not in the shape the API documents ({reason})") from exc
+
+        return checked
+
+    return wrap

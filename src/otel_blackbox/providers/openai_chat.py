@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cassette.model import tool_calls_of
-from .base import CallIds, JsonObject, WireResponse, replaced_content, rewritten
+from .base import CallIds, JsonObject, WireResponse, replaced_content, rewritten, wire_errors
 
 __all__ = ["OpenAIChat"]
 
@@ -71,6 +71,7 @@ class OpenAIChat:
     def handles(self, method: str, path: str) -> bool:
         return method.upper() == "POST" and path.split("?", 1)[0].rstrip("/").endswith("/chat/completions")
 
+    @wire_errors("an OpenAI Chat Completions request")
     def model_input(self, request: JsonObject, ids: CallIds) -> JsonObject:
         system, rest = _split_system([m for m in request.get("messages") or [] if isinstance(m, dict)])
         payload: JsonObject = {
@@ -89,16 +90,19 @@ class OpenAIChat:
     def is_streaming(self, request: JsonObject) -> bool:
         return bool(request.get("stream"))
 
+    @wire_errors("an OpenAI Chat Completions response")
     def model_output(self, body: bytes, *, streamed: bool, ids: CallIds) -> JsonObject:
         turn = _stream_turn(body) if streamed else _completion_turn(body)
         return turn.neutral(ids)
 
+    @wire_errors("a model_output to send as an OpenAI Chat Completions response")
     def wire_response(self, output: JsonObject, request: JsonObject) -> WireResponse:
         if not self.is_streaming(request):
             return WireResponse(200, list(JSON_HEADERS), dumps(_completion(output, request)).encode())
         data = [f"data: {dumps(chunk)}\n\n" for chunk in _chunks(output, request)]
         return WireResponse(200, list(SSE_HEADERS), ("".join(data) + "data: [DONE]\n\n").encode())
 
+    @wire_errors("an OpenAI Chat Completions request")
     def replace_tool_result(self, request: JsonObject, tool_call_id: str, result: Any) -> JsonObject | None:
         def targets(body: JsonObject) -> list[JsonObject]:
             return [m for m in objects_of(body.get("messages")) if _is_tool_message(m, tool_call_id)]
@@ -330,7 +334,9 @@ def _completion_turn(body: bytes) -> Turn:
 class _StreamState:
     text: list[str] = field(default_factory=list)
     refusal: list[str] = field(default_factory=list)
-    calls: dict[int, dict[str, str]] = field(default_factory=dict)
+    # Each call's id, name and arguments as the pieces the deltas carried: joined once at the end,
+    # so a stream of many small deltas costs linear time, not quadratic.
+    calls: dict[int, dict[str, list[str]]] = field(default_factory=dict)
     finished: bool = False
 
     def add(self, choice: JsonObject) -> None:
@@ -338,13 +344,20 @@ class _StreamState:
         self.text.append(delta.get("content") or "")
         self.refusal.append(delta.get("refusal") or "")
         for piece in delta.get("tool_calls") or []:
-            call = self.calls.setdefault(piece.get("index", 0), {"id": "", "name": "", "arguments": ""})
+            call = self.calls.setdefault(piece.get("index", 0), {"id": [], "name": [], "arguments": []})
             function = piece.get("function") or {}
             # Strings are concatenated, as the SDK's accumulate_delta does.
-            call["id"] += piece.get("id") or ""
-            call["name"] += function.get("name") or ""
-            call["arguments"] += function.get("arguments") or ""
+            call["id"].append(piece.get("id") or "")
+            call["name"].append(function.get("name") or "")
+            call["arguments"].append(function.get("arguments") or "")
         self.finished = self.finished or bool(choice.get("finish_reason"))
+
+    def turn(self) -> Turn:
+        calls = [
+            ("".join(c["id"]), "".join(c["name"]), "".join(c["arguments"]))
+            for _, c in sorted(self.calls.items())
+        ]
+        return Turn("".join(self.text) or "".join(self.refusal), calls)
 
 
 def _stream_turn(body: bytes) -> Turn:
@@ -360,8 +373,7 @@ def _stream_turn(body: bytes) -> Turn:
                 state.add(choice)
     if not state.finished:
         raise ValueError("the stream ended before a finish_reason")
-    calls = [(c["id"], c["name"], c["arguments"]) for _, c in sorted(state.calls.items())]
-    return Turn("".join(state.text) or "".join(state.refusal), calls)
+    return state.turn()
 
 
 # --- synthesized responses --------------------------------------------------------------------

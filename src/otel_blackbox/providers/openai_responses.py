@@ -45,7 +45,16 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from .base import CallIds, JsonObject, WireResponse, replaced_content, rewritten
+from .base import (
+    CallIds,
+    JsonObject,
+    WireResponse,
+    add_piece,
+    join_pieces,
+    replaced_content,
+    rewritten,
+    wire_errors,
+)
 from .openai_chat import (
     JSON_HEADERS,
     SSE_HEADERS,
@@ -94,6 +103,7 @@ class OpenAIResponses:
     def handles(self, method: str, path: str) -> bool:
         return method.upper() == "POST" and path.split("?", 1)[0].rstrip("/").endswith("/responses")
 
+    @wire_errors("an OpenAI Responses API request")
     def model_input(self, request: JsonObject, ids: CallIds) -> JsonObject:
         system, items = _split_system(request)
         payload: JsonObject = {
@@ -112,10 +122,12 @@ class OpenAIResponses:
     def is_streaming(self, request: JsonObject) -> bool:
         return bool(request.get("stream"))
 
+    @wire_errors("an OpenAI Responses API response")
     def model_output(self, body: bytes, *, streamed: bool, ids: CallIds) -> JsonObject:
         items = _stream_items(body) if streamed else _response_items(body)
         return _turn(items).neutral(ids)
 
+    @wire_errors("a model_output to send as an OpenAI Responses API response")
     def wire_response(self, output: JsonObject, request: JsonObject) -> WireResponse:
         response = _response(output, request)
         if not self.is_streaming(request):
@@ -126,6 +138,7 @@ class OpenAIResponses:
         ]
         return WireResponse(200, list(SSE_HEADERS), "".join(events).encode())
 
+    @wire_errors("an OpenAI Responses API request")
     def replace_tool_result(self, request: JsonObject, tool_call_id: str, result: Any) -> JsonObject | None:
         def targets(body: JsonObject) -> list[JsonObject]:
             return [i for i in objects_of(body.get("input")) if _is_output_of(i, tool_call_id)]
@@ -276,7 +289,15 @@ def _stream_items(body: bytes) -> list[JsonObject]:
     output = final.get("output")
     if isinstance(output, list):
         return [i for i in output if isinstance(i, dict)]
-    return [items[i] for i in sorted(items)]
+    return [_joined(items[i]) for i in sorted(items)]
+
+
+def _joined(item: JsonObject) -> JsonObject:
+    join_pieces(item, "arguments")
+    for part in item.get("content") or []:
+        if isinstance(part, dict):
+            join_pieces(part, "text")
+    return item
 
 
 def _event_error(event: Any) -> str:
@@ -290,12 +311,11 @@ def _part_added(item: JsonObject, event: JsonObject) -> None:
 
 
 def _text_delta(item: JsonObject, event: JsonObject) -> None:
-    part = item["content"][event.get("content_index", 0)]
-    part["text"] = part.get("text", "") + event.get("delta", "")
+    add_piece(item["content"][event.get("content_index", 0)], "text", event.get("delta", ""))
 
 
 def _arguments_delta(item: JsonObject, event: JsonObject) -> None:
-    item["arguments"] = item.get("arguments", "") + event.get("delta", "")
+    add_piece(item, "arguments", event.get("delta", ""))
 
 
 def _arguments_done(item: JsonObject, event: JsonObject) -> None:
