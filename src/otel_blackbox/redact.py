@@ -137,9 +137,13 @@ class Redactor:
         return text
 
     def _names_a_field(self, text: str) -> bool:
-        """Whether a secret field's name may be in ``text`` (cheap: every name holds a fragment)."""
+        """Whether a secret field's name may be in ``text``: a cheap look for the fragments every
+        name holds, then for the names themselves, spelt as is_secret_field reads them."""
         lowered = text.lower()
-        return any(fragment in lowered for fragment in self._field_fragments)
+        if not any(fragment in lowered for fragment in self._field_fragments):
+            return False
+        normalized = lowered.replace("-", "_")
+        return any(name in normalized for name in self._fields)
 
     def _mask_pair(self, match: re.Match[str]) -> str:
         if self.is_secret_field(match.group(1)):
