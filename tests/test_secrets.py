@@ -94,9 +94,9 @@ def _jwt(rng: random.Random) -> str:
         "scope": "deploy read:secrets",
     }
     signature = rng.randbytes(256 if header["alg"] == "RS256" else 64 if header["alg"] == "ES256" else 32)
-    compact = {"separators": (",", ":")}
-    parts = (json.dumps(header, **compact).encode(), json.dumps(claims, **compact).encode(), signature)
-    return ".".join(_b64url(part) for part in parts)
+    compact = (",", ":")
+    parts = (json.dumps(header, separators=compact).encode(), json.dumps(claims, separators=compact).encode())
+    return ".".join(_b64url(part) for part in (*parts, signature))
 
 
 def make_corpus(rng: random.Random, copies: int) -> list[Secret]:
