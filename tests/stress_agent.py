@@ -1,8 +1,8 @@
 """A stand-in agent for the reliability tests, run as its own process (tests/test_reliability_*.py).
 
-    python tests/stress_agent.py load  --db PATH --threads 4 --steps 500 --tag p3
+    python tests/stress_agent.py load  --db PATH --threads 4 --steps 500 --tag p3   # <= 400 spans/s a thread
     python tests/stress_agent.py burst --db PATH --spans 100000 --queue 2000
-    python tests/stress_agent.py churn --db PATH --threads 3        # ~15k spans/s until killed
+    python tests/stress_agent.py churn --db PATH --threads 3        # ~5k spans/s until killed
     python tests/stress_agent.py cassettes --out PATH                # saves cassettes until killed
     python tests/stress_agent.py serve --db PATH                     # phases driven on stdin
 
@@ -80,6 +80,7 @@ def run_load(args: argparse.Namespace) -> None:
     def worker(index: int) -> None:
         for step in range(args.steps):
             ended[index] += agent_step(tracer, f"{args.tag}/{index}/{step}")
+            time.sleep(args.pace)
 
     started = time.time()
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(args.threads)]
@@ -177,7 +178,7 @@ def run_burst(args: argparse.Namespace) -> None:
 
 
 def run_churn(args: argparse.Namespace) -> None:
-    _provider, _processor, tracer = recorder(args)
+    _provider, _processor, tracer = recorder(args, max_db_mb=args.max_db_mb)
     rng = random.Random(args.seed)
     print_lock = threading.Lock()
 
@@ -255,6 +256,7 @@ def main() -> None:
     load.add_argument("--threads", type=int, default=4)
     load.add_argument("--steps", type=int, default=100)
     load.add_argument("--tag", default="p0")
+    load.add_argument("--pace", type=float, default=0.01, help="seconds between steps (4 spans each)")
     burst = sub.add_parser("burst")
     burst.add_argument("--spans", type=int, default=100_000)
     burst.add_argument("--threads", type=int, default=4)
@@ -263,7 +265,8 @@ def main() -> None:
     churn = sub.add_parser("churn")
     churn.add_argument("--threads", type=int, default=3)
     churn.add_argument("--seed", type=int, default=0)
-    churn.add_argument("--pace", type=float, default=0.0005, help="seconds between steps (4 spans each)")
+    churn.add_argument("--pace", type=float, default=0.002, help="seconds between steps (4 spans each)")
+    churn.add_argument("--max-db-mb", type=float, default=300.0, help="the size cap (300 MB, the default)")
     cassettes = sub.add_parser("cassettes")
     cassettes.add_argument("--out", type=Path, required=True)
     serve = sub.add_parser("serve")

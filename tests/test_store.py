@@ -13,7 +13,13 @@ from helpers import Recorder
 
 from otel_blackbox.errors import DatabaseLocked, DatabaseNotFound, NotABlackboxDatabase
 from otel_blackbox.store.connection import connect_reader, connect_writer
-from otel_blackbox.store.retention import apply_retention, cleanup, database_bytes
+from otel_blackbox.store.retention import (
+    apply_retention,
+    cleanup,
+    database_bytes,
+    evict_oldest,
+    oldest_complete_traces,
+)
 from otel_blackbox.store.schema import SCHEMA_VERSION
 
 DAY_NS = 86_400 * 10**9
@@ -129,6 +135,39 @@ def test_size_cap_evicts_oldest_complete_traces_and_shrinks_file(
     kept = [n for n in names if n != "still-running"]
     assert kept == [f"t{i:03d}" for i in range(300 - len(kept), 300)]  # the newest survive
     still_running.end()
+
+
+def test_eviction_reads_only_the_oldest_end_and_keeps_to_its_budget(
+    make_recorder: Callable[..., Recorder],
+) -> None:
+    rec = make_recorder(retention=None, max_db_mb=0)
+    now = time.time_ns()
+    for i in range(600):
+        _trace_at(rec, f"t{i:03d}", now - (600 - i) * 10**9, children=3, payload="x" * 4000)
+    running = rec.tracer.start_span("running", start_time=now - 10**12)  # the oldest, but open
+    rec.flush()
+    conn = connect_writer(rec.db_path)
+
+    def root_names(trace_ids: list[str]) -> list[str]:
+        marks = ",".join("?" * len(trace_ids))
+        rows = conn.execute(
+            f"SELECT name FROM spans WHERE parent_span_id IS NULL AND trace_id IN ({marks})", trace_ids
+        )
+        return sorted(r[0] for r in rows)
+
+    assert root_names(oldest_complete_traces(conn, 3)) == ["t000", "t001", "t002"]  # the open one is skipped
+    plan = " ".join(
+        r[3] for r in conn.execute("EXPLAIN QUERY PLAN SELECT trace_id FROM spans ORDER BY start_ns")
+    )
+    assert "spans_by_start" in plan  # a walk of the start index, stopped early: not a scan of the table
+
+    target = database_bytes(conn) // 2
+    assert evict_oldest(conn, target, budget_s=0) == (0, False)  # no time left this tick: nothing done
+    evicted, done = evict_oldest(conn, target)
+    assert done and evicted > 200 and database_bytes(conn) <= target  # more than one chunk
+    names = sorted(r[0] for r in conn.execute("SELECT name FROM spans WHERE parent_span_id IS NULL"))
+    assert names == ["running"] + [f"t{i:03d}" for i in range(evicted, 600)]  # the newest stay
+    running.end()
 
 
 def test_writer_applies_size_cap_while_recording(make_recorder: Callable[..., Recorder]) -> None:

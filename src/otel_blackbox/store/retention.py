@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import math
+import contextlib
 import sqlite3
 import time
 from collections.abc import Callable
@@ -15,10 +15,16 @@ __all__ = [
     "cleanup",
     "database_bytes",
     "enforce_size_cap",
+    "evict_oldest",
+    "give_space_back",
+    "oldest_complete_traces",
+    "size_cap_target",
 ]
 
 # Evict down to this share of the cap, so a database at the cap is not trimmed on every batch.
 _LOW_WATER = 0.9
+_EVICTION_CHUNK = 200  # traces deleted in one transaction: short, so writers never wait long
+_OPEN = "status IN ('error', 'open') AND status = 'open'"  # as written, it reads the partial index
 
 
 @dataclass
@@ -69,30 +75,41 @@ def apply_retention(conn: sqlite3.Connection, max_age_s: float, now_ns: int | No
     return len(expired)
 
 
-def enforce_size_cap(conn: sqlite3.Connection, max_bytes: int) -> int:
-    """Evict the oldest complete traces until the data fits under max_bytes. Returns the count."""
+def oldest_complete_traces(conn: sqlite3.Connection, limit: int) -> list[str]:
+    """Up to ``limit`` traces with no open span, oldest first by their first span's start.
+
+    Walks the start index from its oldest end and stops early, so the cost follows ``limit``, not
+    the size of the table. A trace with an open span may still be running: it is never chosen.
+    """
+    running = {r[0] for r in conn.execute(f"SELECT trace_id FROM spans WHERE {_OPEN}")}
+    victims: list[str] = []
+    seen: set[str] = set()
+    with contextlib.closing(conn.execute("SELECT trace_id FROM spans ORDER BY start_ns")) as rows:
+        for (trace_id,) in rows:
+            if trace_id in seen:
+                continue
+            seen.add(trace_id)
+            if trace_id not in running:
+                victims.append(trace_id)
+                if len(victims) >= limit:
+                    break
+    return victims
+
+
+def evict_oldest(
+    conn: sqlite3.Connection, down_to_bytes: int, *, budget_s: float | None = None
+) -> tuple[int, bool]:
+    """Evict the oldest complete traces, a short transaction at a time, until the data fits.
+
+    With ``budget_s`` it stops after about that long (the writer's share of a tick). Returns the
+    count and whether it is done: the data fits, or only running traces are left.
+    """
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     evicted = 0
-    target = int(max_bytes * _LOW_WATER)
-    for _ in range(50):  # each round removes a proportional share; bounded so it always ends
-        used = database_bytes(conn)
-        if used <= max_bytes if evicted == 0 else used <= target:
-            break
-        traces = conn.execute("SELECT count(DISTINCT trace_id) FROM spans").fetchone()[0]
-        if not traces:
-            break
-        share = max(1, math.ceil(traces * (used - target) / used))
-        # Oldest first by trace start; a trace with open spans may still be running: keep it.
-        victims = [
-            r[0]
-            for r in conn.execute(
-                """
-                SELECT trace_id FROM spans GROUP BY trace_id
-                HAVING sum(status = 'open') = 0
-                ORDER BY min(start_ns) LIMIT ?
-                """,
-                (share,),
-            )
-        ]
+    while database_bytes(conn) > down_to_bytes:
+        if deadline is not None and time.monotonic() >= deadline:
+            return evicted, False
+        victims = oldest_complete_traces(conn, _EVICTION_CHUNK)
         if not victims:
             break
         conn.execute("BEGIN IMMEDIATE")
@@ -103,13 +120,28 @@ def enforce_size_cap(conn: sqlite3.Connection, max_bytes: int) -> int:
             conn.execute("ROLLBACK")
             raise
         evicted += len(victims)
-    return evicted
+    return evicted, True
 
 
-def _give_space_back(conn: sqlite3.Connection) -> None:
+def size_cap_target(max_bytes: int) -> int:
+    return int(max_bytes * _LOW_WATER)
+
+
+def enforce_size_cap(conn: sqlite3.Connection, max_bytes: int) -> int:
+    """Over the cap, evict the oldest complete traces down to 90 % of it. Returns the count."""
+    if database_bytes(conn) <= max_bytes:
+        return 0
+    return evict_oldest(conn, size_cap_target(max_bytes))[0]
+
+
+def give_space_back(conn: sqlite3.Connection, *, max_pages: int | None = None) -> bool:
+    """Return free pages to the filesystem (at most ``max_pages`` at a time); True when none are left."""
     # Through execute() each step frees one page only; executescript steps the pragma to completion.
-    conn.executescript("PRAGMA incremental_vacuum;")
+    conn.executescript(f"PRAGMA incremental_vacuum({max_pages or 0});")
+    if conn.execute("PRAGMA freelist_count").fetchone()[0]:
+        return False
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return True
 
 
 CLEANUP_STEPS = 3
@@ -134,7 +166,7 @@ def cleanup(
         result.traces_evicted = enforce_size_cap(conn, max_bytes)
     step_done(1)
     if result.traces_expired or result.traces_evicted:
-        _give_space_back(conn)
+        give_space_back(conn)
     step_done(1)
     result.bytes_after = database_bytes(conn)
     return result

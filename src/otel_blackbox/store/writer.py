@@ -38,7 +38,7 @@ from ..errors import StoreError
 from ..redact import Redactor
 from .connection import connect_writer
 from .inserts import insert_spans
-from .retention import cleanup, database_bytes
+from .retention import apply_retention, database_bytes, evict_oldest, give_space_back, size_cap_target
 from .rows import RowBuilder
 
 __all__ = ["FlushMarker", "SpanWriter"]
@@ -47,6 +47,8 @@ logger = logging.getLogger("otel_blackbox")
 
 
 _MAX_TRACKED_OPEN = 100_000
+_MAINTENANCE_BUDGET_S = 0.05  # of each 100 ms tick, for evicting traces down from the size cap
+_VACUUM_PAGES_PER_TICK = 2048  # 16 MB of 8 KiB pages given back to the filesystem a tick
 
 # Failures caused by a batch's content, not by the file: trying again cannot help.
 _NOT_RETRYABLE = (sqlite3.IntegrityError, sqlite3.DataError, sqlite3.InterfaceError, sqlite3.ProgrammingError)
@@ -91,6 +93,8 @@ class SpanWriter:
         self._warned: set[str] = set()
         self._last_cleanup = 0.0
         self._last_size_check = 0.0
+        self._evicting = False  # over the size cap: evicting a share each tick down to 90 %
+        self._freed = False  # pages to give back to the filesystem once eviction is done
         self._last_heartbeat = 0.0
         self._heartbeat_s = config.flush_interval_ms / 1000
         self._open_on_disk: set[Any] = set()
@@ -352,24 +356,38 @@ class SpanWriter:
     # -- maintenance -----------------------------------------------------------------------------
 
     def maintain(self) -> None:
-        """Retention and the size cap: at start, every cleanup interval, and when the file passes the cap."""
+        """Retention and the size cap, a bounded share each tick so span writes never wait long.
+
+        Retention runs at start and every cleanup interval. The size is checked once a second; over
+        the cap, the oldest complete traces go (about _MAINTENANCE_BUDGET_S of work a tick) until
+        the data is down to 90 % of it, then the freed pages go back to the filesystem.
+        """
         dropped = self._dropped()
         if dropped:
             self._warn_once("dropped", f"otel-blackbox queue full: dropping spans ({dropped} so far)")
         config = self.config
-        if config.retention_seconds is None and config.max_db_bytes is None:
-            return
+        cap = config.max_db_bytes
+        if (config.retention_seconds is None and cap is None) or self._failing:
+            return  # maintenance cannot work where writing does not: wait for it
         now = time.monotonic()
-        due = now - self._last_cleanup >= config.cleanup_interval_s or self._last_cleanup == 0.0
-        if not due and config.max_db_bytes is not None and now - self._last_size_check >= 1.0:
-            self._last_size_check = now
-            if self._conn is not None:
-                due = database_bytes(self._conn) > config.max_db_bytes
-        if not due or self._failing:  # cleanup cannot work where writing does not: wait for it
-            return
-        self._last_cleanup = now
         try:
-            cleanup(self._connection(), max_age_s=config.retention_seconds, max_bytes=config.max_db_bytes)
+            conn = self._connection()
+            if config.retention_seconds is not None and (
+                self._last_cleanup == 0.0 or now - self._last_cleanup >= config.cleanup_interval_s
+            ):
+                self._last_cleanup = now
+                self._freed |= apply_retention(conn, config.retention_seconds) > 0
+            if cap is not None and not self._evicting and now - self._last_size_check >= 1.0:
+                self._last_size_check = now
+                self._evicting = database_bytes(conn) > cap
+            if cap is not None and self._evicting:
+                # Past the cap itself, take a larger share: the cap must hold even under heavy writing.
+                budget = _MAINTENANCE_BUDGET_S * (3 if database_bytes(conn) > cap else 1)
+                evicted, done = evict_oldest(conn, size_cap_target(cap), budget_s=budget)
+                self._evicting = not done
+                self._freed |= evicted > 0
+            if self._freed and not self._evicting:
+                self._freed = not give_space_back(conn, max_pages=_VACUUM_PAGES_PER_TICK)
         except (sqlite3.Error, StoreError, OSError) as exc:
             self._fault(exc)
 
