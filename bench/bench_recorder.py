@@ -11,7 +11,8 @@ contender rotates), the median of R repeats reported, and ratios compared with t
    timing only the span-creation loop (never the flush);
 2. persisted spans/s: from before the first span until force_flush()/flush() returns, with the rows
    counted in SQLite afterwards (a run that did not persist every span is not counted);
-3. redaction cost: the same persisted run with BlackboxConfig(redact=False) vs the default.
+3. redaction cost: the same persisted run with BlackboxConfig(redact=False) vs the default, on the
+   ordinary spans and on secret-heavy ones (the prompt pastes a config file with six credentials).
 
 ``--profile`` adds cProfile listings of the caller loop and of the Blackbox writer (run on the main
 thread over a prepared queue) plus the writer's isolated cost per span, with and without redaction.
@@ -29,6 +30,7 @@ import json
 import os
 import platform
 import pstats
+import random
 import shutil
 import sqlite3
 import statistics
@@ -59,6 +61,27 @@ INPUT_TEXT = (
 )
 assert 180 <= len(INPUT_TEXT) <= 220
 
+
+def _secret_text() -> str:
+    """A prompt that pastes a config file: six credentials in their real shapes (fake, seeded)."""
+    rng = random.Random(0)
+
+    def chars(alphabet: str, n: int) -> str:
+        return "".join(rng.choice(alphabet) for _ in range(n))
+
+    alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    base32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+    return (
+        f"Deploy with this config and tell me what is wrong. OPENAI_API_KEY=sk-proj-{chars(alnum, 74)}"
+        f"T3BlbkFJ{chars(alnum, 74)}\naws_access_key_id = AKIA{chars(base32, 16)}\n"
+        f"aws_secret_access_key = {chars(alnum + '/+', 40)}\ngithub: ghp_{chars(alnum, 36)}\n"
+        f"database: postgres://app:{chars(alnum, 20)}@db.internal:5432/prod\n"
+        f"Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.{chars(alnum, 60)}.{chars(alnum, 43)}"
+    )
+
+
+SECRET_TEXT = _secret_text()  # ~620 characters
+
 FLUSH_TIMEOUT_MS = 300_000
 
 TARGET_CALLER_RATIO = 1.25  # added(Blackbox) / added(BatchSpanProcessor) <= this
@@ -67,13 +90,19 @@ TARGET_VS_BATCH = 0.75  # persisted rate: Blackbox / BatchSpanProcessor(no-op ex
 
 CALLER_CONTENDERS = ("bare-sdk", "batch", "batch-noop", "blackbox", "ai-blackbox-recorder")
 OTEL_PROCESSORS = ("batch", "batch-noop", "blackbox")  # the ones with an "added" cost
-PERSIST_CONTENDERS = ("batch-noop", "blackbox", "blackbox-noredact", "ai-blackbox-recorder")
+PERSIST_CONTENDERS = (
+    "batch-noop", "blackbox", "blackbox-noredact", "blackbox-secrets", "blackbox-secrets-noredact",
+    "ai-blackbox-recorder",
+)  # fmt: skip
+BLACKBOX_CONTENDERS = ("blackbox", "blackbox-noredact", "blackbox-secrets", "blackbox-secrets-noredact")
 LABELS = {
     "bare-sdk": "bare SDK (no processor)",
     "batch": "BatchSpanProcessor(InMemorySpanExporter)",
     "batch-noop": "BatchSpanProcessor(no-op exporter)",
     "blackbox": "BlackboxSpanProcessor",
     "blackbox-noredact": "BlackboxSpanProcessor(redact=False)",
+    "blackbox-secrets": "BlackboxSpanProcessor, secret-heavy spans",
+    "blackbox-secrets-noredact": "BlackboxSpanProcessor(redact=False), secret-heavy",
     "ai-blackbox-recorder": f"ai-blackbox-recorder {abr.__version__} Tracer().span",
 }
 
@@ -81,7 +110,7 @@ LABELS = {
 # -- the workload ----------------------------------------------------------------------------------
 
 
-def otel_pairs(tracer: Tracer, pairs: int) -> None:
+def otel_pairs(tracer: Tracer, pairs: int, text: str = INPUT_TEXT) -> None:
     """A parent AGENT span with one LLM child, ``pairs`` times: 5 attributes per span."""
     for i in range(pairs):
         with (
@@ -89,7 +118,7 @@ def otel_pairs(tracer: Tracer, pairs: int) -> None:
                 "agent.step",
                 attributes={
                     "openinference.span.kind": "AGENT",
-                    "input.value": INPUT_TEXT,
+                    "input.value": text,
                     "agent.step": i,
                     "agent.max_steps": 10,
                     "agent.retries": 0,
@@ -99,7 +128,7 @@ def otel_pairs(tracer: Tracer, pairs: int) -> None:
                 "llm.chat",
                 attributes={
                     "openinference.span.kind": "LLM",
-                    "input.value": INPUT_TEXT,
+                    "input.value": text,
                     "llm.token_count.prompt": 120 + i % 50,
                     "llm.token_count.completion": 30,
                     "llm.token_count.total": 150 + i % 50,
@@ -207,16 +236,18 @@ def run_otel(contender: str, spans: int, workdir: Path, *, persist: bool) -> Sam
     elif contender == "batch-noop":
         noop = NoopExporter()
         provider.add_span_processor(BatchSpanProcessor(noop, max_queue_size=queue_room))
-    elif contender in ("blackbox", "blackbox-noredact"):
-        blackbox = BlackboxSpanProcessor(config=blackbox_config(db, spans, redact=contender == "blackbox"))
+    elif contender in BLACKBOX_CONTENDERS:
+        redact = not contender.endswith("-noredact")
+        blackbox = BlackboxSpanProcessor(config=blackbox_config(db, spans, redact=redact))
         provider.add_span_processor(blackbox)
     elif contender != "bare-sdk":
         raise ValueError(contender)
     tracer = provider.get_tracer("bench_recorder")
     gc.collect()
 
+    text = SECRET_TEXT if contender.startswith("blackbox-secrets") else INPUT_TEXT
     t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
-    otel_pairs(tracer, pairs)
+    otel_pairs(tracer, pairs, text)
     flushed = provider.force_flush(FLUSH_TIMEOUT_MS) if persist else True
     t1, c1 = time.perf_counter_ns(), time.thread_time_ns()
 
@@ -371,6 +402,9 @@ def run_benchmark(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "persisted_blackbox_over_abr": ratio(rate["blackbox"], rate["ai-blackbox-recorder"]),
         "persisted_blackbox_over_batch_noop": ratio(rate["blackbox"], rate["batch-noop"]),
         "persisted_noredact_over_default": ratio(rate["blackbox-noredact"], rate["blackbox"]),
+        "persisted_noredact_over_default_secrets": ratio(
+            rate["blackbox-secrets-noredact"], rate["blackbox-secrets"]
+        ),
     }
     caller_ratio = ratios["caller_added_blackbox_over_batch"]
     vs_abr = ratios["persisted_blackbox_over_abr"]
@@ -410,10 +444,14 @@ def run_benchmark(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     print(f"   {'contender':<44} {'spans/s':>9} {'µs/span':>8}")
     for c in PERSIST_CONTENDERS:
         print(f"   {LABELS[c]:<44} {rate[c]:9.0f} {1e6 / rate[c]:8.2f}")
-    print(
-        f"   redaction cost: redact=False runs at {redaction:.2f}x the default's rate "
-        f"(redaction is {(1 - 1 / redaction) * 100:.0f}% of the default run's time)"
-    )
+    for workload, cost in (
+        ("ordinary spans", redaction),
+        ("secret-heavy spans", ratios["persisted_noredact_over_default_secrets"]),
+    ):
+        print(
+            f"   redaction cost, {workload}: redact=False runs at {cost:.2f}x the default's rate "
+            f"(redaction is {(1 - 1 / cost) * 100:.0f}% of the default run's time)"
+        )
     print()
     print("targets")
     for name, value, want, ok in targets:
