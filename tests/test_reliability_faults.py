@@ -12,6 +12,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ class ServedAgent:
     """The agent process, one phase at a time: `spans` makes agent steps and flushes."""
 
     def __init__(self, db: Path, *args: str, prefix: tuple[str, ...] = ()) -> None:
+        STARTED.append(self)
         self.proc = subprocess.Popen(
             [*prefix, sys.executable, AGENT, "serve", "--db", str(db), *args],
             stdin=subprocess.PIPE,
@@ -51,12 +53,28 @@ class ServedAgent:
     def steps(self, label: str, count: int, payload_bytes: int | None = None) -> dict[str, Any]:
         return self.send(f"spans {label} {count}" + (f" {payload_bytes}" if payload_bytes else ""))
 
+    def stop(self) -> None:
+        """Teardown after a failed test: no process or pipe outlives it."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.communicate(timeout=30)
+
     def exit(self) -> tuple[dict[str, Any], str]:
         """The final counters and everything the agent wrote to stderr; it must exit 0."""
         out, err = self.proc.communicate("exit\n", timeout=60)
         assert self.proc.returncode == 0, err
         result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
         return result, err
+
+
+STARTED: list[ServedAgent] = []
+
+
+@pytest.fixture(autouse=True)
+def stop_agents() -> Iterator[None]:
+    yield
+    while STARTED:
+        STARTED.pop().stop()
 
 
 def labels(db: Path) -> dict[str, int]:

@@ -313,6 +313,7 @@ class SpanWriter:
                 "recording goes on in a new file",
             )
             self.close()
+            self._evicting = self._freed = False  # that work was for the old file
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -370,14 +371,20 @@ class SpanWriter:
         if (config.retention_seconds is None and cap is None) or self._failing:
             return  # maintenance cannot work where writing does not: wait for it
         now = time.monotonic()
+        retention_due = config.retention_seconds is not None and (
+            self._last_cleanup == 0.0 or now - self._last_cleanup >= config.cleanup_interval_s
+        )
+        size_check_due = cap is not None and not self._evicting and now - self._last_size_check >= 1.0
+        if not (
+            retention_due or self._evicting or self._freed or (size_check_due and self._conn is not None)
+        ):
+            return  # nothing due: do not open (or re-create) the file just to look at it
         try:
             conn = self._connection()
-            if config.retention_seconds is not None and (
-                self._last_cleanup == 0.0 or now - self._last_cleanup >= config.cleanup_interval_s
-            ):
+            if retention_due and config.retention_seconds is not None:
                 self._last_cleanup = now
                 self._freed |= apply_retention(conn, config.retention_seconds) > 0
-            if cap is not None and not self._evicting and now - self._last_size_check >= 1.0:
+            if cap is not None and size_check_due:
                 self._last_size_check = now
                 self._evicting = database_bytes(conn) > cap
             if cap is not None and self._evicting:
