@@ -12,20 +12,27 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import signal
+import socket
+import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
+from urllib.parse import quote
 
 import click.testing
 import pytest
-from helpers import VECTOR_NAMES, figure, fuzz_examples, run_cli, sized, vector_path
+from helpers import VECTOR_NAMES, Recorder, figure, fuzz_examples, run_cli, sized, vector_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from opentelemetry.trace import Status, StatusCode
 from test_cassette_verify import cassette_like
 from test_provider_replace_tool_result import record_anthropic, record_chat, record_responses
 
@@ -34,6 +41,7 @@ from otel_blackbox.providers.anthropic import AnthropicMessages
 from otel_blackbox.providers.base import CallIds, Provider
 from otel_blackbox.providers.openai_chat import OpenAIChat
 from otel_blackbox.providers.openai_responses import OpenAIResponses
+from otel_blackbox.viewer import make_server
 
 pytestmark = pytest.mark.reliability
 
@@ -122,10 +130,10 @@ def check_run(run: Run, codes: tuple[int, ...] = (0, 1, 2)) -> None:
     assert "Traceback" not in run.stdout + run.stderr, where
     assert "internal error" not in run.stderr, where
     err_lines = run.stderr.splitlines()
-    if run.code == 2:
-        assert len(err_lines) == 1 and err_lines[0].startswith(ERROR_LINE), where
+    if run.code == 2 or ERROR_LINE in run.stderr:  # 1 too for a trace not found, a failed session
+        assert run.code != 0 and len(err_lines) == 1 and err_lines[0].startswith(ERROR_LINE), where
     else:  # a pass, or a check that failed: the verdict is on stdout; at most a "wrote ..." note
-        assert len(err_lines) <= 1 and ERROR_LINE not in run.stderr, where
+        assert len(err_lines) <= 1, where
     for stream in (run.stdout, run.stderr):
         assert not CONTROL.search(OWN_STYLE.sub("", stream).replace("\t", "")), where
 
@@ -536,3 +544,315 @@ def test_a_long_stream_reads_in_linear_time(name: str) -> None:
         f"{name} translator", f"read a stream of {count} deltas ({len(body) / 1e6:.0f} MB)", f"{took:.2f} s"
     )
     assert took < 1.5 * count / 40_000  # linear: 0.3 s here; quadratic (before): 5 s
+
+
+# --- 3. the CLI's options -------------------------------------------------------------------------
+
+# What a user can type: any text (no NUL: execve cannot pass one), bytes that are not UTF-8 (Python
+# hands them over as lone surrogates), and values chosen to sit on an edge.
+EDGE_VALUES = [
+    *["", " ", "-", "--", "-1", "0", "1", "65536", "-65536", "9" * 30, "1e999", "nan", "inf", "-inf"],
+    *["0x10", "1_0", "８", "1h", "7d", "30m", "0s", "-1h", "1y", "9" * 30 + "d", "1e3", "otlp", "exact"],
+    *["sequence", "json", "\x1b[2J", "a\nb", "\r", "\u202e", "k=v", "=v", "k=", "a\r\nb=c", "x-key=KEY"],
+    *['{"available": false}', "{", "[]", "null", "0" * 32, "f" * 64, "%", "_", "*", "../../etc/passwd"],
+]
+argv_values = (
+    st.sampled_from(EDGE_VALUES)
+    | st.text(st.characters(exclude_characters="\x00", exclude_categories=["Cs"]), max_size=30)
+    | st.binary(max_size=12).filter(lambda raw: b"\x00" not in raw).map(os.fsdecode)
+)
+
+
+def _is_valid_port(value: str) -> bool:
+    try:
+        return 0 <= int(value) <= 65535
+    except ValueError:
+        return False
+
+
+@dataclass
+class Sandbox:
+    """A directory the option fuzz runs in, with every kind of --db and -o target it needs."""
+
+    root: Path
+    db: Path
+    trace_ids: list[str]
+    closed_port: int
+
+    @property
+    def existing(self) -> Path:  # an -o target that exists: a failed command must leave its bytes
+        return self.root / "existing.out"
+
+
+EXISTING_BYTES = b"the previous output, which a failed command must not touch\n"
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:  # a port nothing listens on: push is refused at once, no network
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
+    root = tmp_path_factory.mktemp("options")
+    recorder = Recorder(root / "blackbox.db")
+    tracer = recorder.tracer
+    ids = []
+    for name in ("agent", "\x1b[2J\x1b[31mred\r\x00\x07\u202eevil"):
+        with tracer.start_as_current_span(name, attributes={"openinference.span.kind": "AGENT"}) as root_span:
+            with tracer.start_as_current_span(
+                "ChatCompletion", attributes={"openinference.span.kind": "LLM"}
+            ):
+                pass
+            # A failed tool, without a stack trace: output must never show "Traceback" but this one.
+            with tracer.start_as_current_span(name, attributes={"openinference.span.kind": "TOOL"}) as tool:
+                tool.set_status(Status(StatusCode.ERROR, f"tool failed: {name}"))
+        ids.append(format(root_span.get_span_context().trace_id, "032x"))
+    recorder.flush()
+    recorder.provider.shutdown()
+    (root / "a-directory").mkdir()
+    (root / "empty.db").write_bytes(b"")
+    (root / "text.db").write_text("not a database\n" * 100)
+    (root / "random.db").write_bytes(bytes(range(256)) * 64)
+    (root / "a-file").write_text("a file, not a directory")
+    (root / "cassette.json").write_bytes(vector_path("success-tool-use").read_bytes())
+    return Sandbox(root, root / "blackbox.db", ids, _closed_port())
+
+
+def option_strategies(box: Sandbox) -> dict[str, Any]:
+    """Per command: how its positional arguments and each option are drawn; None marks a flag."""
+    traces = st.sampled_from([*box.trace_ids, box.trace_ids[0][:6], "0" * 32]) | argv_values
+    # Never a path outside the sandbox (a successful `report -o /etc/passwd` would overwrite it).
+    local = argv_values.filter(lambda v: not v.startswith(("/", "~")) and ".." not in v)
+    outputs = st.sampled_from(
+        ["out.file", "-", str(box.existing), "a-directory", "missing-dir/out", "a-file/out", "/proc/version",
+         "/sys/blackbox.out"]
+    ) | local  # fmt: skip
+    port = f"127.0.0.1:{box.closed_port}"
+    endpoints = st.sampled_from(
+        [f"http://{port}", f"http://{port}/v1/traces", f"https://{port}", "http://127.0.0.1:0", "http://",
+         "http://127.0.0.1:99999", "ftp://127.0.0.1", "http://127.0.0.1:abc"]
+    ) | argv_values.filter(lambda v: "//" not in v)  # fmt: skip
+    cassettes = st.sampled_from(["cassette.json", "a-directory", "missing.json", "empty.db"]) | local
+    program = ["--", "/nonexistent/program"]  # replay, record and fork fail fast, before any socket
+    text = argv_values
+    return {
+        "list": ([], {"--limit": text, "-n": text, "--session": text, "--errors-only": None, "--json": None}),
+        "show": ([traces], {"-v": None, "--full": None, "--json": None}),
+        "errors": ([], {"--limit": text, "--json": None}),
+        "stats": ([], {"--json": None}),
+        "export": ([], {"-o": outputs, "--trace": traces, "--format": text}),
+        "report": ([traces | cassettes], {"-o": outputs}),
+        "cassette": ([traces], {"-o": outputs}),
+        "push": (
+            [],
+            {"--endpoint": endpoints, "--trace": traces, "--since": text, "--header": text,
+             "--batch-size": text, "--timeout": text},
+        ),
+        "ui": ([], {"--port": text.filter(lambda v: not _is_valid_port(v)), "--host": text}),
+        "inspect": ([cassettes], {"--width": text}),
+        "verify": ([cassettes], {"--expect-head": text, "--json": None}),
+        "assert": (
+            [cassettes],
+            {"--expect-status": text, "--expect-tools": text, "--expect-final-answer": text,
+             "--expect-failure-reason": text},
+        ),
+        "eval generate": ([cassettes], {"-o": outputs, "--name": text}),
+        "replay": ([cassettes], {"--match": text}, program),
+        "record": ([], {"-o": outputs}, program),
+        "fork": (
+            [cassettes],
+            {"--at": text, "--set": text, "--script": cassettes, "--live": None, "-o": outputs,
+             "--match": text},
+            program,
+        ),
+    }  # fmt: skip
+
+
+DATABASES = ["blackbox.db", "a-directory", "empty.db", "text.db", "random.db", "missing.db"]
+
+
+@st.composite
+def command_lines(draw: st.DrawFn, box: Sandbox) -> list[str]:
+    name = draw(st.sampled_from(sorted(option_strategies(box))))
+    positional, options, *rest = option_strategies(box)[name]
+    argv = ["--db", draw(st.sampled_from(DATABASES)), *name.split()]
+    for option in draw(st.lists(st.sampled_from(sorted(options)), unique=True)):
+        argv += [option] if options[option] is None else [option, draw(options[option])]
+    argv += [draw(strategy) for strategy in positional]
+    if name == "ui" and "--port" not in argv:
+        argv += ["--port", "-1"]  # never serve: the default port would start the viewer for good
+    return argv + (rest[0] if rest else [])
+
+
+def test_options_answer_hostile_values_with_one_line(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(sandbox.root)  # relative -o targets and --db names land in the sandbox
+    tally = Tally()
+
+    @fuzz(150)
+    @given(argv=command_lines(sandbox))
+    def feed(argv: list[str]) -> None:
+        tally.examples += 1
+        sandbox.existing.write_bytes(EXISTING_BYTES)
+        run = cli(*argv)
+        tally.add(run)
+        check_run(run)
+        if run.code != 0:  # atomic output: a failed command leaves an existing -o target as it was
+            assert sandbox.existing.read_bytes() == EXISTING_BYTES, run
+
+    feed()
+    tally.report("options with hostile values")
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    """Every file under root and its bytes (less the real database's WAL files, which its readers open)."""
+    files = (p for p in sorted(root.rglob("*")) if p.is_file())
+    return {str(p.relative_to(root)): p.read_bytes() for p in files if not p.name.startswith("blackbox.db-")}
+
+
+UNWRITABLE = ["a-directory", "missing-dir/out", "a-file/out", "/proc/version", "/sys/blackbox.out"]
+
+
+def test_outputs_that_cannot_be_written(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    """-o to a directory, into a missing directory, under a file, to /proc or /sys: one line, exit 2,
+    nothing left behind (not even the temporary file)."""
+    monkeypatch.chdir(sandbox.root)
+    trace = sandbox.trace_ids[0]
+    before = _tree(sandbox.root)
+    for target in UNWRITABLE:
+        for argv in (
+            ["report", trace, "-o", target], ["cassette", trace, "-o", target], ["export", "-o", target],
+            ["eval", "generate", "cassette.json", "-o", target],
+        ):  # fmt: skip
+            check_run(cli("--db", "blackbox.db", *argv), codes=(2,))
+    assert _tree(sandbox.root) == before
+
+
+def test_a_failed_command_leaves_an_existing_output_as_it_was(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(sandbox.root)
+    (sandbox.root / "bad.json").write_bytes(b'{"version": 2, "id": ')
+    target = str(sandbox.existing)
+    for argv in (
+        ["report", "0" * 32, "-o", target],
+        ["report", "bad.json", "-o", target],
+        ["cassette", "f" * 32, "-o", target],
+        ["export", "--trace", "0" * 32, "-o", target],
+        ["export", "--trace", "xyz", "-o", target],
+        ["eval", "generate", "bad.json", "-o", target],
+        ["--db", "text.db", "export", "-o", target],
+    ):
+        sandbox.existing.write_bytes(EXISTING_BYTES)
+        run = cli(*(argv if argv[0] == "--db" else ["--db", "blackbox.db", *argv]))
+        check_run(run, codes=(1, 2))
+        assert sandbox.existing.read_bytes() == EXISTING_BYTES, run
+    assert not list(sandbox.root.glob(".existing.out.*"))  # no temporary file left beside it
+
+
+@pytest.mark.parametrize("db", ["a-directory", "empty.db", "text.db", "random.db", "missing.db"])
+def test_a_database_path_that_is_not_a_database(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, db: str
+) -> None:
+    """Every command that reads --db, pointed at something else: one line, exit 2, the file untouched
+    (no -wal or -shm beside it, not turned into a database)."""
+    monkeypatch.chdir(sandbox.root)
+    before = _tree(sandbox.root)
+    port = f"http://127.0.0.1:{sandbox.closed_port}"
+    for argv in (
+        *(["list"], ["show", "abc"], ["show", "abc", "-v"], ["errors"], ["stats"], ["export"]),
+        *(
+            ["export", "-o", "x.jsonl"],
+            ["report", "abc", "-o", "r.html"],
+            ["cassette", "abc", "-o", "c.json"],
+        ),
+        *(["ui", "--port", "0"], ["push", "--endpoint", port]),
+    ):
+        check_run(cli("--db", db, *argv), codes=(2,))
+    if db != "empty.db":  # cleanup on an empty file makes it a database (see the report: not ours to change)
+        check_run(cli("--db", db, "cleanup"), codes=(2,))
+    assert _tree(sandbox.root) == before
+
+
+@st.composite
+def viewer_queries(draw: st.DrawFn) -> str:
+    def quoted(value: str) -> str:  # a browser percent-encodes what it sends, bytes that are not UTF-8 too
+        return quote(value, safe="", errors="surrogateescape")
+
+    keys = st.sampled_from(["limit", "since", "errors", "open", "session", "q", "x"]) | argv_values
+    values = argv_values | st.sampled_from(["9" * 5000, "99999999999d", "²", "1e400"])
+    params = draw(st.lists(st.tuples(keys, values), max_size=4))
+    prefix = draw(st.sampled_from(["/", "/api/traces", "/index.html", "/trace/"]))
+    path = prefix + (draw(argv_values.map(quoted)) if prefix.endswith("/") else "")
+    return path + "?" + "&".join(f"{quoted(k)}={quoted(v)}" for k, v in params)
+
+
+# The queries that broke the viewer (a dropped connection and a traceback), then whatever hypothesis finds.
+VIEWER_EDGES = [
+    *["/?since=99999999999d", "/api/traces?since=" + "9" * 400, "/?limit=" + "9" * 5000],
+    *["/api/traces?limit=%C2%B2", "/trace/%ff%fe", "/trace/" + "a" * 5000, "/?q=%ed%a0%80&session=%00"],
+]
+
+
+def test_viewer_answers_hostile_queries(sandbox: Sandbox, capfd: pytest.CaptureFixture[str]) -> None:
+    """Any path and filter: 200, 400 or 404 at once, never a dropped connection or a traceback."""
+    server = make_server(sandbox.db, port=0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    tally = Tally()
+
+    def get(query: str) -> None:
+        started = time.perf_counter()
+        url = f"http://127.0.0.1:{server.server_address[1]}{query}"
+        try:
+            with urllib.request.urlopen(url, timeout=RUN_LIMIT_S) as response:
+                status, body = response.status, response.read()
+        except urllib.error.HTTPError as error:
+            status, body = error.code, error.read()
+            error.close()
+        tally.slowest = max(tally.slowest, time.perf_counter() - started)
+        assert status in (200, 400, 404), (query, status, body[:300])
+
+    @fuzz(100)
+    @given(query=viewer_queries())
+    def feed(query: str) -> None:
+        tally.examples += 1
+        get(query)
+
+    try:
+        for query in VIEWER_EDGES:
+            get(query)
+        feed()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+    assert "Traceback" not in capfd.readouterr().err
+    tally.report("viewer on hostile queries")
+
+
+# --- found here, in code this change does not own (see the issue): each xfail turns into a failure
+# the day it is fixed, so the marker goes with it.
+
+
+@pytest.mark.xfail(strict=True, reason="cli/push.py _endpoint: urlsplit raises outside its try")
+def test_push_endpoint_with_a_broken_ipv6_host(sandbox: Sandbox) -> None:
+    check_run(cli("--db", str(sandbox.db), "push", "--endpoint", "http://[::1"), codes=(2,))
+
+
+@pytest.mark.xfail(strict=True, reason="store/connection.py connect_reader: quote() of a non-UTF-8 path")
+def test_a_database_whose_name_is_not_utf8(sandbox: Sandbox) -> None:
+    named = sandbox.root / os.fsdecode(b"\xff.db")
+    named.write_bytes(sandbox.db.read_bytes())
+    check_run(cli("--db", str(named), "list"), codes=(0,))
+
+
+@pytest.mark.xfail(
+    strict=True, reason="cleanup (cli/traces.py, connect_writer) makes an empty file a database"
+)
+def test_cleanup_on_an_empty_file(tmp_path: Path) -> None:
+    (tmp_path / "empty.db").write_bytes(b"")
+    check_run(cli("--db", str(tmp_path / "empty.db"), "cleanup"), codes=(2,))

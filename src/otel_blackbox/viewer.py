@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import sqlite3
 import sys
 import time
@@ -91,7 +92,8 @@ def parse_filter(query: str, *, now_ns: int | None = None) -> TraceFilter:
     limit = DEFAULT_LIMIT
     if raw.get("limit", "").strip():
         text = raw["limit"].strip()
-        if not text.isdigit() or not 1 <= int(text) <= MAX_LIMIT:
+        # ASCII digits only, and few of them: int() would take "²" or "١" and choke on 5,000 digits.
+        if not re.fullmatch("[0-9]{1,9}", text) or not 1 <= int(text) <= MAX_LIMIT:
             raise BadRequest(f"limit: expected a whole number from 1 to {MAX_LIMIT}, got {raw['limit']!r}")
         limit = int(text)
     since = raw.get("since", "").strip() or None
@@ -103,7 +105,8 @@ def parse_filter(query: str, *, now_ns: int | None = None) -> TraceFilter:
             raise BadRequest(str(exc)) from None
         if seconds is not None:
             now = time.time_ns() if now_ns is None else now_ns
-            since_ns = now - int(seconds * 1e9)
+            # Before the epoch (99999999d, infinity): every trace. SQLite's integers stop at 2**63.
+            since_ns = now - int(seconds * 1e9) if seconds * 1e9 < now else 0
     return TraceFilter(
         errors=_flag("errors", raw.get("errors", "")),
         open=_flag("open", raw.get("open", "")),
@@ -336,6 +339,12 @@ class ViewerHandler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.BAD_REQUEST, str(exc), as_json=as_json)
         except StoreError as exc:
             self._error(HTTPStatus.SERVICE_UNAVAILABLE, str(exc), as_json=as_json)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the browser went away before the answer: nothing to tell anyone
+        except Exception as exc:  # a bug: still an answer, and one log line rather than a traceback
+            reason = f"{type(exc).__name__}: {exc}"
+            sys.stderr.write(f"otel-blackbox viewer: internal error on {self.path!r}: {reason}\n")
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error", as_json=as_json)
 
     do_HEAD = do_GET
 

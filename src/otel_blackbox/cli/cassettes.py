@@ -40,7 +40,9 @@ def cassette_command(ctx: click.Context, trace_id: str, output: str) -> None:
     cassette = cassette_from_spans(spans)
     save_cassette(cassette, output)
     outcome = terminal_outcome(cassette)
-    click.echo(f"wrote {output}: {len(cassette.steps)} steps, outcome {outcome.status}, head {cassette.head}")
+    click.echo(
+        f"wrote {safe(output)}: {len(cassette.steps)} steps, outcome {outcome.status}, head {cassette.head}"
+    )
 
 
 @cli.command()

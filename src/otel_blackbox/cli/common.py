@@ -15,7 +15,7 @@ import click
 from ..render.text import safe_json
 from ..store.connection import connect_reader, describe_sqlite_error
 
-__all__ = ["db_path", "echo_json", "progress", "reader", "style"]
+__all__ = ["db_path", "echo_json", "progress", "reader", "style", "utf8_text"]
 
 _STATUS_COLORS = {"ok": "green", "error": "red", "open": "yellow", "unset": None, "pass": "green",
                   "fail": "red", "skip": None, "success": "green", "incomplete": "yellow"}  # fmt: skip
@@ -23,6 +23,17 @@ _STATUS_COLORS = {"ok": "green", "error": "red", "open": "yellow", "unset": None
 
 def style(text: str, status: str) -> str:
     return click.style(text, fg=_STATUS_COLORS.get(status))
+
+
+def utf8_text(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An option callback for text that is looked up, not a path: bytes that are not UTF-8 (which
+    Python hands over as lone surrogates) can match nothing recorded, and SQLite cannot take them."""
+    if value is not None and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise click.BadParameter(f"not UTF-8 text: {value!r}", ctx, param) from None
+    return value
 
 
 def db_path(ctx: click.Context) -> Path:

@@ -47,7 +47,7 @@ def generate(path: Path, output: str, name: str | None) -> None:
         return
     with atomic_text_writer(output) as handle:
         handle.write(text)
-    click.echo(f"wrote {output}: {len(contract['assertions'])} assertions", err=True)
+    click.echo(f"wrote {safe(output)}: {len(contract['assertions'])} assertions", err=True)
 
 
 @eval_group.command("run")

@@ -53,4 +53,4 @@ def report(ctx: click.Context, target: str, output: str) -> None:
         what = f"trace {full_id}, {len(spans)} spans"
     with atomic_text_writer(output) as handle:
         handle.write(page)
-    click.echo(f"wrote {output}: {what}")
+    click.echo(f"wrote {safe(output)}: {what}")

@@ -11,13 +11,13 @@ import click
 from ..atomic import atomic_text_writer
 from ..config import BlackboxConfig
 from ..formats.openinference import phoenix_spans
-from ..render.text import fmt_duration, fmt_time, render_tree, safe, span_to_json, status_marker
+from ..render.text import fmt_duration, fmt_time, render_tree, safe, safe_json, span_to_json, status_marker
 from ..store import queries
 from ..store.connection import connect_writer, describe_sqlite_error
 from ..store.retention import CLEANUP_STEPS
 from ..store.retention import cleanup as run_cleanup
 from .app import cli
-from .common import db_path, echo_json, progress, reader, style
+from .common import db_path, echo_json, progress, reader, style, utf8_text
 
 __all__: list[str] = []
 
@@ -26,7 +26,7 @@ __all__: list[str] = []
 @click.option(
     "--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True, help="How many traces."
 )
-@click.option("--session", metavar="ID", help="Only traces of this session id.")
+@click.option("--session", metavar="ID", callback=utf8_text, help="Only traces of this session id.")
 @click.option("--errors-only", is_flag=True, help="Only traces with a failed span.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
 @click.pass_context
@@ -229,6 +229,9 @@ def export(ctx: click.Context, output: str, trace_id: str | None, fmt: str) -> N
                 json.dumps(span, ensure_ascii=False, separators=(",", ":"))
                 for span in phoenix_spans(queries.iter_spans(conn, full_id), last_seen)
             )
+        # The same JSON with bidi overrides, C1 controls and lone surrogates as \u escapes: safe on a
+        # terminal, and writable as UTF-8.
+        lines = (safe_json(line) for line in lines)
         if output == "-":
             for line in lines:
                 click.echo(line)
@@ -240,4 +243,4 @@ def export(ctx: click.Context, output: str, trace_id: str | None, fmt: str) -> N
                 handle.write(line + "\n")
                 written += 1
                 advance(min(step, total - (written - 1) * step))
-        click.echo(f"wrote {written if span_count is None else span_count} spans to {output}", err=True)
+        click.echo(f"wrote {written if span_count is None else span_count} spans to {safe(output)}", err=True)

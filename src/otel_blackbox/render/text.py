@@ -56,6 +56,8 @@ def safe_json(text: str) -> str:
     """JSON text with the characters ``safe`` neutralizes written as ``\\uXXXX`` escapes: the same
     JSON value, fit for a terminal (JSON already escapes C0 controls; a lone surrogate, which UTF-8
     cannot encode, becomes the escape JSON.stringify writes)."""
+    if text.isascii() and text.isprintable():  # the common case: nothing to escape, no regex
+        return text
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
