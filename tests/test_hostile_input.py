@@ -16,6 +16,7 @@ import os
 import re
 import signal
 import socket
+import sys
 import threading
 import time
 import urllib.error
@@ -32,15 +33,19 @@ import pytest
 from helpers import VECTOR_NAMES, Recorder, figure, fuzz_examples, run_cli, sized, vector_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 from test_cassette_verify import cassette_like
 from test_provider_replace_tool_result import record_anthropic, record_chat, record_responses
 
+from otel_blackbox.cassette.canonical import hash_step
+from otel_blackbox.cassette.exporter import CassetteSpanExporter
 from otel_blackbox.cli import main
 from otel_blackbox.providers.anthropic import AnthropicMessages
 from otel_blackbox.providers.base import CallIds, Provider
 from otel_blackbox.providers.openai_chat import OpenAIChat
 from otel_blackbox.providers.openai_responses import OpenAIResponses
+from otel_blackbox.pytest_plugin import cassette_file_name
 from otel_blackbox.viewer import make_server
 
 pytestmark = pytest.mark.reliability
@@ -856,3 +861,219 @@ def test_a_database_whose_name_is_not_utf8(sandbox: Sandbox) -> None:
 def test_cleanup_on_an_empty_file(tmp_path: Path) -> None:
     (tmp_path / "empty.db").write_bytes(b"")
     check_run(cli("--db", str(tmp_path / "empty.db"), "cleanup"), codes=(2,))
+
+
+# --- 4. a cassette that tries to smuggle a path -----------------------------------------------------
+
+
+class FileAccess:
+    """Every file this process opens, renames, removes or creates while `watching` (an audit hook:
+    it sees what the code really does, whatever path it derived)."""
+
+    EVENTS = frozenset(["open", "os.rename", "os.remove", "os.mkdir", "os.rmdir", "os.symlink", "os.link"])
+    active: list[tuple[str, str, bool]] | None = None  # (event, path, writes)
+    installed = False
+
+    @classmethod
+    def _hook(cls, event: str, args: tuple[Any, ...]) -> None:
+        if cls.active is None or event not in cls.EVENTS:
+            return
+        if event == "open":
+            path, mode, flags = args
+            writes = any(c in str(mode or "") for c in "wax+") or bool(flags & (os.O_WRONLY | os.O_RDWR))
+            paths = [path]
+        else:
+            paths, writes = [a for a in args[:2] if isinstance(a, (str, bytes, os.PathLike))], True
+        for path in paths:
+            if isinstance(path, (str, bytes, os.PathLike)):  # not a file descriptor
+                cls.active.append((event, os.fsdecode(path), writes))
+
+    @classmethod
+    @contextlib.contextmanager
+    def watching(cls) -> Iterator[list[tuple[str, str, bool]]]:
+        if not cls.installed:  # audit hooks cannot be removed: one, idle outside `watching`
+            sys.addaudithook(cls._hook)
+            cls.installed = True
+        seen: list[tuple[str, str, bool]] = []
+        cls.active = seen
+        try:
+            yield seen
+        finally:
+            cls.active = None
+
+
+SMUGGLED = [
+    "../../etc/passwd",
+    "{bait}/passwd",
+    "~/.ssh/id_rsa",
+    "out/../../etc/passwd\x00.json",
+    "..\\..\\etc\\passwd",
+    "file://{bait}/x",
+    "/etc/passwd",
+    "call-0/../../../etc/passwd",
+    "./../../etc/shadow",
+]
+
+
+def _smuggling(value: Any, paths: Iterator[str], key: str = "") -> Any:
+    """Every string of a JSON document (ids, tool names, call ids, models, messages, answers...)
+    replaced by a path, but the words of the format's vocabulary (a step's type, an event)."""
+    if isinstance(value, str):
+        return value if key in ("type", "event", "status") else next(paths)
+    if isinstance(value, list):
+        return [_smuggling(v, paths, key) for v in value]
+    if isinstance(value, dict):
+        return {k: _smuggling(v, paths, k) for k, v in value.items()}
+    return value
+
+
+def smuggled_vector(name: str, paths: Iterator[str]) -> dict[str, Any]:
+    """A vector with paths in every string field, hashed again so every check gets to read it."""
+    data: dict[str, Any] = _smuggling(json.loads(VECTOR_TEXTS[name]), paths)
+    previous = None
+    for step in data["steps"]:
+        step["prevHash"] = previous
+        step["hash"] = previous = hash_step(
+            step["index"], step["type"], step["timestamp"], step["payload"], previous
+        )
+    return data
+
+
+@dataclass
+class Trap:
+    """A working directory two levels down, with bait where a smuggled path would lead."""
+
+    root: Path
+    cwd: Path
+    bait: Path
+    out: Path
+
+    def paths(self) -> Iterator[str]:
+        while True:
+            yield from (p.format(bait=self.bait) for p in SMUGGLED)
+
+    def is_bait(self, path: str) -> bool:
+        real = os.path.realpath(os.path.join(self.cwd, path))
+        smuggled = ("passwd", "shadow", "id_rsa")
+        return real.startswith((str(self.bait), str(self.root / "etc"), str(self.root / "home"))) or any(
+            s in path for s in smuggled
+        )
+
+
+@pytest.fixture
+def trap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Trap:
+    cwd, bait, out = tmp_path / "work" / "a", tmp_path / "bait", tmp_path / "out"
+    for folder in (cwd / "b", bait, out, tmp_path / "etc", tmp_path / "home" / ".ssh"):
+        folder.mkdir(parents=True)
+    for decoy in (bait / "passwd", tmp_path / "etc" / "passwd", tmp_path / "home" / ".ssh" / "id_rsa"):
+        decoy.write_text("DECOY: a command read or wrote a path a cassette smuggled in\n")
+    monkeypatch.chdir(cwd / "b")  # ../../etc/passwd from here is tmp_path/work/etc/passwd: in the tree
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return Trap(tmp_path, cwd / "b", bait, out)
+
+
+def test_a_cassette_full_of_paths_touches_only_what_the_user_named(trap: Trap) -> None:
+    parent = smuggled_vector("fork-parent", trap.paths())
+    child = smuggled_vector("fork-child", trap.paths())
+    inputs = trap.root / "in"
+    inputs.mkdir()
+    (inputs / "parent.json").write_text(json.dumps(parent))
+    (inputs / "child.json").write_text(json.dumps(child))
+    p, c, out = str(inputs / "parent.json"), str(inputs / "child.json"), trap.out
+    before = _tree(trap.root)
+    commands = [
+        *(
+            ["verify", c],
+            ["verify", "--json", c],
+            ["inspect", c],
+            ["diff", p, c],
+            ["diff", "--semantic", p, c],
+        ),
+        ["assert", c, "--expect-status", "success", "--expect-tools", "../../etc/passwd"],
+        ["eval", "generate", p, "-o", str(out / "contract.json")],
+        *(["eval", "generate", c], ["eval", "run", str(out / "contract.json"), c]),
+        ["report", c, "-o", str(out / "report.html")],
+    ]
+    with FileAccess.watching() as touched:
+        for argv in commands:
+            check_run(cli(*argv))
+    # What was written is exactly what the user named (each written atomically beside its target).
+    written = {os.path.realpath(path) for _, path, writes in touched if writes}
+    assert {str(Path(w).parent) for w in written} == {str(out)}, written
+    assert not [path for _, path, _ in touched if trap.is_bait(path)]
+    after = _tree(trap.root)
+    assert set(after) - set(before) == {"out/contract.json", "out/report.html"}
+    assert {k: v for k, v in after.items() if k in before} == before
+    report = (out / "report.html").read_text()
+    assert "DECOY" not in report and "DECOY" not in (out / "contract.json").read_text()
+
+
+def test_replay_and_fork_of_a_cassette_full_of_paths(trap: Trap) -> None:
+    """The launcher runs the program with the cassette in a subprocess: the tree tells what it wrote."""
+    parent = trap.root / "in" / "parent.json"
+    parent.parent.mkdir()
+    parent.write_text(json.dumps(smuggled_vector("fork-parent", trap.paths())))
+    script = trap.root / "in" / "replies.json"
+    script.write_text(json.dumps([{"type": "final_answer", "text": "../../etc/passwd"}]))
+    program = ["--", sys.executable, "-c", "pass"]  # makes no model call: the session ends incomplete
+    before = _tree(trap.root)
+    replay = run_cli("replay", str(parent), *program)
+    fork = run_cli(
+        "fork", str(parent), "--at", "3", "--set", '"../../etc/passwd"', "--script", str(script),
+        "-o", str(trap.out / "child.json"), *program,
+    )  # fmt: skip
+    for result in (replay, fork):
+        check_run(Run(result.args, result.returncode, result.stdout, result.stderr, 0.0))
+    after = _tree(trap.root)
+    assert set(after) - set(before) <= {"out/child.json"}
+    assert {k: v for k, v in after.items() if k in before} == before
+
+
+def test_cassettes_from_spans_full_of_paths(trap: Trap, make_recorder: Callable[..., Recorder]) -> None:
+    """Span names, tool names, session ids and messages that are paths: `otel-blackbox cassette` and
+    CassetteSpanExporter write where they were told, named by the trace id."""
+    recorder = make_recorder(path=trap.out / "blackbox.db")
+    exporter = CassetteSpanExporter(trap.out / "cassettes")
+    recorder.provider.add_span_processor(SimpleSpanProcessor(exporter))
+    paths = trap.paths()
+    with recorder.tracer.start_as_current_span(next(paths), attributes={"session.id": next(paths)}) as root:
+        call = "llm.output_messages.0.message.tool_calls.0.tool_call"
+        llm = {
+            "openinference.span.kind": "LLM",
+            "llm.model_name": next(paths),
+            "llm.input_messages.0.message.role": "user",
+            "llm.input_messages.0.message.content": next(paths),
+            "llm.output_messages.0.message.role": "assistant",
+            f"{call}.id": next(paths),
+            f"{call}.function.name": next(paths),
+            f"{call}.function.arguments": json.dumps(next(paths)),
+        }
+        with recorder.tracer.start_as_current_span(next(paths), attributes=llm):
+            pass
+        with recorder.tracer.start_as_current_span(
+            next(paths), attributes={"openinference.span.kind": "TOOL", "tool.name": next(paths)}
+        ):
+            pass
+    recorder.flush()
+    trace_id = format(root.get_span_context().trace_id, "032x")
+    before = _tree(trap.root)
+    with FileAccess.watching() as touched:
+        check_run(cli("--db", str(recorder.db_path), "cassette", trace_id, "-o", str(trap.out / "run.json")))
+        check_run(cli("--db", str(recorder.db_path), "report", trace_id, "-o", str(trap.out / "run.html")))
+    assert not [path for _, path, _ in touched if trap.is_bait(path)]
+    after = _tree(trap.root)
+    assert set(after) - set(before) == {"out/run.json", "out/run.html"}
+    assert {k: v for k, v in after.items() if k in before} == before
+    assert exporter.written == [trap.out / "cassettes" / f"{trace_id}.json"]
+    assert sorted(p.name for p in (trap.out / "cassettes").iterdir()) == [f"{trace_id}.json"]
+
+
+@fuzz(200)
+@given(
+    name=st.text() | st.sampled_from([p.format(bait="/tmp") for p in SMUGGLED] + ["..", ".", "", "/" * 300])
+)
+def test_a_test_name_never_leaves_the_cassette_folder(name: str) -> None:
+    """The pytest plugin names a test's cassette after the test (parametrize ids are anything)."""
+    file_name = cassette_file_name(name)
+    assert Path(file_name).name == file_name and not file_name.startswith(".")
+    assert "\x00" not in file_name and len(file_name.encode()) < 255
