@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import EXAMPLES, FIGURES, STRESS, Recorder
+from helpers import CHROMIUM, EXAMPLES, FIGURES, STRESS, Recorder
 
 sys.path.insert(0, str(EXAMPLES))
 
@@ -39,6 +39,19 @@ def make_recorder(db_path: Path) -> Iterator[Callable[..., Recorder]]:
     yield make
     for rec in made:
         rec.provider.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium per module (Playwright driving Debian's package)."""
+    from playwright.sync_api import sync_playwright
+
+    args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"]  # fmt: skip
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
+        yield instance
+        instance.close()
 
 
 @pytest.fixture(scope="session")

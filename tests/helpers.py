@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -16,13 +17,15 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
 from otel_blackbox.cassette.io import load_cassette
 from otel_blackbox.cassette.model import Cassette
 
 ROOT = Path(__file__).resolve().parent.parent
+# The HTML report and the viewer are tested in a real headless Chromium: Debian's package.
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 EXAMPLES = ROOT / "examples"
 # The Blackbox trace format v2 test vectors, copied verbatim from shared/interop/blackbox-v2.
 VECTORS_DIR = ROOT / "tests" / "vectors" / "blackbox-v2"
@@ -60,10 +63,10 @@ def vector(name: str) -> Cassette:
 class Recorder:
     """A TracerProvider wired to a BlackboxSpanProcessor on a temp database."""
 
-    def __init__(self, db_path: Path, **config: Any) -> None:
+    def __init__(self, db_path: Path, *, span_limits: SpanLimits | None = None, **config: Any) -> None:
         self.db_path = db_path
         self.processor = BlackboxSpanProcessor(config=BlackboxConfig(db_path=db_path, **config))
-        self.provider = TracerProvider(shutdown_on_exit=False)
+        self.provider = TracerProvider(shutdown_on_exit=False, span_limits=span_limits)
         self.provider.add_span_processor(self.processor)
         self.tracer = self.provider.get_tracer("tests")
 
@@ -148,3 +151,25 @@ class Receiver:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join()
+
+
+def open_page(browser: Any, url: str, ready: str) -> tuple[Any, dict[str, list[str]]]:
+    """A new page at url, once `ready` (a selector) is there, and what it did: console errors and
+    page errors, requests beyond file: and data: (a report fetches nothing), dialogs (dismissed)."""
+    seen: dict[str, list[str]] = {"errors": [], "requests": [], "dialogs": []}
+    page = browser.new_page()
+    page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: seen["errors"].append(str(e)))
+    page.on(
+        "request",
+        lambda r: seen["requests"].append(r.url) if not r.url.startswith(("file:", "data:")) else None,
+    )
+
+    def on_dialog(dialog: Any) -> None:
+        seen["dialogs"].append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    page.goto(url)
+    page.wait_for_selector(ready)
+    return page, seen

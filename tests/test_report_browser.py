@@ -7,32 +7,17 @@ in test-artifacts/ for people to look at.
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT, Recorder, run_cli
+from helpers import CHROMIUM, ROOT, Recorder, open_page, run_cli
 from opentelemetry import trace
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = ROOT / "test-artifacts"
 XSS = '</script><script>alert(1)</script>"><img src=x onerror=alert(2)>'
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make test installs it)")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run"]  # fmt: skip
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
-        yield instance
-        instance.close()
 
 
 def _record(recorder: Recorder, hostile: bool = False) -> str:
@@ -70,23 +55,7 @@ def _record(recorder: Recorder, hostile: bool = False) -> str:
 
 
 def _open(browser: Any, path: Path) -> tuple[Any, dict[str, list[str]]]:
-    seen: dict[str, list[str]] = {"errors": [], "requests": [], "dialogs": []}
-    page = browser.new_page()
-    page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: seen["errors"].append(str(e)))
-    page.on(
-        "request",
-        lambda r: seen["requests"].append(r.url) if not r.url.startswith(("file:", "data:")) else None,
-    )
-
-    def on_dialog(dialog: Any) -> None:
-        seen["dialogs"].append(dialog.message)
-        dialog.dismiss()
-
-    page.on("dialog", on_dialog)
-    page.goto(path.as_uri())
-    page.wait_for_selector(".bar")
-    return page, seen
+    return open_page(browser, path.as_uri(), ".bar")
 
 
 def test_report_in_chromium(browser: Any, recorder: Recorder, tmp_path: Path) -> None:

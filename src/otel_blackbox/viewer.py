@@ -321,6 +321,8 @@ class ViewerHandler(BaseHTTPRequestHandler):
                 with self._reader() as conn:
                     traces = find_traces(conn, flt)
                 self._send(HTTPStatus.OK, list_page(traces, flt, self.server.db_path))
+            elif url.path == "/favicon.ico":  # every browser asks; a 404 is an error in its console
+                self._send(HTTPStatus.NO_CONTENT, "", "image/x-icon")
             elif url.path == "/api/traces":
                 flt = parse_filter(url.query)
                 with self._reader() as conn:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,9 +18,37 @@ from opentelemetry.trace import Link, StatusCode
 from ..redact import Redactor
 from ..semconv import columns_from_attributes
 
-__all__ = ["RowBuilder", "dumps"]
+__all__ = ["ATTR_DROPPED", "ATTR_DROPPED_BYTES", "RowBuilder", "dumps", "span_bytes_limit"]
 
 _STATUS = {StatusCode.OK: "ok", StatusCode.ERROR: "error", StatusCode.UNSET: "unset"}
+
+# A span's attributes together are stored in at most this many bytes of JSON: the larger of 4 MiB and
+# 16 values at max_attribute_bytes. Past it, the attributes that do not fit are left out and counted
+# in these two (10,000 attributes of 8 KB would otherwise make one 80 MB row).
+_MIN_SPAN_BYTES = 4 * 1024 * 1024
+_SPAN_BYTES_PER_VALUE = 16
+ATTR_DROPPED = "blackbox.attributes.dropped"
+ATTR_DROPPED_BYTES = "blackbox.attributes.dropped_bytes"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def span_bytes_limit(max_attribute_bytes: int) -> int:
+    return max(_MIN_SPAN_BYTES, _SPAN_BYTES_PER_VALUE * max_attribute_bytes)
+
+
+def _utf8_len(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _valid_utf8(text: str) -> str:
+    """A lone surrogate (Python text can hold one; UTF-8 cannot) becomes U+FFFD: SQLite refuses the
+    whole statement otherwise, and with it every span of the batch."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")  # several times faster than a regex search when there is none
+        except UnicodeEncodeError:
+            return _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def _finite(value: Any) -> Any:
@@ -37,12 +66,16 @@ def _finite(value: Any) -> Any:
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str).encode
 
 
-def dumps(value: Any) -> str:
-    """Compact JSON that SQLite's json functions accept (no NaN); odd objects become strings."""
+def _json(value: Any) -> str:
     try:
         return _ENCODE(value)
     except ValueError:
         return _ENCODE(_finite(value))
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON that SQLite's json functions accept (no NaN, valid UTF-8); odd objects become strings."""
+    return _valid_utf8(_json(value))
 
 
 class RowBuilder:
@@ -51,6 +84,7 @@ class RowBuilder:
     def __init__(self, redactor: Redactor, pid: int) -> None:
         self.redactor = redactor
         self.pid = pid
+        self.max_span_bytes = span_bytes_limit(redactor.max_bytes)
         # Keyed by id() with the object kept alive in the value, so an id is never reused wrongly.
         self._resource_json: dict[int, tuple[object, str]] = {}
         self._scope_json: dict[int, tuple[object, str]] = {}
@@ -74,11 +108,43 @@ class RowBuilder:
                 continue
         return {}
 
+    def _attributes_json(self, attributes: dict[str, Any]) -> str:
+        """The attributes as JSON, within max_span_bytes: in order, those that fit, and the counts."""
+        text = _json(attributes)
+        if len(text) * 4 <= self.max_span_bytes or _utf8_len(text) <= self.max_span_bytes:
+            return text
+        kept: dict[str, Any] = {}
+        used, dropped, dropped_bytes = 2, 0, 0
+        budget = self.max_span_bytes - 100  # room for the two counts
+        for key, value in attributes.items():
+            size = _utf8_len(dumps(key)) + _utf8_len(dumps(value)) + 2  # "key":value,
+            if used + size <= budget:
+                kept[key] = value
+                used += size
+            else:
+                dropped += 1
+                dropped_bytes += size
+        kept[ATTR_DROPPED] = dropped
+        kept[ATTR_DROPPED_BYTES] = dropped_bytes
+        return _json(kept)
+
+    def _text(self, text: str) -> str:
+        """A span name or status message: bounded as an attribute value is (a truncation marker past
+        max_attribute_bytes), redacted, valid UTF-8."""
+        if len(text) * 4 > self.redactor.max_bytes:  # only then can it be over the limit
+            text = self.redactor._bounded(text)
+        return _valid_utf8(self.redactor.redact_text(text))
+
     def row(self, span: ReadableSpan, written_ns: int, *, is_open: bool) -> tuple[Any, ...]:
         context = span.context
         assert context is not None  # SDK spans always have one
         attributes = self._attributes(_attribute_storage(span))
+        attributes_json = self._attributes_json(attributes)
         columns = columns_from_attributes(attributes)
+        valid = _valid_utf8(attributes_json)
+        if valid is not attributes_json:  # rare: the columns hold attribute values, fix them too
+            attributes_json = valid
+            columns = {k: _valid_utf8(v) if isinstance(v, str) else v for k, v in columns.items()}
         start_ns = span.start_time or written_ns
         if is_open:
             end_ns, status, message = None, "open", None
@@ -107,11 +173,11 @@ class RowBuilder:
             format(context.trace_id, "032x"),
             format(context.span_id, "016x"),
             format(parent.span_id, "016x") if parent is not None else None,
-            self.redactor.redact_text(span.name),
+            self._text(span.name),
             span.kind.name,
             columns["oi_span_kind"],
             status,
-            self.redactor.redact_text(message) if message else message,
+            self._text(message) if message else message,
             start_ns,
             end_ns,
             None if end_ns is None else end_ns - start_ns,
@@ -124,7 +190,7 @@ class RowBuilder:
             columns["total_tokens"],
             columns["tool_name"],
             self.pid,
-            dumps(attributes),
+            attributes_json,
             self._events_json(events) if events else "[]",
             self._links_json(links) if links else "[]",
             resource_json,
