@@ -35,10 +35,10 @@ _EXPORTER_LOGGER = "opentelemetry.exporter.otlp"
 
 def _endpoint(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """http(s)://host[:port][/path]; a bare base URL gets the OTLP traces path /v1/traces."""
-    parts = urlsplit(value.strip())
     try:
+        parts = urlsplit(value.strip())
         valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-    except ValueError:  # a port that is not a number, or out of range
+    except ValueError:  # a port that is not a number or out of range, a broken [IPv6] host
         valid = False
     if not valid:
         raise click.BadParameter(f"expected http(s)://host[:port][/path], got {value!r}", ctx, param)

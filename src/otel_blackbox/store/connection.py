@@ -6,6 +6,7 @@ long) becomes one StoreError subclass with a one-line message.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -59,6 +60,12 @@ def connect_writer(
     except sqlite3.Error as exc:
         raise describe_sqlite_error(path, exc) from None
     try:
+        # Refuse a file that is not ours before any pragma below writes to it.
+        if _check_version(path, conn) == 0:
+            if _has_foreign_tables(conn):
+                raise NotABlackboxDatabase(f"not an otel-blackbox database (other tables found): {path}")
+            if not create:
+                raise NotABlackboxDatabase(f"not an otel-blackbox database (no schema): {path}")
         # Both take effect only on a file with no tables yet. 8 KiB pages hold these 1-2 KB rows
         # with less waste (30% smaller files at 1M spans, docs/scaling.md); auto_vacuum lets the
         # size cap give space back.
@@ -95,7 +102,7 @@ def connect_reader(path: str | Path, *, busy_timeout_ms: int = 2000) -> sqlite3.
         raise DatabaseNotFound(f"database not found: {path}")
     if path.is_dir():
         raise StoreError(f"database path is a directory: {path}")
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    uri = f"file:{quote(os.fsencode(path.resolve()))}?mode=ro"  # bytes: a name need not be UTF-8
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout_ms / 1000, check_same_thread=False)
     except sqlite3.Error as exc:
