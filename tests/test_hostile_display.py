@@ -106,6 +106,31 @@ def test_a_20_mb_span_name_and_status_message(make_recorder: Callable[..., Recor
         assert len(stored) < 4096
 
 
+def test_a_lone_surrogate_does_not_lose_the_spans_written_with_it(
+    make_recorder: Callable[..., Recorder],
+) -> None:
+    """Python text can hold one and UTF-8 cannot: SQLite refused the whole batch, the span's neighbours
+    with it, and force_flush timed out."""
+    recorder = make_recorder()
+    with recorder.tracer.start_as_current_span("before"):
+        pass
+    with recorder.tracer.start_as_current_span(
+        "bad \ud800", attributes={"k\udfff": "v\ud801", "llm.model_name": "\udc80"}
+    ) as span:
+        span.add_event("e\ud800", {"x": "\ud800"})
+        span.set_status(trace.Status(trace.StatusCode.ERROR, "\ud800"))
+    with recorder.tracer.start_as_current_span("after"):
+        pass
+    recorder.flush()  # asserts force_flush returned True
+    rows = recorder.rows(
+        "SELECT name, model, attributes, events, status_message FROM spans ORDER BY start_ns"
+    )
+    assert [r["name"] for r in rows] == ["before", "bad \ufffd", "after"]
+    bad = rows[1]
+    assert bad["model"] == bad["status_message"] == "\ufffd"
+    assert json.loads(bad["attributes"])["k\ufffd"] == "v\ufffd" and "e\ufffd" in bad["events"]
+
+
 # --- 5. control characters, shown safely ------------------------------------------------------------
 
 CALL = "llm.output_messages.0.message.tool_calls.0.tool_call"
