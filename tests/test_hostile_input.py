@@ -679,6 +679,16 @@ def option_strategies(box: Sandbox) -> dict[str, Any]:
 DATABASES = ["blackbox.db"] * 5 + ["a-directory", "empty.db", "text.db", "random.db", "missing.db"]
 
 
+OPTION_EDGES = [
+    ["errors", "--limit", "9" * 30],
+    ["list", "--limit", "9" * 30],
+    ["list", "--session", os.fsdecode(b"\x80")],
+    ["push", "--endpoint", "http://[::1"],
+    ["cassette", "TRACE", "-o", "\x1f"],
+    ["export", "-o", "-", "--trace", "TRACE"],
+]
+
+
 @st.composite
 def command_lines(draw: st.DrawFn, box: Sandbox) -> list[str]:
     name = draw(st.sampled_from(sorted(option_strategies(box))))
@@ -698,17 +708,22 @@ def test_options_answer_hostile_values_with_one_line(
     monkeypatch.chdir(sandbox.root)  # relative -o targets and --db names land in the sandbox
     tally = Tally()
 
+    def run(argv: list[str]) -> None:
+        sandbox.existing.write_bytes(EXISTING_BYTES)
+        result = cli(*argv)
+        tally.add(result)
+        check_run(result)
+        if result.code != 0:  # atomic output: a failed command leaves an existing -o target as it was
+            assert sandbox.existing.read_bytes() == EXISTING_BYTES, result
+
     @fuzz(400)
     @given(argv=command_lines(sandbox))
     def feed(argv: list[str]) -> None:
         tally.examples += 1
-        sandbox.existing.write_bytes(EXISTING_BYTES)
-        run = cli(*argv)
-        tally.add(run)
-        check_run(run)
-        if run.code != 0:  # atomic output: a failed command leaves an existing -o target as it was
-            assert sandbox.existing.read_bytes() == EXISTING_BYTES, run
+        run(argv)
 
+    for edge in OPTION_EDGES:  # what the fuzzing found once, every time
+        run(["--db", "blackbox.db", *[sandbox.trace_ids[0] if arg == "TRACE" else arg for arg in edge]])
     feed()
     tally.report("options with hostile values")
 

@@ -21,11 +21,12 @@ from .common import db_path, echo_json, progress, reader, style, utf8_text
 
 __all__: list[str] = []
 
+# An upper bound too: SQLite's LIMIT takes a 64-bit integer, and no one lists a billion traces.
+_LIMIT = click.IntRange(min=1, max=1_000_000_000)
+
 
 @cli.command("list")
-@click.option(
-    "--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True, help="How many traces."
-)
+@click.option("--limit", "-n", type=_LIMIT, default=20, show_default=True, help="How many traces.")
 @click.option("--session", metavar="ID", callback=utf8_text, help="Only traces of this session id.")
 @click.option("--errors-only", is_flag=True, help="Only traces with a failed span.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
@@ -89,9 +90,7 @@ def show(ctx: click.Context, trace_id: str, verbose: bool, full: bool, as_json: 
 
 
 @cli.command()
-@click.option(
-    "--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True, help="How many spans."
-)
+@click.option("--limit", "-n", type=_LIMIT, default=20, show_default=True, help="How many spans.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of text.")
 @click.pass_context
 def errors(ctx: click.Context, limit: int, as_json: bool) -> None:
