@@ -187,7 +187,7 @@ class Redactor:
 
     # -- attribute values ------------------------------------------------------------------------
 
-    def _bounded(self, value: Any) -> Any:
+    def bounded(self, value: Any) -> Any:
         """Replace a value over max_bytes by its truncation marker (a JSON string)."""
         if isinstance(value, str):
             if len(value) * 4 <= self.max_bytes:  # cannot be over the limit: skip the encode
@@ -216,7 +216,7 @@ class Redactor:
             return "[REDACTED]"
         if isinstance(value, (bool, int, float)):  # the common case: nothing to bound or mask
             return value
-        value = self._bounded(value)
+        value = self.bounded(value)
         if isinstance(value, str):
             return self.redact_text(value)
         if isinstance(value, (list, tuple)):

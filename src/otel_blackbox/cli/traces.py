@@ -134,7 +134,7 @@ def stats(ctx: click.Context, as_json: bool) -> None:
         echo_json(info)
         return
     click.echo(
-        f"database       {info['database']}  "
+        f"database       {safe(info['database'])}  "
         f"({info['size_bytes'] / 1e6:.2f} MB, schema v{info['schema_version']})"
     )
     state = "writable" if info["writable"] else "NOT writable by this user: its recorders record nothing"

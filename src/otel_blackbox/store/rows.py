@@ -132,7 +132,7 @@ class RowBuilder:
         """A span name or status message: bounded as an attribute value is (a truncation marker past
         max_attribute_bytes), redacted, valid UTF-8."""
         if len(text) * 4 > self.redactor.max_bytes:  # only then can it be over the limit
-            text = self.redactor._bounded(text)
+            text = self.redactor.bounded(text)
         return _valid_utf8(self.redactor.redact_text(text))
 
     def row(self, span: ReadableSpan, written_ns: int, *, is_open: bool) -> tuple[Any, ...]:
