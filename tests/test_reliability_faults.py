@@ -176,6 +176,46 @@ def test_full_disk(db_path: Path) -> None:
     assert integrity(db_path) == "ok"
 
 
+@pytest.fixture
+def small_filesystem(tmp_path: Path) -> Iterator[Path]:
+    """A real 4 MB filesystem (tmpfs), where this machine lets us mount one."""
+    mount_point = tmp_path / "small"
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)], capture_output=True, text=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(
+            f"cannot mount a small filesystem here ({mounted.stderr.strip()}); RLIMIT_FSIZE covers it"
+        )
+    try:
+        yield mount_point
+    finally:
+        for agent in STARTED:  # nothing may hold the file open when it is unmounted
+            agent.stop()
+        subprocess.run(["umount", str(mount_point)], check=True)
+
+
+def test_a_real_full_filesystem(small_filesystem: Path) -> None:
+    db = small_filesystem / "blackbox.db"
+    ballast = small_filesystem / "ballast"
+    ballast.write_bytes(b"\0" * 3_000_000)  # leaves the database about 1 MB
+    agent = ServedAgent(db)
+    assert agent.steps("before", 5)["flushed"]
+    during = agent.steps("during", 30, payload_bytes=20_000)  # about 1.2 MB more: ENOSPC
+    assert during["flushed"] is False
+    stats = run_cli("stats", db=db, check=True)  # reading still works, and says why writing does not
+    free = json.loads(run_cli("stats", "--json", db=db, check=True).stdout)["disk_free_bytes"]
+    assert free < 200_000 and f"{free / 1e6:,.0f} MB free on its disk" in stats.stdout
+    ballast.unlink()  # space again: the held steps go first, then the new ones
+    assert agent.steps("after", 5)["flushed"]
+    final, stderr = agent.exit()
+    assert final["write_errors"] == 0
+    assert stderr.count(WARNING) == 1 and "full" in stderr
+    assert labels(db) == {"before": 5, "during": 30, "after": 5}
+    assert integrity(db) == "ok"
+
+
 def test_locked_longer_than_the_busy_timeout(db_path: Path) -> None:
     busy_ms = 200
     agent = ServedAgent(db_path, "--busy-timeout-ms", str(busy_ms))
