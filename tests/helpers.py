@@ -30,6 +30,8 @@ EXAMPLES = ROOT / "examples"
 # The Blackbox trace format v2 test vectors, copied verbatim from shared/interop/blackbox-v2.
 VECTORS_DIR = ROOT / "tests" / "vectors" / "blackbox-v2"
 VECTOR_NAMES = ("success-tool-use", "error-unknown-tool", "fork-parent", "fork-child")
+# The stand-in agent process of the reliability tests.
+STRESS_AGENT = str(ROOT / "tests" / "stress_agent.py")
 
 # `make stress` sets BLACKBOX_STRESS=1: the reliability tests run their long versions (more
 # processes, more kills, more fuzzing examples) and their figures go into docs/reliability.md.

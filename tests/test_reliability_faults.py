@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT, figure, run_cli
+from helpers import STRESS_AGENT, figure, run_cli
 
 pytestmark = pytest.mark.reliability
 
-AGENT = str(ROOT / "tests" / "stress_agent.py")
 WARNING = "otel-blackbox could not write to"
 # Root writes anywhere: without these two capabilities it obeys file modes like any user.
 # (setpriv is in util-linux, which every Debian system has.)
@@ -34,7 +33,7 @@ class ServedAgent:
     def __init__(self, db: Path, *args: str, prefix: tuple[str, ...] = ()) -> None:
         STARTED.append(self)
         self.proc = subprocess.Popen(
-            [*prefix, sys.executable, AGENT, "serve", "--db", str(db), *args],
+            [*prefix, sys.executable, STRESS_AGENT, "serve", "--db", str(db), *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -16,14 +16,13 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, figure, run_cli, sized
+from helpers import STRESS_AGENT, figure, run_cli, sized
 
 from otel_blackbox.cassette.io import load_cassette
 from otel_blackbox.cassette.verify import verify_cassette
 
 pytestmark = pytest.mark.reliability
 
-AGENT = str(ROOT / "tests" / "stress_agent.py")
 FLUSH_INTERVAL_NS = 200_000_000  # BlackboxConfig's default
 
 
@@ -45,7 +44,7 @@ class Reader(threading.Thread):
 
 def kill_at_random(args: list[str], rng: random.Random, low: float, high: float) -> tuple[list[str], int]:
     """Start the agent, SIGKILL it a random time after its first line; its lines and the kill time."""
-    with subprocess.Popen([sys.executable, AGENT, *args], stdout=subprocess.PIPE, text=True) as proc:
+    with subprocess.Popen([sys.executable, STRESS_AGENT, *args], stdout=subprocess.PIPE, text=True) as proc:
         reader = Reader(proc)
         reader.start()
         assert reader.first.wait(30), "the agent never started"

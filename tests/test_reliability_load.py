@@ -14,16 +14,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT, figure, run_cli, sized
+from helpers import STRESS_AGENT, figure, run_cli, sized
 
 pytestmark = pytest.mark.reliability
-
-AGENT = str(ROOT / "tests" / "stress_agent.py")
 
 
 def start_agent(*args: str, **popen: Any) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, AGENT, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen
+        [sys.executable, STRESS_AGENT, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
     )
 
 
