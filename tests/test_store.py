@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +45,31 @@ def test_new_database_is_wal_versioned_and_incremental(db_path: Path) -> None:
     assert {"spans_by_start", "spans_by_session", "spans_by_kind", "spans_not_ok"} <= indexes
     conn.close()
     connect_writer(db_path).close()  # reopening an up-to-date file is a no-op
+
+
+def test_writers_opening_a_new_file_at_the_same_moment_all_succeed(tmp_path: Path) -> None:
+    # A CI run once failed here: a writer read user_version 0, another created the schema, and
+    # the first then saw tables and refused the file as foreign. Unfixed, ~80% of rounds fail.
+    def open_once(path: Path, start: threading.Barrier, errors: list[str]) -> None:
+        start.wait()
+        try:
+            connect_writer(path).close()
+        except Exception as exc:  # collected, so a failure names the message
+            errors.append(str(exc))
+
+    for round_ in range(25):
+        path = tmp_path / f"race{round_}.db"
+        start = threading.Barrier(8)
+        errors: list[str] = []
+        threads = [threading.Thread(target=open_once, args=(path, start, errors)) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == [], f"round {round_}: {errors[0]}"
+        reader = connect_reader(path)
+        assert reader.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        reader.close()
 
 
 def test_newer_schema_is_refused(db_path: Path) -> None:

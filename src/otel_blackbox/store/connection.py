@@ -31,13 +31,26 @@ def describe_sqlite_error(path: str | Path, exc: sqlite3.Error) -> StoreError:
 
 
 def _check_version(path: str | Path, conn: sqlite3.Connection) -> int:
-    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    return _check_schema(path, conn)[0]
+
+
+def _check_schema(path: str | Path, conn: sqlite3.Connection) -> tuple[int, int]:
+    """The schema version and the number of tables, read in one statement.
+
+    One statement reads one snapshot: read apart, another process could create the schema in
+    between, and its tables would be taken for a foreign file's.
+    """
+    row = conn.execute(
+        "SELECT (SELECT user_version FROM pragma_user_version),"
+        " (SELECT count(*) FROM sqlite_master WHERE type = 'table')"
+    ).fetchone()
+    version, tables = int(row[0]), int(row[1])
     if version > SCHEMA_VERSION:
         raise NotABlackboxDatabase(
             f"{path} has schema version {version}, newer than this otel-blackbox supports "
             f"({SCHEMA_VERSION}): upgrade otel-blackbox"
         )
-    return version
+    return version, tables
 
 
 def connect_writer(
@@ -61,8 +74,9 @@ def connect_writer(
         raise describe_sqlite_error(path, exc) from None
     try:
         # Refuse a file that is not ours before any pragma below writes to it.
-        if _check_version(path, conn) == 0:
-            if _has_foreign_tables(conn):
+        version, tables = _check_schema(path, conn)
+        if version == 0:
+            if tables:
                 raise NotABlackboxDatabase(f"not an otel-blackbox database (other tables found): {path}")
             if not create:
                 raise NotABlackboxDatabase(f"not an otel-blackbox database (no schema): {path}")
@@ -78,8 +92,8 @@ def connect_writer(
         if _check_version(path, conn) < SCHEMA_VERSION:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                current = _check_version(path, conn)
-                if current == 0 and _has_foreign_tables(conn):
+                current, tables = _check_schema(path, conn)
+                if current == 0 and tables:
                     raise NotABlackboxDatabase(f"not an otel-blackbox database (other tables found): {path}")
                 migrate(conn, current)
                 conn.execute("COMMIT")
@@ -120,10 +134,6 @@ def connect_reader(path: str | Path, *, busy_timeout_ms: int = 2000) -> sqlite3.
     except BaseException:
         conn.close()
         raise
-
-
-def _has_foreign_tables(conn: sqlite3.Connection) -> bool:
-    return bool(conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0])
 
 
 def _retry_busy(action: Callable[[], object], busy_timeout_ms: int) -> None:
