@@ -7,7 +7,9 @@ import json
 from collections.abc import Callable
 
 import pytest
-from helpers import Recorder
+from helpers import Recorder, fuzz_examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from otel_blackbox.redact import TRUNCATION_KEY, Redactor
 
@@ -139,3 +141,70 @@ def test_values_given_to_secret_names_in_text_and_in_json_inside_json() -> None:
         "city": "Paris",
     }
     assert masked_body["api_key"] is None  # not a string: left as it is, the JSON stays valid
+
+
+def test_names_that_end_in_a_secret_name_and_whole_cookie_lines() -> None:
+    redactor = Redactor(fields=["x-acme-key"])
+    cases = {
+        "DB_PASSWORD=hunter2": "DB_PASSWORD=[REDACTED]",
+        "export OPENAI_API_KEY=abcd1234efgh": "export OPENAI_API_KEY=[REDACTED]",
+        "HF_TOKEN=hf_abcdefghijkl and GITHUB_TOKEN: abc123def456": (
+            "HF_TOKEN=[REDACTED] and GITHUB_TOKEN: [REDACTED]"
+        ),
+        "x-goog-api-key: AIzaabcdefgh": "x-goog-api-key: [REDACTED]",
+        'SECRET_KEY = "django-insecure-abc"': 'SECRET_KEY = "[REDACTED]"',
+        "my_x_acme_key=5f3c9a0d1e2b": "my_x_acme_key=[REDACTED]",  # the user's names too
+        "Cookie: a=1; session=abcdef123456; csrftoken=zzz\r\nHost: example.com": (
+            "Cookie: [REDACTED]\r\nHost: example.com"
+        ),
+        "set-cookie: id=abcdefgh; Path=/; HttpOnly": "set-cookie: [REDACTED]",
+        # Counts and words are not secrets: plural _tokens, "token" alone, a name merely containing one.
+        "prompt_tokens: 12345678, max_tokens=4096": "prompt_tokens: 12345678, max_tokens=4096",
+        "each token: 12345678 ms": "each token: 12345678 ms",
+        "keyboard_layout = qwerty-us": "keyboard_layout = qwerty-us",
+    }
+    for text, masked in cases.items():
+        assert redactor.redact_text(text) == masked, text
+    # A Cookie header inside JSON text: masked up to the closing quote, the JSON still valid.
+    body = json.dumps({"headers": "Cookie: a=1; session=abcdef123456", "n": 1})
+    assert json.loads(redactor.redact_text(body)) == {"headers": "Cookie: [REDACTED]", "n": 1}
+    attributes = redactor.attributes(
+        {
+            "app.db_password": "x",
+            "env.OPENAI_API_KEY": "abcdefgh",
+            "llm.token_count.prompt": 3,
+            "gen_ai.usage.input_tokens": 5,
+        }
+    )
+    assert attributes == {
+        "app.db_password": "[REDACTED]",
+        "env.OPENAI_API_KEY": "[REDACTED]",
+        "llm.token_count.prompt": 3,
+        "gen_ai.usage.input_tokens": 5,
+    }
+
+
+# Texts made of "name sep value end" pieces that meet the rules above, and loose pieces between.
+_NAMES = ["Cookie", "set-cookie", "DB_PASSWORD", "api_key", "HF_TOKEN", "token", "prompt_tokens",
+          "x-acme-key", "Authorization", "city", '"password"', "'secret'"]  # fmt: skip
+_SEPARATORS = [":", "=", ": ", " = ", ":  ", " :", ":\t"]
+_VALUES = ["abc123def456", "theme=dark; sid=abcdefgh1234", "Bearer abcdefgh12345678", "Basic dXNlcjpw",
+           '"quoted value"', "'single'", "[REDACTED]", "sk-abcdefghijklmnopqrstuvwxyz12", "",
+           "postgres://app:pw12345678@db/prod", "AKIAIOSFODNN7EXAMPLE", "x\\y"]  # fmt: skip
+_ENDS = ["", "\n", "\r\n", "; ", " ", ", ", '"', "&", "}"]
+_PIECE = st.tuples(*(st.sampled_from(options) for options in (_NAMES, _SEPARATORS, _VALUES, _ENDS))).map(
+    "".join
+) | st.sampled_from(["hello world", "{", "\\", "'", '"', "?", " "])
+
+
+@settings(max_examples=fuzz_examples(300), deadline=None)
+@given(st.lists(_PIECE, max_size=8).map("".join))
+def test_masking_masked_text_changes_nothing(text: str) -> None:
+    # A replay compares its request, masked, with a recording masked when it was made: masking
+    # twice must give what masking once gave.
+    redactor = Redactor(fields=["x-acme-key"])
+    once = redactor.redact_text(text)
+    assert redactor.redact_text(once) == once
+    as_json = json.dumps({"body": text})
+    once = redactor.redact_text(as_json)
+    assert redactor.redact_text(once) == once

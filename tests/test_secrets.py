@@ -115,6 +115,7 @@ def make_corpus(rng: random.Random, copies: int) -> list[Secret]:
         jwt = _jwt(rng)
         https_password, pg_password = _chars(rng, ALNUM, 16), _chars(rng, ALNUM, 20)
         acme = f"ACME-{_chars(rng, string.ascii_uppercase + string.digits, 24)}"
+        db_password, session_cookie = _chars(rng, ALNUM, 18), _chars(rng, ALNUM, 32)
         secrets += [
             Secret("openai-legacy", legacy, f"old key {legacy}"),
             Secret("openai-project", project, f"project key {project}"),
@@ -130,6 +131,9 @@ def make_corpus(rng: random.Random, copies: int) -> list[Secret]:
             Secret("url-password", https_password, f"https://deploy:{https_password}@git.example.com/a.git"),
             Secret("url-password", pg_password, f"postgres://app:{pg_password}@db.internal:5432/prod"),
             Secret("user-pattern", acme, f"internal token {acme}"),
+            Secret("env-password", db_password, f"DB_PASSWORD={db_password}"),
+            # The secret is the second pair of the line; the line ends there.
+            Secret("cookie", session_cookie, f"Cookie: theme=dark; sessionid={session_cookie}\n"),
             Secret("user-field", (field := _chars(rng, "0123456789abcdef", 32)), f"{ACME_FIELD}: {field}"),
         ]
     return secrets

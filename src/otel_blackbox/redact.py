@@ -30,8 +30,13 @@ _MIN_SECRET_LEN = 8  # no pattern below matches a shorter string: skip the regex
 DEFAULT_SECRET_FIELDS = (
     "password", "passwd", "secret", "client_secret", "api_key", "apikey", "x_api_key", "api_token",
     "authorization", "proxy_authorization", "access_token", "refresh_token", "id_token", "auth_token",
-    "cookie", "set_cookie", "private_key", "aws_secret_access_key", "secret_access_key",
+    "cookie", "set_cookie", "private_key", "aws_secret_access_key", "secret_access_key", "secret_key",
+    "passphrase",
 )  # fmt: skip
+# A name is also a secret's when it ends in _<one of the names> (db_password, openai_api_key,
+# x-goog-api-key) or in _token (hf_token, github_token, slack_bot_token). The plural _tokens is a
+# count (prompt_tokens), and "token" alone is too often a word of prose: neither is masked.
+_SECRET_SUFFIXES = ("_token",)
 
 # (kind, regex). Order matters: the Anthropic rule must win over the generic OpenAI one.
 _BUILTIN_PATTERNS: tuple[tuple[str, str], ...] = (
@@ -63,6 +68,11 @@ _ASSIGNMENT = re.compile(
     r"(?<![\w.\-])(?=([A-Za-z][\w.\-]{0,100}))\1('?\s*[:=]\s*)"
     rf"(?:\"([^\"\n]*)\"|'([^'\n]*)'|(?!{_SCHEME}\[)((?:{_SCHEME})?[^\s\"'`,;&<>()\[\]{{}}]+))"
 )
+
+# A Cookie: header line in text holds several name=value pairs (session=..., csrftoken=...): the
+# whole value is masked, up to the end of the line, a double quote or a backslash (a cookie holds
+# neither), so in JSON text the mask ends where the string or its line does and the JSON stays valid.
+_COOKIE_LINE = re.compile(r"(?im)(?<![\w.\-])((?:set[-_])?cookie[ \t]*:[ \t]*)(?![\"'\[ \t])[^\r\n\"\\]+")
 
 
 def _fragment(field: str) -> str:
@@ -103,9 +113,12 @@ class Redactor:
         custom = [f"(?:{p})" for p in patterns]
         self._custom = re.compile("|".join(custom)) if custom else None
         self._fields = frozenset({*DEFAULT_SECRET_FIELDS, *(_normalize_field(f) for f in fields)})
+        self._suffixes = tuple(sorted({*(f"_{f}" for f in self._fields), *_SECRET_SUFFIXES}))
+        # What any secret's name contains, spelt as is_secret_field reads it: text without one has none.
+        self._name_needles = tuple(sorted({*self._fields, *_SECRET_SUFFIXES}))
         self._field_cache: dict[str, bool] = {}
-        # Each field name contains one of these (lower-cased): JSON text without any skips the pair scan.
-        self._field_fragments = tuple(sorted({_fragment(f) for f in self._fields}))
+        # Each needle contains one of these (lower-cased): JSON text without any skips the pair scan.
+        self._field_fragments = tuple(sorted({_fragment(f) for f in self._name_needles}))
         self._trigger = re.compile("|".join(re.escape(t) for t in _TRIGGERS))
 
     # -- strings ---------------------------------------------------------------------------------
@@ -133,6 +146,8 @@ class Redactor:
                 if '\\"' in text:
                     text = _ESCAPED_STRING_PAIR.sub(self._mask_escaped_pair, text)
             if assigns:
+                if "cookie" in text.lower():
+                    text = _COOKIE_LINE.sub(r"\1[REDACTED]", text)
                 text = _ASSIGNMENT.sub(self._mask_assignment, text)
         return text
 
@@ -143,7 +158,7 @@ class Redactor:
         if not any(fragment in lowered for fragment in self._field_fragments):
             return False
         normalized = lowered.replace("-", "_")
-        return any(name in normalized for name in self._fields)
+        return any(name in normalized for name in self._name_needles)
 
     def _mask_pair(self, match: re.Match[str]) -> str:
         if self.is_secret_field(match.group(1)):
@@ -182,7 +197,8 @@ class Redactor:
         if hit is None:
             if len(self._field_cache) >= _FIELD_CACHE_MAX:
                 self._field_cache.clear()
-            hit = self._field_cache[name] = _normalize_field(name) in self._fields
+            normalized = _normalize_field(name)
+            hit = self._field_cache[name] = normalized in self._fields or normalized.endswith(self._suffixes)
         return hit
 
     # -- attribute values ------------------------------------------------------------------------
