@@ -11,6 +11,8 @@ import shutil
 import stat
 import struct
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -305,3 +307,25 @@ def test_a_saved_cassette_has_the_usual_file_mode(tmp_path: Path) -> None:
         assert stat.S_IMODE(fresh.stat().st_mode) == 0o604  # a replaced file keeps its mode
     finally:
         os.umask(old_umask)
+
+
+def test_a_save_removes_what_killed_saves_of_the_same_file_left(tmp_path: Path) -> None:
+    # SIGKILL runs no cleanup: a save killed midway leaves its temporary file beside the target.
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    dead = int(finished.stdout)  # a process that has exited
+    an_hour_ago = time.time() - 3600
+    names = {
+        "abandoned": f".run.json.{dead}.k3x9_a2b.tmp",
+        "just written": f".run.json.{dead}.q8w7e6r5.tmp",  # may be another host's save in progress
+        "live process": f".run.json.{os.getpid()}.z1y2x3w4.tmp",  # a save running right now
+        "another file's": f".other.json.{dead}.m4n5b6v7.tmp",
+        "not ours": ".run.json.notes.tmp",
+    }
+    for label, name in names.items():
+        (tmp_path / name).write_text("half a cassette")
+        if label != "just written":
+            os.utime(tmp_path / name, (an_hour_ago, an_hour_ago))
+    save_cassette(vector("success-tool-use"), tmp_path / "run.json")
+    left = {p.name for p in tmp_path.iterdir()}
+    assert names["abandoned"] not in left
+    assert left == {"run.json", *(name for label, name in names.items() if label != "abandoned")}

@@ -1,14 +1,18 @@
 """Atomic file output: write a temporary file beside the target, fsync, then rename over it.
 
-A crash or an error mid-write leaves the old file (or none), never half of a new one.
+A crash or an error mid-write leaves the old file (or none), never half of a new one. A process
+killed mid-write (SIGKILL runs no cleanup) leaves its temporary file, ``.<name>.<pid>.<random>.tmp``;
+the next save of the same file removes it once that process is gone and the file a minute old.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
@@ -20,7 +24,8 @@ __all__ = ["atomic_text_writer"]
 def atomic_text_writer(path: str | Path) -> Iterator[TextIO]:
     target = Path(path)
     mode = _file_mode(target)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    prefix = f".{target.name}.{os.getpid()}."
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=target.parent or ".")
     try:
         os.fchmod(fd, mode)  # mkstemp makes 0600 files: give the usual mode instead
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
@@ -32,6 +37,42 @@ def atomic_text_writer(path: str | Path) -> Iterator[TextIO]:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    _remove_abandoned_temporaries(target)
+
+
+# mkstemp's random part: 8 characters of this alphabet.
+_TEMPORARY = re.compile(r"(\d+)\.[a-z0-9_]{8}\.tmp")
+_ABANDONED_AFTER_S = 60.0  # on a shared filesystem the pid may be another host's: wait a while too
+
+
+def _remove_abandoned_temporaries(target: Path) -> None:
+    """Delete temporary files of earlier saves of ``target`` whose process was killed midway."""
+    prefix = f".{target.name}."
+    now = time.time()
+    try:
+        with os.scandir(target.parent or ".") as entries:
+            for entry in entries:
+                if not entry.name.startswith(prefix):
+                    continue
+                match = _TEMPORARY.fullmatch(entry.name, len(prefix))
+                if match is None or _process_exists(int(match.group(1))):
+                    continue
+                with contextlib.suppress(OSError):
+                    info = entry.stat(follow_symlinks=False)
+                    if stat.S_ISREG(info.st_mode) and now - info.st_mtime >= _ABANDONED_AFTER_S:
+                        os.unlink(entry.path)
+    except OSError:  # an unreadable directory: the save itself succeeded, leave the rest
+        pass
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # another user's process (EPERM), or a number no pid can be
+        return True
+    return True
 
 
 def _file_mode(target: Path) -> int:
