@@ -93,6 +93,37 @@ def test_ten_thousand_attributes(make_recorder: Callable[..., Recorder], count: 
     figure(f"10,000 attributes of {size} B", "time on the agent's thread", f"{on_the_agent * 1000:.0f} ms")
 
 
+def test_events_and_links_past_the_span_limit(make_recorder: Callable[..., Recorder]) -> None:
+    recorder = make_recorder()  # the SDK's default limits: 128 events, 128 links
+    big = "e" * 200_000  # under max_attribute_bytes: each value is kept whole, the span is not
+    links = [
+        trace.Link(trace.SpanContext(0xABC, n + 1, is_remote=True), {"note": big}) for n in range(32)
+    ]  # 6.4 MB
+    with recorder.tracer.start_as_current_span("many-events", links=links) as span:
+        for n in range(64):  # 12.8 MB
+            span.add_event(f"event-{n}", {"payload": big})
+    recorder.flush()
+    query = (
+        "SELECT length(CAST(events AS BLOB)) AS events_bytes, length(CAST(links AS BLOB)) AS links_bytes,"
+        " events, links, attributes FROM spans WHERE name = ?"
+    )
+    (row,) = recorder.rows(query, "many-events")
+    limit = span_bytes_limit(MAX_ATTRIBUTE_BYTES)
+    assert row["events_bytes"] <= limit and row["links_bytes"] <= limit
+    events, stored_links = json.loads(row["events"]), json.loads(row["links"])
+    attributes = json.loads(row["attributes"])
+    assert [e["name"] for e in events] == [f"event-{n}" for n in range(len(events))]  # the first, in order
+    assert all(e["attributes"]["payload"] == big for e in events)  # whole, not cut
+    assert [link["span_id"] for link in stored_links] == [f"{n + 1:016x}" for n in range(len(stored_links))]
+    assert attributes["blackbox.events.dropped"] == 64 - len(events) > 0
+    assert attributes["blackbox.links.dropped"] == 32 - len(stored_links) > 0
+    assert attributes["blackbox.events.dropped_bytes"] > (64 - len(events)) * 200_000
+    assert attributes["blackbox.links.dropped_bytes"] > (32 - len(stored_links)) * 200_000
+    name = "64 events and 32 links of 200 KB"
+    figure(name, "bytes stored (events / links)", f"{row['events_bytes']:,} / {row['links_bytes']:,}")
+    figure(name, "kept (events / links)", f"{len(events)} / {len(stored_links)}")
+
+
 def test_a_20_mb_span_name_and_status_message(make_recorder: Callable[..., Recorder]) -> None:
     recorder = make_recorder()
     huge = "n" * 20 * 1024 * 1024

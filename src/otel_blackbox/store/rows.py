@@ -29,6 +29,12 @@ _MIN_SPAN_BYTES = 4 * 1024 * 1024
 _SPAN_BYTES_PER_VALUE = 16
 ATTR_DROPPED = "blackbox.attributes.dropped"
 ATTR_DROPPED_BYTES = "blackbox.attributes.dropped_bytes"
+# The same limit holds for a span's events and for its links, each; what is left out is counted in
+# these, set on the stored attributes.
+_LEFT_OUT_KEYS = {
+    "events": ("blackbox.events.dropped", "blackbox.events.dropped_bytes"),
+    "links": ("blackbox.links.dropped", "blackbox.links.dropped_bytes"),
+}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -138,7 +144,13 @@ class RowBuilder:
     def row(self, span: ReadableSpan, written_ns: int, *, is_open: bool) -> tuple[Any, ...]:
         context = span.context
         assert context is not None  # SDK spans always have one
+        left_out: dict[str, int] = {}  # what of the events and links did not fit
+        events, links = span.events, span.links
+        events_json = self._events_json(events, left_out) if events else "[]"
+        links_json = self._links_json(links, left_out) if links else "[]"
         attributes = self._attributes(_attribute_storage(span))
+        if left_out:  # first, so that the attributes' own limit cannot leave them out
+            attributes = {**left_out, **attributes}
         attributes_json = self._attributes_json(attributes)
         columns = columns_from_attributes(attributes)
         valid = _valid_utf8(attributes_json)
@@ -153,8 +165,6 @@ class RowBuilder:
             status = _STATUS.get(span.status.status_code, "unset")
             message = span.status.description
         parent = span.parent
-        events = span.events
-        links = span.links
         resource = span.resource
         resource_json = self._shared_json(self._resource_json, resource) or self._remember(
             self._resource_json, resource, dumps(self._attributes(resource.attributes))
@@ -191,31 +201,49 @@ class RowBuilder:
             columns["tool_name"],
             self.pid,
             attributes_json,
-            self._events_json(events) if events else "[]",
-            self._links_json(links) if links else "[]",
+            events_json,
+            links_json,
             resource_json,
             scope_json,
         )
 
-    def _events_json(self, events: Sequence[Event]) -> str:
-        return dumps(
-            [
-                {"name": e.name, "timestamp_ns": e.timestamp, "attributes": self._attributes(e.attributes)}
-                for e in events
-            ]
-        )
+    def _events_json(self, events: Sequence[Event], left_out: dict[str, int]) -> str:
+        items = [
+            {"name": e.name, "timestamp_ns": e.timestamp, "attributes": self._attributes(e.attributes)}
+            for e in events
+        ]
+        return self._bounded_list_json(items, "events", left_out)
 
-    def _links_json(self, links: Sequence[Link]) -> str:
-        return dumps(
-            [
-                {
-                    "trace_id": format(link.context.trace_id, "032x"),
-                    "span_id": format(link.context.span_id, "016x"),
-                    "attributes": self._attributes(link.attributes),
-                }
-                for link in links
-            ]
-        )
+    def _links_json(self, links: Sequence[Link], left_out: dict[str, int]) -> str:
+        items = [
+            {
+                "trace_id": format(link.context.trace_id, "032x"),
+                "span_id": format(link.context.span_id, "016x"),
+                "attributes": self._attributes(link.attributes),
+            }
+            for link in links
+        ]
+        return self._bounded_list_json(items, "links", left_out)
+
+    def _bounded_list_json(self, items: list[dict[str, Any]], part: str, left_out: dict[str, int]) -> str:
+        """A JSON list within max_span_bytes: in order, the items that fit; the rest counted in left_out."""
+        text = dumps(items)
+        if len(text) * 4 <= self.max_span_bytes or _utf8_len(text) <= self.max_span_bytes:
+            return text
+        kept: list[str] = []
+        used, dropped, dropped_bytes = 2, 0, 0
+        for item in items:
+            piece = dumps(item)
+            size = _utf8_len(piece) + 1  # and its comma
+            if used + size <= self.max_span_bytes:
+                kept.append(piece)
+                used += size
+            else:
+                dropped += 1
+                dropped_bytes += size
+        count_key, bytes_key = _LEFT_OUT_KEYS[part]
+        left_out[count_key], left_out[bytes_key] = dropped, dropped_bytes
+        return "[" + ",".join(kept) + "]"
 
 
 def _attribute_storage(span: ReadableSpan) -> Mapping[str, Any] | None:
