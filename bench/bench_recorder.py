@@ -16,6 +16,9 @@ contender rotates), the median of R repeats reported, and ratios compared with t
 
 ``--profile`` adds cProfile listings of the caller loop and of the Blackbox writer (run on the main
 thread over a prepared queue) plus the writer's isolated cost per span, with and without redaction.
+``--phases`` times a persisted Blackbox run's loop and the flush after it apart, and counts the rows
+written during the loop, at three GIL switch intervals: how much of the writer's work overlaps the
+agent's loop.
 ``--no-gc`` turns the cyclic garbage collector off while timing, to show how much of the caller cost is
 collections traversing spans that are still queued (a diagnostic, not a setting anyone should use).
 """
@@ -563,6 +566,53 @@ def run_profiles(spans: int, workdir: Path) -> dict[str, float]:
     return writer_us
 
 
+# -- --phases ----------------------------------------------------------------------------------
+
+
+def run_phases(spans: int, workdir: Path) -> list[dict[str, Any]]:
+    """Where a persisted run's time goes: the loop, the rows written during it, the flush after it.
+
+    Repeated at three GIL switch intervals: how much of the writer's work overlaps the agent's
+    loop depends on how often the interpreter hands the GIL over (the default is 5 ms).
+    """
+    print("\n=== phases of a persisted Blackbox run (median of 3 per switch interval) ===")
+    print("   switch interval   loop s   caller CPU s   rows written in the loop   flush after s   spans/s")
+    default_interval = sys.getswitchinterval()
+    results = []
+    try:
+        for interval in (0.005, 0.001, 0.0002):
+            sys.setswitchinterval(interval)
+            samples = []
+            for n in range(3):
+                db = workdir / f"phases-{n}.db"
+                remove_db(db)
+                provider = TracerProvider(shutdown_on_exit=False)
+                processor = BlackboxSpanProcessor(config=blackbox_config(db, spans))
+                provider.add_span_processor(processor)
+                tracer = provider.get_tracer("bench_recorder")
+                gc.collect()
+                t0, c0 = time.perf_counter(), time.thread_time()
+                otel_pairs(tracer, spans // 2)
+                t1, c1, during = time.perf_counter(), time.thread_time(), processor.spans_written
+                provider.force_flush(FLUSH_TIMEOUT_MS)
+                t2 = time.perf_counter()
+                provider.shutdown()
+                remove_db(db)
+                samples.append((t1 - t0, c1 - c0, during, t2 - t1, 2 * (spans // 2) / (t2 - t0)))
+            keys = ("loop_s", "caller_cpu_s", "written_during_loop", "flush_after_s", "spans_per_s")
+            columns = zip(*samples, strict=True)
+            row = {key: statistics.median(column) for key, column in zip(keys, columns, strict=True)}
+            print(
+                f"   {interval * 1000:>12.1f} ms   {row['loop_s']:6.3f}   {row['caller_cpu_s']:12.3f}"
+                f"   {row['written_during_loop']:>24,.0f}   {row['flush_after_s']:13.3f}"
+                f"   {row['spans_per_s']:7,.0f}"
+            )
+            results.append({"switch_interval_s": interval, **row})
+    finally:
+        sys.setswitchinterval(default_interval)
+    return results
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--spans", type=int, default=20_000, help="spans per run (even; default 20000)")
@@ -574,6 +624,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="also print cProfile listings (module doc)")
     parser.add_argument(
         "--no-gc", action="store_true", help="diagnostic: cyclic GC off while timing (see module doc)"
+    )
+    parser.add_argument(
+        "--phases", action="store_true", help="also time a persisted run's loop and flush apart (module doc)"
     )
     args = parser.parse_args(argv)
     if args.spans < 2 or args.repeat < 1:
@@ -593,6 +646,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = run_benchmark(args, workdir)
         if args.profile:
             result["writer_us_per_span"] = run_profiles(args.spans, workdir)
+        if args.phases:
+            result["phases"] = run_phases(args.spans, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result["wall_s"] = round(time.perf_counter() - started, 1)
