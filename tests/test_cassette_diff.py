@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import time
 from typing import Any
 
 import pytest
@@ -273,17 +272,15 @@ def ten_thousand() -> tuple[Cassette, Cassette, Cassette]:
     return parent, fork, rerecorded_fork
 
 
-def test_ten_thousand_step_cassettes_diff_correctly_and_fast(
+def test_ten_thousand_step_cassettes_diff_correctly(
     ten_thousand: tuple[Cassette, Cassette, Cassette],
 ) -> None:
+    # How fast: bench/bench_cassette.py (docs/benchmarks.md), not a timed test.
     parent, fork, rerecorded_fork = ten_thousand
-    start = time.perf_counter()
     by_hash = diff_cassettes(parent, fork)
     semantic = diff_cassettes(parent, rerecorded_fork, semantic=True)
-    elapsed = time.perf_counter() - start
     for report in (by_hash, semantic):
         assert report.index == 9_990 and report.shared_prefix == 9_990
         assert report.difference is not None and report.difference.path == "$.payload.toolInput.query"
         assert (report.difference.parent, report.difference.child) == ("q2497", "changed")
     assert diff_cassettes(parent, rerecorded_fork).index == 0  # by hash, timestamps differ from step 0
-    assert elapsed < 1.0, f"two 10,000-step diffs took {elapsed:.2f}s (target 0.2s)"

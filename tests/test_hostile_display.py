@@ -60,7 +60,6 @@ def test_an_attribute_of_50_mb(make_recorder: Callable[..., Recorder]) -> None:
     assert marker[TRUNCATION_KEY] is True and marker["original_bytes"] == len(value)
     assert marker["sha256"] == hashlib.sha256(value.encode()).hexdigest()  # still comparable
     assert row["stored"] < 4096
-    assert on_the_agent < 0.5  # the caller only queued it; the writer thread bounds it
     figure("a 50 MB attribute", "bytes stored (attributes)", row["stored"])
     figure("a 50 MB attribute", "time on the agent's thread", f"{on_the_agent * 1000:.1f} ms")
     figure("a 50 MB attribute", "writer time to store it", f"{written * 1000:.0f} ms")

@@ -19,6 +19,7 @@ import socket
 import sys
 import threading
 import time
+import tracemalloc
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -349,9 +350,15 @@ def test_oversized_cassette_is_refused_before_it_is_read(tmp_path: Path) -> None
         ["inspect", str(big)],
         ["report", str(big), "-o", str(tmp_path / "r.html")],
     ):
-        run = cli(*argv)
+        tracemalloc.start()
+        try:
+            run = cli(*argv)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
         check_run(run, codes=(2,))
-        assert "limit" in run.stderr and run.seconds < 1
+        assert "limit" in run.stderr
+        assert peak < 8 * 1024 * 1024  # refused from its size: the 33 MB were never read into memory
     for bad in ("abc", "-1", "0", "nan", "1e999"):
         run = cli("verify", str(vector_path("success-tool-use")), env={"OTEL_BLACKBOX_MAX_CASSETTE_MB": bad})
         check_run(run, codes=(2,))
@@ -534,9 +541,10 @@ def _delta_stream(name: str, piece: str, count: int) -> bytes:
 
 
 @pytest.mark.parametrize("name", list(PROVIDERS))
-def test_a_long_stream_reads_in_linear_time(name: str) -> None:
+def test_a_long_stream_is_read_whole(name: str) -> None:
     """Each delta appended to a growing string made a long stream quadratic: 40,000 deltas of 256
-    characters (10 MB) took 5 to 7 s, and four times as many would take over a minute."""
+    characters (10 MB) took 5 to 7 s, and four times as many would take over a minute. Whether
+    reading is linear is measured by bench/bench_streams.py (N and 4N deltas), not timed here."""
     piece, count = "abcdefgh" * 32, sized(40_000, 160_000)
     body = _delta_stream(name, piece, count)
     started = time.perf_counter()
@@ -548,7 +556,6 @@ def test_a_long_stream_reads_in_linear_time(name: str) -> None:
     figure(
         f"{name} translator", f"read a stream of {count} deltas ({len(body) / 1e6:.0f} MB)", f"{took:.2f} s"
     )
-    assert took < 1.5 * count / 40_000  # linear: 0.3 s here; quadratic (before): 5 s
 
 
 # --- 3. the CLI's options -------------------------------------------------------------------------

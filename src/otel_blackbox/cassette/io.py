@@ -86,7 +86,8 @@ def read_text(path: str | Path, *, max_bytes: int | None = None) -> str:
             raise CassetteError(f"{path}: is a directory, not a cassette file")
         if size > max_bytes:
             raise CassetteError(
-                f"{path}: {size / 1e6:.1f} MB is larger than the {max_bytes / 1e6:.0f} MB limit"
+                f"{path}: {size / 2**20:.1f} MB is larger than the {max_bytes / 2**20:g} MB limit"
+                " (OTEL_BLACKBOX_MAX_CASSETTE_MB)"
             )
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
