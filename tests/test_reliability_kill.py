@@ -110,11 +110,11 @@ def test_a_cassette_saved_while_killed_is_the_old_or_the_new_one(tmp_path: Path)
     figure(
         "cassette saved while killed", "kills / whole cassettes afterwards", f"{rounds} / {rounds} ({seen})"
     )
-    leftovers = [p for p in tmp_path.iterdir() if p != out]
-    figure("cassette saved while killed", "temporary files left beside it", len(leftovers))
+    temporaries = [p for p in tmp_path.iterdir() if p != out]
+    figure("cassette saved while killed", "temporary files left beside it", len(temporaries))
     # Their processes are gone: once they are a minute old, the next save of the file removes them.
     an_hour_ago = time.time() - 3600
-    for path in leftovers:
+    for path in temporaries:
         os.utime(path, (an_hour_ago, an_hour_ago))
     save_cassette(load_cassette(out), out)
     assert list(tmp_path.iterdir()) == [out]
