@@ -311,6 +311,9 @@ def test_a_saved_cassette_has_the_usual_file_mode(tmp_path: Path) -> None:
 
 def test_a_save_removes_what_killed_saves_of_the_same_file_left(tmp_path: Path) -> None:
     # SIGKILL runs no cleanup: a save killed midway leaves its temporary file beside the target.
+    # The next save over the file removes it (a save of a new file does not list the directory).
+    target = tmp_path / "run.json"
+    save_cassette(vector("error-unknown-tool"), target)
     finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
     dead = int(finished.stdout)  # a process that has exited
     an_hour_ago = time.time() - 3600
@@ -325,7 +328,9 @@ def test_a_save_removes_what_killed_saves_of_the_same_file_left(tmp_path: Path) 
         (tmp_path / name).write_text("half a cassette")
         if label != "just written":
             os.utime(tmp_path / name, (an_hour_ago, an_hour_ago))
-    save_cassette(vector("success-tool-use"), tmp_path / "run.json")
-    left = {p.name for p in tmp_path.iterdir()}
+    save_cassette(vector("success-tool-use"), tmp_path / "new.json")  # a new file: nothing looked at
+    assert {p.name for p in tmp_path.iterdir()} == {"run.json", "new.json", *names.values()}
+    save_cassette(vector("success-tool-use"), target)
+    left = {p.name for p in tmp_path.iterdir()} - {"new.json"}
     assert names["abandoned"] not in left
     assert left == {"run.json", *(name for label, name in names.items() if label != "abandoned")}

@@ -2,7 +2,9 @@
 
 A crash or an error mid-write leaves the old file (or none), never half of a new one. A process
 killed mid-write (SIGKILL runs no cleanup) leaves its temporary file, ``.<name>.<pid>.<random>.tmp``;
-the next save of the same file removes it once that process is gone and the file a minute old.
+the next save over the same file removes it once that process is gone and the file a minute old.
+Only a save over an existing file looks (one listing of the directory): a folder of thousands of
+new files, such as the cassette exporter's, is never listed once per file.
 """
 
 from __future__ import annotations
@@ -23,7 +25,12 @@ __all__ = ["atomic_text_writer"]
 @contextlib.contextmanager
 def atomic_text_writer(path: str | Path) -> Iterator[TextIO]:
     target = Path(path)
-    mode = _file_mode(target)
+    try:
+        replaced: os.stat_result | None = target.stat()
+    except OSError:
+        replaced = None
+    # The replaced file's mode, or what open() would give a new file (0666 less the umask).
+    mode = stat.S_IMODE(replaced.st_mode) if replaced is not None else 0o666 & ~_umask()
     prefix = f".{target.name}.{os.getpid()}."
     fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=target.parent or ".")
     try:
@@ -37,7 +44,8 @@ def atomic_text_writer(path: str | Path) -> Iterator[TextIO]:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _remove_abandoned_temporaries(target)
+    if replaced is not None:
+        _remove_abandoned_temporaries(target)
 
 
 # mkstemp's random part: 8 characters of this alphabet.
@@ -73,14 +81,6 @@ def _process_exists(pid: int) -> bool:
     except (OSError, OverflowError):  # another user's process (EPERM), or a number no pid can be
         return True
     return True
-
-
-def _file_mode(target: Path) -> int:
-    """The replaced file's mode, or what open() would give a new file (0666 less the umask)."""
-    try:
-        return stat.S_IMODE(target.stat().st_mode)
-    except OSError:
-        return 0o666 & ~_umask()
 
 
 def _umask() -> int:
