@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -355,6 +356,45 @@ def test_viewer_pages_show_payloads_as_text(browser: Any, xss_trace: tuple[Recor
             bar.click()
             assert PAYLOAD in (page.text_content("#details") or "")
         _nothing_ran(page, seen, origin)
+        page.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@needs_chromium
+def test_report_and_viewer_show_bidi_controls_as_escapes(
+    browser: Any, make_recorder: Callable[..., Recorder], tmp_path: Path
+) -> None:
+    # Obeyed, the override would show "invoice\u202efdp.exe" as "invoiceexe.pdf".
+    spoof = "invoice\u202efdp.exe \u2066isolate\u2069 \u200fmark"
+    escaped = "invoice\\u202efdp.exe \\u2066isolate\\u2069 \\u200fmark"
+    recorder = make_recorder()
+    trace_id = record_run(recorder, spoof)
+    out = tmp_path / "report.html"
+    check_run(cli("--db", str(recorder.db_path), "report", trace_id, "-o", str(out)), codes=(0,))
+    page, seen = open_page(browser, out.as_uri(), ".bar")
+    for n in range(page.locator(".bar").count()):
+        page.locator(".bar").nth(n).click()
+        shown = page.inner_text("body")
+        assert escaped in shown and not re.search("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]", shown)
+    assert page.title() == f"trace {trace_id[:8]} \u2013 agent {escaped}"
+    assert escaped in (page.locator(".bar").first.get_attribute("title") or "")  # the hover text
+    _nothing_ran(page, seen)
+    page.close()
+    server = make_server(recorder.db_path, port=0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    origin = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        page, seen = open_page(browser, f"{origin}/", "tbody#rows tr")
+        assert f"agent {escaped}" in page.inner_text("tbody#rows")  # the root name and the session
+        page.wait_for_function(
+            "document.getElementById('note').textContent.startsWith('updated')", timeout=10_000
+        )
+        assert page.inner_text("tbody#rows").count(escaped) == 2  # refreshed from /api/traces alike
+        _nothing_ran(page, seen, origin, scripts=1)
         page.close()
     finally:
         server.shutdown()

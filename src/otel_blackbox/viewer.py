@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 from .config import parse_duration
 from .errors import AmbiguousTraceId, ConfigError, StoreError, TraceNotFound
 from .render.html_report import trace_report
-from .render.text import fmt_duration, fmt_time
+from .render.text import bidi_escaped, fmt_duration, fmt_time
 from .store import queries
 from .store.connection import connect_reader, describe_sqlite_error
 
@@ -165,8 +165,8 @@ def _row_cells(t: queries.TraceSummary) -> list[str]:
         str(t.open_count),
         str(t.error_count),
         fmt_duration(t.duration_ns),
-        t.root_name,
-        t.session_id or "",
+        bidi_escaped(t.root_name),  # as the report shows it
+        bidi_escaped(t.session_id or ""),
         "" if t.total_tokens is None else str(t.total_tokens),
         t.trace_id,
     ]

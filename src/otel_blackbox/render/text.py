@@ -18,6 +18,7 @@ from ..messages import Message, input_messages, output_messages, tool_definition
 from ..store.queries import SpanRecord, TraceSummary
 
 __all__ = [
+    "bidi_escaped",
     "clip",
     "fmt_duration",
     "fmt_time",
@@ -30,13 +31,15 @@ __all__ = [
 
 Style = Callable[[str, str], str]  # (text, status) -> styled text
 
-# C0 and C1 controls (ESC, CR, NUL, BEL...), the bidirectional overrides and isolates that reorder
-# what follows them (U+202E...), the line and paragraph separators, and lone surrogates (which a
-# UTF-8 terminal cannot even be sent): each is shown as its escape, never emitted.
+# Bidirectional marks, embeddings, overrides and isolates: they reorder what follows them on screen.
+_BIDI_CLASS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_BIDI = re.compile(f"[{_BIDI_CLASS}]")
+# C0 and C1 controls (ESC, CR, NUL, BEL...), the bidi controls, the line and paragraph separators,
+# and lone surrogates (which a UTF-8 terminal cannot even be sent): each is shown as its escape,
+# never emitted.
 _CONTROL = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 but newline and tab (handled below), DEL, C1
-    "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # bidi marks, embeddings, overrides, isolates
-    "\u2028\u2029\ud800-\udfff]"
+    f"{_BIDI_CLASS}\u2028\u2029\ud800-\udfff]"
 )
 _MARKERS = {"ok": "✓", "error": "✗", "open": "…", "unset": "·"}
 
@@ -50,6 +53,12 @@ def safe(text: object, *, single_line: bool = True) -> str:
     """Neutralize control characters (escape sequences, NUL...) before they reach a terminal."""
     value = _CONTROL.sub(_escape, str(text))
     return value.replace("\n", "\\n").replace("\t", " ") if single_line else value
+
+
+def bidi_escaped(text: str) -> str:
+    """Bidi controls as their escapes, for HTML text (where the other controls ``safe`` escapes do
+    no harm); the report's JavaScript does the same (report.html, ``shown``)."""
+    return _BIDI.sub(_escape, text)
 
 
 def safe_json(text: str) -> str:
