@@ -57,7 +57,7 @@ def safe(text: object, *, single_line: bool = True) -> str:
 
 def bidi_escaped(text: str) -> str:
     """Bidi controls as their escapes, for HTML text (where the other controls ``safe`` escapes do
-    no harm); the report's JavaScript does the same (report.html, ``shown``)."""
+    no harm); the report's JavaScript does the same (report.html, ``escapeBidi``)."""
     return _BIDI.sub(_escape, text)
 
 
