@@ -120,6 +120,11 @@ def test_trace_report_is_self_contained_with_one_entry_per_span(recorder: Record
     assert opened["open"] is True and opened["status"] == "open"
     assert opened["endOffsetNs"] >= opened["startOffsetNs"]
     assert all(0 <= s["startOffsetNs"] <= s["endOffsetNs"] <= header["durationNs"] for s in spans)
+    # One process, one resource: embedded once, every span pointing to it.
+    resources = data["resources"]
+    assert isinstance(resources, list) and len(resources) == 1
+    assert resources[0]["service.name"] and "telemetry.sdk.version" in resources[0]
+    assert {s["resource"] for s in spans} == {0}
 
 
 def test_hostile_values_stay_inert(recorder: Recorder, tmp_path: Path) -> None:

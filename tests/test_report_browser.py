@@ -70,6 +70,7 @@ def test_report_in_chromium(browser: Any, recorder: Recorder, tmp_path: Path) ->
     page.locator(".bar", has_text="ChatCompletion").first.click()
     details = page.text_content("#details") or ""
     assert "What is the weather in Paris?" in details and "get_weather" in details and '"city"' in details
+    assert "telemetry.sdk.language" in (page.text_content("#details [data-section=resource]") or "")
     page.check("#errors-only")
     visible = [b for b in page.locator(".bar").all() if b.is_visible()]
     assert len(visible) == 1 and "get_weather" in (visible[0].text_content() or "")
