@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import random
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from helpers import Recorder, run_cli
 from opentelemetry import trace
 
-from otel_blackbox.viewer import ViewerServer, make_server
+from otel_blackbox.store.connection import connect_reader
+from otel_blackbox.viewer import TraceFilter, ViewerServer, find_traces, make_server, parse_filter
 
 
 def _tid(span: trace.Span) -> str:
@@ -184,3 +189,61 @@ def test_cli_port_in_use(server: ViewerServer, recorder: Recorder) -> None:
     result = run_cli("ui", "--port", str(server.server_address[1]), db=recorder.db_path)
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1 and "cannot listen" in result.stderr
+
+
+def test_filtered_lists_match_a_plain_reading_of_the_rows(recorder: Recorder) -> None:
+    """find_traces narrows some filters through indexes first; whatever path it takes, the list
+    must be what the filters say, read straight off the rows."""
+    rng = random.Random(5)
+    now = time.time_ns()
+    tracer = recorder.tracer
+    for n in range(120):  # 10 hours of traces, a few spans each, some failed, some still open
+        start = now - (10 * 3600 - n * 300) * 10**9
+        name = rng.choice(["agent", "Planner", "booking-agent", "chat"])
+        root = tracer.start_span(name, start_time=start, attributes={"session.id": f"s-{n % 3}"})
+        context = trace.set_span_in_context(root)
+        for k in range(rng.randint(0, 3)):
+            child = tracer.start_span(f"step {k}", context=context, start_time=start + (k + 1) * 10**9)
+            if rng.random() < 0.15:
+                child.set_status(trace.Status(trace.StatusCode.ERROR, "failed"))
+            child.end(end_time=start + (k + 2) * 10**9)
+        if rng.random() > 0.1:
+            root.end(end_time=start + 60 * 10**9)
+    recorder.flush()
+    rows = recorder.rows()
+    by_trace: dict[str, list[Any]] = {}
+    for row in rows:
+        by_trace.setdefault(row["trace_id"], []).append(row)
+
+    def expected(flt: TraceFilter) -> list[str]:
+        kept = []
+        for trace_id, spans in by_trace.items():
+            mine = [s for s in spans if flt.session is None or s["session_id"] == flt.session]
+            if not mine:
+                continue
+            roots = [s["name"] for s in mine if s["parent_span_id"] is None]
+            if (
+                (not flt.errors or any(s["status"] == "error" for s in mine))
+                and (not flt.open or any(s["status"] == "open" for s in mine))
+                and (flt.since_ns is None or min(s["start_ns"] for s in mine) >= flt.since_ns)
+                and (not flt.q or flt.q.lower() in trace_id or any(flt.q.lower() in r.lower() for r in roots))
+            ):
+                kept.append((min(s["start_ns"] for s in mine), trace_id))
+        return [trace_id for _, trace_id in sorted(kept, reverse=True)[: flt.limit]]
+
+    conn = connect_reader(recorder.db_path)
+    checked = 0
+    try:
+        flags, sessions, texts = (False, True), (None, "s-1"), (None, "agent", "PLAN")
+        windows = (None, "30m", "2h", "8h", "1d")  # a share of the 10 hours under half or over it
+        filters = itertools.product(flags, flags, sessions, texts, windows)
+        for errors, open_, session, q, since in filters:
+            query = {"errors": "1" if errors else "", "open": "1" if open_ else "", "session": session or "",
+                     "q": q or "", "since": since or "", "limit": "7"}  # fmt: skip
+            flt = parse_filter(urlencode(query), now_ns=now)
+            found = [t.trace_id for t in find_traces(conn, flt)]
+            assert found == expected(flt), query
+            checked += bool(found)
+    finally:
+        conn.close()
+    assert checked > 40  # most combinations match something: the comparison is not of empty lists
