@@ -269,6 +269,17 @@ def test_tool_input_follows_the_pointer_and_compares_json_values() -> None:
     assert check("/nights", 3, occurrence=2) == (False, "book called 2 times")
     assert check("/guests/1/name", "Al") == (False, "no /guests/1/name in the input")
     assert check("/guests", "Al") == (False, 'actual: [{"name": "Al"}]')
+    # A value with no canonical JSON form (found by fuzzing: it ended in an internal error) is
+    # equal to nothing, itself included, and is reported like any other.
+    huge = 10**400
+    odd = tool_run([("book", {"nights": 0})])
+    for step in odd.steps:  # as a file can hold it (appending would refuse to hash it)
+        if step.type in ("model_output", "tool_call") and "toolInput" in step.payload:
+            step.payload["toolInput"]["nights"] = huge
+    for equals in (huge, 2):
+        assertion = {"kind": "tool_input", "tool": "book", "pointer": "/nights", "equals": equals}
+        [result] = run_contract({"contractVersion": 1, "assertions": [assertion]}, odd)
+        assert not result.passed and result.detail.startswith("actual: 1000")
 
 
 def test_max_model_turns_counts_model_outputs() -> None:

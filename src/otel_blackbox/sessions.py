@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 from opentelemetry import trace
 
 from . import _active, tool_spans
-from .cassette.canonical import canonical_json
+from .cassette.canonical import same_canonical
 from .cassette.diff import ABSENT, first_difference
 from .cassette.io import load_cassette, save_cassette
 from .cassette.model import Cassette, Step, terminal_outcome, tool_calls_of
@@ -400,7 +400,7 @@ def _same_json(a: Any, b: Any) -> bool:
     """Equal as JSON values. The C encoder settles almost every case; canonical JSON the rest (1 == 1.0)."""
     fast_a = json.dumps(a, sort_keys=True, ensure_ascii=False)
     fast_b = json.dumps(b, sort_keys=True, ensure_ascii=False)
-    return fast_a == fast_b or canonical_json(a) == canonical_json(b)
+    return fast_a == fast_b or same_canonical(a, b)
 
 
 def _masked_json(value: Any, redactor: Redactor) -> Any:

@@ -16,7 +16,14 @@ import math
 import re
 from typing import Any
 
-__all__ = ["CanonicalError", "canonical_json", "hash_step", "sha256_hex"]
+__all__ = [
+    "CanonicalError",
+    "canonical_json",
+    "canonical_or_none",
+    "hash_step",
+    "same_canonical",
+    "sha256_hex",
+]
 
 _MAX_SAFE_INTEGER = 2**53
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -168,6 +175,22 @@ def canonical_json(value: Any) -> str:
     out: list[str] = []
     _serialize(value, out)
     return "".join(out)
+
+
+def canonical_or_none(value: Any) -> str | None:
+    """The canonical JSON, or None for a value that has none (NaN, an integer past the largest
+    double, nesting past the recursion limit): for comparing values read from any file."""
+    try:
+        return canonical_json(value)
+    except (CanonicalError, RecursionError):
+        return None
+
+
+def same_canonical(a: Any, b: Any) -> bool:
+    """Whether two values have the same canonical JSON (1 and 1.0 do; true and 1 do not). A value
+    with no canonical form equals nothing."""
+    text = canonical_or_none(a)
+    return text is not None and text == canonical_or_none(b)
 
 
 def sha256_hex(text: str) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..render.text import clip, safe
-from .canonical import CanonicalError, canonical_json
+from .canonical import canonical_or_none, same_canonical
 from .model import Cassette, Outcome, Step, terminal_outcome, tool_call_sequence
 
 __all__ = [
@@ -150,18 +150,6 @@ def _strict_json(value: Any) -> str | None:
         return None
 
 
-def _canonical_or_none(value: Any) -> str | None:
-    try:
-        return canonical_json(value)
-    except (CanonicalError, RecursionError):
-        return None
-
-
-def _same_canonical(a: Any, b: Any) -> bool:
-    text = _canonical_or_none(a)
-    return text is not None and text == _canonical_or_none(b)
-
-
 def _same_payload(a: Any, b: Any) -> bool:
     if a is b:
         return True
@@ -169,7 +157,7 @@ def _same_payload(a: Any, b: Any) -> bool:
     if fast is not None and fast == _strict_json(b):
         return True
     # Different here but maybe equal canonically: 1 vs 1.0, integers beyond 2**53.
-    return _same_canonical(a, b)
+    return same_canonical(a, b)
 
 
 def _same_step(parent: Step, child: Step, mode: Mode) -> bool:
@@ -225,7 +213,7 @@ def first_difference(parent: Any, child: Any, path: str = "$") -> PathDifference
             if found is not None:
                 return found
         return None
-    return None if _same_canonical(parent, child) else PathDifference(path, parent, child)
+    return None if same_canonical(parent, child) else PathDifference(path, parent, child)
 
 
 def _item(values: list[Any], index: int) -> Any:
@@ -316,7 +304,7 @@ def diff_cassettes(parent: Cassette, child: Cassette, *, semantic: bool = False)
 def _show(value: Any) -> str:
     if value is ABSENT:
         return "(absent)"
-    text = _canonical_or_none(value)
+    text = canonical_or_none(value)
     if text is None:
         text = repr(value)
     return safe(clip(text, VALUE_LIMIT))

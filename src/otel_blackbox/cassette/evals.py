@@ -22,7 +22,7 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from ..errors import CassetteError
 from ..render.text import safe, safe_json
-from .canonical import canonical_json
+from .canonical import same_canonical
 from .diff import child_path
 from .io import loads_json, read_text
 from .model import Cassette, terminal_outcome
@@ -223,7 +223,7 @@ def _check_tool_input(a: Contract, facts: _Facts) -> AssertionResult:
     if not found:
         return AssertionResult("tool_input", description, False, f"no {a['pointer']} in the input")
     # Canonical forms: true is not 1, but 1 and 1.0 are the same JSON number.
-    passed = canonical_json(value) == canonical_json(expected)
+    passed = same_canonical(value, expected)
     return AssertionResult("tool_input", description, passed, f"actual: {_short(value)}")
 
 
