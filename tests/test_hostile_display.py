@@ -8,12 +8,13 @@ text and run none of them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -281,6 +282,20 @@ needs_chromium = pytest.mark.skipif(
 )
 
 
+@contextlib.contextmanager
+def _viewer(db_path: Path) -> Iterator[str]:
+    """The viewer on a free port of 127.0.0.1 for the length of the block; its origin."""
+    server = make_server(db_path, port=0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
 @needs_chromium
 def test_trace_report_shows_payloads_as_text(
     browser: Any, xss_trace: tuple[Recorder, str], tmp_path: Path
@@ -324,11 +339,7 @@ def test_cassette_report_shows_payloads_as_text(browser: Any, tmp_path: Path) ->
 @needs_chromium
 def test_viewer_pages_show_payloads_as_text(browser: Any, xss_trace: tuple[Recorder, str]) -> None:
     recorder, trace_id = xss_trace
-    server = make_server(recorder.db_path, port=0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    origin = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with _viewer(recorder.db_path) as origin:
         page, seen = open_page(browser, f"{origin}/", "tbody#rows tr")
         assert f"agent {PAYLOAD}" in (page.text_content("tbody#rows") or "")
         # The list refreshes itself from /api/traces with textContent: wait for one refresh.
@@ -357,10 +368,6 @@ def test_viewer_pages_show_payloads_as_text(browser: Any, xss_trace: tuple[Recor
             assert PAYLOAD in (page.text_content("#details") or "")
         _nothing_ran(page, seen, origin)
         page.close()
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 @needs_chromium
@@ -383,11 +390,7 @@ def test_report_and_viewer_show_bidi_controls_as_escapes(
     assert escaped in (page.locator(".bar").first.get_attribute("title") or "")  # the hover text
     _nothing_ran(page, seen)
     page.close()
-    server = make_server(recorder.db_path, port=0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    origin = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with _viewer(recorder.db_path) as origin:
         page, seen = open_page(browser, f"{origin}/", "tbody#rows tr")
         assert f"agent {escaped}" in page.inner_text("tbody#rows")  # the root name and the session
         page.wait_for_function(
@@ -396,10 +399,6 @@ def test_report_and_viewer_show_bidi_controls_as_escapes(
         assert page.inner_text("tbody#rows").count(escaped) == 2  # refreshed from /api/traces alike
         _nothing_ran(page, seen, origin, scripts=1)
         page.close()
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 def test_terminal_shows_the_line_separators_escaped(xss_trace: tuple[Recorder, str]) -> None:
