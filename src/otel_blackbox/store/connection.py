@@ -34,15 +34,16 @@ def _check_version(path: str | Path, conn: sqlite3.Connection) -> int:
     return _check_schema(path, conn)[0]
 
 
-def _check_schema(path: str | Path, conn: sqlite3.Connection) -> tuple[int, int]:
-    """The schema version and the number of tables, read in one statement.
+def _check_schema(path: str | Path, conn: sqlite3.Connection, table: str | None = None) -> tuple[int, int]:
+    """The schema version and the number of tables (named ``table``, if given), read in one statement.
 
     One statement reads one snapshot: read apart, another process could create the schema in
     between, and its tables would be taken for a foreign file's.
     """
     row = conn.execute(
         "SELECT (SELECT user_version FROM pragma_user_version),"
-        " (SELECT count(*) FROM sqlite_master WHERE type = 'table')"
+        " (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND (? IS NULL OR name = ?))",
+        (table, table),
     ).fetchone()
     version, tables = int(row[0]), int(row[1])
     if version > SCHEMA_VERSION:
@@ -123,9 +124,8 @@ def connect_reader(path: str | Path, *, busy_timeout_ms: int = 2000) -> sqlite3.
         raise describe_sqlite_error(path, exc) from None
     try:
         conn.row_factory = sqlite3.Row
-        version = _check_version(path, conn)
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if version == 0 or "spans" not in tables:
+        version, spans_tables = _check_schema(path, conn, table="spans")
+        if version == 0 or not spans_tables:
             raise NotABlackboxDatabase(f"not an otel-blackbox database (no spans table): {path}")
         return conn
     except sqlite3.Error as exc:
