@@ -118,10 +118,6 @@ def parse_filter(query: str, *, now_ns: int | None = None) -> TraceFilter:
     )
 
 
-# Lets SQLite use the partial index of open and failed spans (it must see the index's own condition).
-_NOT_OK = "status IN ('error', 'open')"
-
-
 def _share_since(conn: sqlite3.Connection, since_ns: int) -> float:
     """About what share of the recorded time span falls after ``since_ns`` (two index lookups)."""
     first: int | None = conn.execute("SELECT min(start_ns) FROM spans").fetchone()[0]
@@ -146,7 +142,7 @@ def find_traces(conn: sqlite3.Connection, flt: TraceFilter) -> list[queries.Trac
     having_params: list[str | int] = []
     for wanted, status in ((flt.errors, "error"), (flt.open, "open")):
         if wanted:
-            candidates.append(f"SELECT trace_id FROM spans WHERE {_NOT_OK} AND status = '{status}'")
+            candidates.append(f"SELECT trace_id FROM spans WHERE {queries.NOT_OK} AND status = '{status}'")
             having.append(f"sum(status = '{status}') > 0")
     if flt.since_ns is not None:
         if _share_since(conn, flt.since_ns) < 0.5:

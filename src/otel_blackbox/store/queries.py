@@ -19,6 +19,7 @@ from ..errors import AmbiguousTraceId, TraceNotFound
 from .schema import SCHEMA_VERSION
 
 __all__ = [
+    "NOT_OK",
     "SpanRecord",
     "TraceSummary",
     "count_spans",
@@ -41,7 +42,8 @@ LAST_SEEN_SQL = """coalesce(end_ns, max(written_ns, coalesce((
     ORDER BY r.started_ns DESC LIMIT 1), 0)))"""
 # SQLite does not infer that status = 'error' satisfies the partial index spans_not_ok
 # (WHERE status IN ('error', 'open')): spelling the index's condition out lets it use it.
-_ERRORS = "status IN ('error', 'open') AND status = 'error'"
+NOT_OK = "status IN ('error', 'open')"
+_ERRORS = f"{NOT_OK} AND status = 'error'"
 _HEX = re.compile(r"^[0-9a-f]{1,32}$")
 _JSON_COLUMNS: dict[str, Any] = {
     "attributes": dict,
@@ -220,14 +222,20 @@ def stats(conn: sqlite3.Connection, path: str | Path) -> dict[str, Any]:
     path = Path(path)
     files = [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
     size = sum(p.stat().st_size for p in files if p.exists())
-    spans, traces, open_spans, errors = conn.execute(
-        "SELECT count(*), count(DISTINCT trace_id), coalesce(sum(status = 'open'), 0), "
-        "coalesce(sum(status = 'error'), 0) FROM spans"
-    ).fetchone()
+    # Each count from the smallest index that answers it: one statement for all of them scanned the
+    # whole table (0.6 s at a million spans; these take ~45 ms together).
+    (spans,) = conn.execute("SELECT count(*) FROM spans").fetchone()
+    (traces,) = conn.execute("SELECT count(*) FROM (SELECT DISTINCT trace_id FROM spans)").fetchone()
+    not_ok = dict(
+        conn.execute(f"SELECT status, count(*) FROM spans WHERE {NOT_OK} GROUP BY status").fetchall()
+    )
+    open_spans, errors = not_ok.get("open", 0), not_ok.get("error", 0)
     dropped, write_errors, recorders = conn.execute(
         "SELECT coalesce(sum(spans_dropped), 0), coalesce(sum(write_errors), 0), count(*) FROM recorders"
     ).fetchone()
-    oldest, newest = conn.execute("SELECT min(start_ns), max(start_ns) FROM spans").fetchone()
+    # Apart, each is one seek of the start index; together they scan it.
+    (oldest,) = conn.execute("SELECT min(start_ns) FROM spans").fetchone()
+    (newest,) = conn.execute("SELECT max(start_ns) FROM spans").fetchone()
     models = [
         {
             "model": r[0],
