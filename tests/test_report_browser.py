@@ -1,12 +1,13 @@
 """The HTML report in a real headless Chromium (Debian's package, driven by Playwright).
 
 No console errors, no network requests, one bar per span, selecting a span shows its prompt and
-tool arguments, the error filter, and hostile span values that run nothing. Screenshots are kept
+tool arguments, the error filter, the zoom of the time axis, and hostile span values that run nothing. Screenshots are kept
 in test-artifacts/ for people to look at.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -87,4 +88,59 @@ def test_hostile_values_run_nothing(browser: Any, recorder: Recorder, tmp_path: 
         bar.click()
     page.screenshot(path=str(ARTIFACTS / "report-hostile.png"), full_page=True)
     assert XSS in (page.text_content("body") or "")  # shown as text, not run
+    assert seen == {"errors": [], "requests": [], "dialogs": []}
+
+
+def test_time_axis_zooms_and_its_labels_sit_where_they_say(
+    browser: Any, recorder: Recorder, tmp_path: Path
+) -> None:
+    # A 10 s run with a 100 ms tool call in its middle: at the whole-trace scale it is a sliver.
+    tracer, start = recorder.tracer, time.time_ns() - 20 * 10**9
+    root = tracer.start_span("agent", start_time=start)
+    context = trace.set_span_in_context(root)
+    tracer.start_span("quick_tool", context=context, start_time=start + 5 * 10**9).end(
+        end_time=start + 5 * 10**9 + 10**8
+    )
+    root.end(end_time=start + 10 * 10**9)
+    recorder.flush()
+    trace_id = format(root.get_span_context().trace_id, "032x")
+    out = tmp_path / "zoom.html"
+    run_cli("report", trace_id, "-o", str(out), db=recorder.db_path, check=True)
+    page, seen = _open(browser, out)
+
+    def box(selector: str) -> dict[str, float]:
+        found = page.locator(selector).first.bounding_box()
+        assert found is not None
+        return dict(found)
+
+    axis = box("#axis")
+    ticks = page.locator("#axis .tick")
+    assert ticks.all_text_contents() == ["0ns", "2.50s", "5.00s", "7.50s", "10.00s"]
+    first, middle, last = (
+        box("#axis .tick >> nth=0"),
+        box("#axis .tick >> nth=2"),
+        box("#axis .tick >> nth=4"),
+    )
+    assert abs(first["x"] - axis["x"]) < 1 and abs(last["x"] + last["width"] - axis["x"] - axis["width"]) < 1
+    assert abs(middle["x"] + middle["width"] / 2 - axis["x"] - axis["width"] / 2) < 1  # centred on 50 %
+    tool_bar = ".bar[data-span-id]:has(.bar-label:text-is('quick_tool'))"
+    narrow = box(tool_bar)["width"]
+    page.click("#zoom-in")
+    page.click("#zoom-in")
+    assert page.text_content("#zoom-level") == "4\u00d7"
+    assert ticks.count() == 17 and ticks.nth(8).text_content() == "5.00s"  # four to a screen width
+    assert box(tool_bar)["width"] == pytest.approx(4 * narrow, rel=0.05)
+    assert box("#axis")["width"] == pytest.approx(4 * axis["width"], rel=0.01)
+    assert page.evaluate(
+        "(() => { const w = document.getElementById('waterfall'); return w.scrollWidth > w.clientWidth; })()"
+    )
+    page.locator(tool_bar).click()  # selecting it brings it into the visible part of the panel
+    panel, bar = box("#waterfall"), box(tool_bar)
+    assert panel["x"] <= bar["x"] and bar["x"] + bar["width"] <= panel["x"] + panel["width"]
+    page.screenshot(path=str(ARTIFACTS / "report-zoomed.png"), full_page=True)
+    page.click("#zoom-fit")
+    assert page.text_content("#zoom-level") == "1\u00d7"
+    assert box(tool_bar)["width"] == pytest.approx(narrow, rel=0.05)
+    page.click("#zoom-out")  # already the whole trace: stays there
+    assert page.text_content("#zoom-level") == "1\u00d7"
     assert seen == {"errors": [], "requests": [], "dialogs": []}
