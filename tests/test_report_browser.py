@@ -1,8 +1,8 @@
 """The HTML report in a real headless Chromium (Debian's package, driven by Playwright).
 
 No console errors, no network requests, one bar per span, selecting a span shows its prompt and
-tool arguments, the error filter, the zoom of the time axis, and hostile span values that run nothing. Screenshots are kept
-in test-artifacts/ for people to look at.
+tool arguments, the error filter, the zoom of the time axis, and hostile span values that run
+nothing. Screenshots are kept in test-artifacts/ for people to look at.
 """
 
 from __future__ import annotations
