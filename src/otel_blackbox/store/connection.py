@@ -30,10 +30,6 @@ def describe_sqlite_error(path: str | Path, exc: sqlite3.Error) -> StoreError:
     return StoreError(f"database error in {path}: {text}")
 
 
-def _check_version(path: str | Path, conn: sqlite3.Connection) -> int:
-    return _check_schema(path, conn)[0]
-
-
 def _check_schema(path: str | Path, conn: sqlite3.Connection, table: str | None = None) -> tuple[int, int]:
     """The schema version and the number of tables (named ``table``, if given), read in one statement.
 
@@ -90,7 +86,7 @@ def connect_writer(
         conn.execute("PRAGMA synchronous = NORMAL")
         # Several writers can grow the -wal file to ~100 MB; cap what stays on disk after a checkpoint.
         conn.execute("PRAGMA journal_size_limit = 67108864")
-        if _check_version(path, conn) < SCHEMA_VERSION:
+        if _check_schema(path, conn)[0] < SCHEMA_VERSION:  # again: another process may have made it
             conn.execute("BEGIN IMMEDIATE")
             try:
                 current, tables = _check_schema(path, conn)
