@@ -246,30 +246,52 @@ def _ordered(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
     return sorted(spans, key=lambda s: (s.start_ns, s.end_ns or 0))
 
 
-def _root(spans: list[SpanRecord]) -> SpanRecord:
-    ids = {s.span_id for s in spans}
-    return next((s for s in spans if s.parent_span_id not in ids), spans[0])
+def _roots(spans: list[SpanRecord]) -> list[SpanRecord]:
+    """The spans whose parent is not among them: one per trace, or more for a trace cut short."""
+    ids = {(s.trace_id, s.span_id) for s in spans}
+    return [s for s in spans if (s.trace_id, s.parent_span_id) not in ids] or spans[:1]
 
 
-def cassette_from_spans(spans: list[SpanRecord]) -> Cassette:
-    """One trace's spans as a v2 cassette (id = the trace id)."""
+def _outer_llm_ids(spans: list[SpanRecord]) -> set[tuple[str, str]]:
+    """LLM spans that contain another LLM span (a framework's model step around the SDK's call):
+    the innermost span is the one that saw the request, so the outer ones are not a second round."""
+    parents = {(s.trace_id, s.span_id): s.parent_span_id for s in spans}
+    outer: set[tuple[str, str]] = set()
+    for span in spans:
+        if span.oi_span_kind != _LLM:
+            continue
+        parent = span.parent_span_id
+        seen = 0
+        while parent is not None and seen < len(spans):  # bounded: a hand-made cycle cannot loop
+            outer.add((span.trace_id, parent))
+            parent = parents.get((span.trace_id, parent))
+            seen += 1
+    return outer
+
+
+def cassette_from_spans(spans: list[SpanRecord], *, cassette_id: str | None = None) -> Cassette:
+    """Spans as a v2 cassette: one trace's (id = the trace id), or several traces' (a run's, a
+    session's: pass ``cassette_id``), their model and tool rounds in time order."""
     if not spans:
         raise ValueError("a cassette needs at least one span")
     ordered = _ordered(spans)
-    root = _root(ordered)
-    cassette = Cassette(id=root.trace_id, created_at=_ms(root.start_ns))
+    roots = _roots(ordered)
+    cassette = Cassette(id=cassette_id or roots[0].trace_id, created_at=_ms(roots[0].start_ns))
     builder = _Builder(cassette)
+    outer = _outer_llm_ids(ordered)
     for span in ordered:
-        if span.oi_span_kind == _LLM:
+        if span.oi_span_kind == _LLM and (span.trace_id, span.span_id) not in outer:
             builder.llm(span)
         elif span.oi_span_kind == _TOOL:
             builder.tool(span)
-    _close(cassette, builder, ordered, root)
+    _close(cassette, builder, ordered, roots)
     return cassette
 
 
-def _close(cassette: Cassette, builder: _Builder, spans: list[SpanRecord], root: SpanRecord) -> None:
+def _close(cassette: Cassette, builder: _Builder, spans: list[SpanRecord], roots: list[SpanRecord]) -> None:
+    """How the run ended: killed if anything is still open, else as its last root span ended."""
     last_seen = max((s.end_ns or s.written_ns) for s in spans)
+    root = max(roots, key=lambda s: (s.end_ns or s.written_ns, s.start_ns))
     if any(s.status == "open" for s in spans):
         payload: dict[str, Any] = {"event": "run_failed", "status": "error", "reason": PROCESS_EXIT}
         cassette.append("metadata", payload, _ms(last_seen))
