@@ -92,12 +92,12 @@ def test_ids_are_not_hashed_so_the_same_run_under_another_id_does_not_diverge() 
     assert diff_cassettes(success, parent).index is None
 
 
-def test_success_against_unknown_tool_error_flips_the_outcome() -> None:
+def test_success_against_unknown_tool_error_is_a_regression() -> None:
     report = diff_cassettes(vector("success-tool-use"), vector("error-unknown-tool"))
     assert report.index == 0  # different user prompts from the first step
     assert report.difference is not None and report.difference.path == "$.payload.messages[0].content"
-    assert report.outcome.kind == "outcome_flipped"
-    assert report.outcome.verdict == "outcome flipped: parent success → child error"
+    assert report.outcome.kind == "regression"
+    assert report.outcome.verdict == "regression: parent success → child error"
     assert report.outcome.child_result == "unknown_tool"
     assert report.outcome.child_tools == ["flights"]
 
@@ -157,7 +157,7 @@ def test_a_truncated_child_diverges_where_it_ends() -> None:
     report = diff_cassettes(parent, child)
     assert report.index == 10 and report.child_step is None and report.difference is None
     assert report.parent_step is not None and report.parent_step.index == 10
-    assert report.outcome.kind == "outcome_flipped" and report.outcome.child_status == "incomplete"
+    assert report.outcome.kind == "regression" and report.outcome.child_status == "incomplete"
     lines = format_diff(report)
     assert "first divergence: index 10 (the child ends there)" in lines
     assert "child step 10: (no step: the child ended)" in lines
@@ -197,8 +197,40 @@ def test_same_error_with_another_reason() -> None:
 
 def test_status_outranks_result_and_tools() -> None:
     outcome = diff_outcome(run(["a"], result="yes"), run(["b"], status="error", result="boom"))
-    assert outcome.kind == "outcome_flipped" and outcome.status_changed
+    assert outcome.kind == "regression" and outcome.status_changed
     assert outcome.result_changed and outcome.tool_sequence_changed  # all flags still reported
+
+
+@pytest.mark.parametrize(
+    ("parent", "child", "kind", "verdict"),
+    [
+        ("error", "success", "failure_fixed", "failure fixed: parent error → child success"),
+        ("incomplete", "success", "failure_fixed", "failure fixed: parent incomplete → child success"),
+        ("success", "error", "regression", "regression: parent success → child error"),
+        ("success", "incomplete", "regression", "regression: parent success → child incomplete"),
+        ("error", "incomplete", "outcome_flipped", "outcome flipped: parent error → child incomplete"),
+        ("incomplete", "error", "outcome_flipped", "outcome flipped: parent incomplete → child error"),
+    ],
+)
+def test_a_status_change_is_named_by_its_direction(parent: str, child: str, kind: str, verdict: str) -> None:
+    outcome = diff_outcome(run(["a"], status=parent, result="r1"), run(["a"], status=child, result="r2"))
+    assert (outcome.kind, outcome.verdict) == (kind, verdict)
+    assert outcome.status_changed and not outcome.behaviourally_equivalent
+
+
+def test_the_verdict_closes_the_report_after_both_results() -> None:
+    failed = run(["search"], status="error", result="RuntimeError")
+    fixed = run(["search", "book"], result="Booked.", cassette_id="child")
+    lines = format_diff(diff_cassettes(failed, fixed))
+    assert lines[-5:] == [
+        "parent reason: RuntimeError",
+        "child answer: Booked.",
+        "parent tools: search",
+        "child tools: search → book",
+        "outcome: failure fixed: parent error → child success",
+    ]
+    back = format_diff(diff_cassettes(fixed, run(["search", "book"], status="incomplete")))
+    assert back[-2:] == ["parent answer: Booked.", "outcome: regression: parent success → child incomplete"]
 
 
 def test_two_incomplete_runs_with_the_same_tools_are_equivalent() -> None:

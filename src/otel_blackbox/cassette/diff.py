@@ -7,7 +7,9 @@ Two questions, answered independently:
   timestamps and ids always differ: the first index whose ``type`` or canonical ``payload``
   differ). Only the divergent step is walked as JSON, to name the first differing path;
 * the outcome: status, terminal result and tool-call sequence compared with a strict precedence
-  (status, then result, then tool path), whether or not the steps diverged.
+  (status, then result, then tool path), whether or not the steps diverged. A change of status
+  is named by its direction: ``failure fixed`` (error or incomplete to success), ``regression``
+  (success to error or incomplete), else ``outcome flipped`` (error to incomplete or back).
 """
 
 from __future__ import annotations
@@ -35,7 +37,15 @@ __all__ = [
 VALUE_LIMIT = 200
 
 Mode = Literal["hash", "semantic"]
-VerdictKind = Literal["outcome_flipped", "answer_changed", "reason_changed", "tool_path_changed", "no_change"]
+VerdictKind = Literal[
+    "failure_fixed",
+    "regression",
+    "outcome_flipped",
+    "answer_changed",
+    "reason_changed",
+    "tool_path_changed",
+    "no_change",
+]
 
 
 class _Absent:
@@ -247,7 +257,12 @@ def _step_difference(parent: Step, child: Step, mode: Mode) -> PathDifference | 
 
 def _verdict(parent: Outcome, child: Outcome, tools_changed: bool) -> tuple[VerdictKind, str]:
     if parent.status != child.status:
-        return "outcome_flipped", f"outcome flipped: parent {parent.status} → child {child.status}"
+        change = f"parent {parent.status} → child {child.status}"
+        if child.status == "success":  # from error or incomplete: what a rerun of an incident is for
+            return "failure_fixed", f"failure fixed: {change}"
+        if parent.status == "success":
+            return "regression", f"regression: {change}"
+        return "outcome_flipped", f"outcome flipped: {change}"
     if parent.result != child.result:
         if parent.status == "error":
             return "reason_changed", "same final status (error), but the failure reason changed"
@@ -346,15 +361,26 @@ def _divergence_lines(report: DiffReport) -> list[str]:
 
 
 def _outcome_lines(outcome: OutcomeDiff) -> list[str]:
-    lines = [f"outcome: {outcome.verdict}"]
-    if outcome.result_changed and not outcome.status_changed:
+    """The details, then the verdict: the closing line of the report names the change."""
+    lines = []
+    if outcome.status_changed:
+        lines += _result_line("parent", outcome.parent_status, outcome.parent_result)
+        lines += _result_line("child", outcome.child_status, outcome.child_result)
+    elif outcome.result_changed:
         label = "reason" if outcome.parent_status == "error" else "answer"
         lines.append(f"parent {label}: {_show_text(outcome.parent_result)}")
         lines.append(f"child {label}: {_show_text(outcome.child_result)}")
     if outcome.tool_sequence_changed:
         lines.append(f"parent tools: {_tools(outcome.parent_tools)}")
         lines.append(f"child tools: {_tools(outcome.child_tools)}")
-    return lines
+    return [*lines, f"outcome: {outcome.verdict}"]
+
+
+def _result_line(side: str, status: str, result: str | None) -> list[str]:
+    # An incomplete run has no terminal result to show.
+    if status == "incomplete":
+        return []
+    return [f"{side} {'answer' if status == 'success' else 'reason'}: {_show_text(result)}"]
 
 
 def _tools(tools: list[str]) -> str:
