@@ -17,14 +17,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import _active
 from .cassette.model import Cassette, tool_calls_of
 from .errors import SessionError
 from .http.exchange import HttpRequest, HttpResponse
 from .providers.base import CallIds, Provider
-from .sessions import Match, Session, _json_body, _now_ms, _Pending, _provider_for
+from .sessions import (
+    Match,
+    Session,
+    _error_response,
+    _json_body,
+    _now_ms,
+    _Pending,
+    _provider_for,
+    stop_intercepting,
+)
 
-__all__ = ["ForkPlan", "ForkSession"]
+__all__ = ["ForkPlan", "ForkSession", "check_replies", "serve_reply"]
 
 
 @dataclass(frozen=True)
@@ -35,7 +43,8 @@ class ForkPlan:
     replies: list[dict[str, Any]] | None = None  # scripted model outputs; None: live upstream
 
 
-def _check_replies(replies: list[Any]) -> list[dict[str, Any]]:
+def check_replies(replies: list[Any]) -> list[dict[str, Any]]:
+    """A script of neutral model outputs, as given; SessionError naming the first that is not one."""
     for position, reply in enumerate(replies):
         kind = reply.get("type") if isinstance(reply, dict) else None
         if kind not in ("final_answer", "tool_calls", "tool_call"):
@@ -44,6 +53,22 @@ def _check_replies(replies: list[Any]) -> list[dict[str, Any]]:
                 '({"type": "final_answer", "text": ...} or {"type": "tool_calls", "calls": [...]})'
             )
     return replies
+
+
+def serve_reply(
+    session: Session, replies: list[dict[str, Any]], provider: Provider, body: dict[str, Any]
+) -> HttpResponse:
+    """Answer a model call with the script's next output, recorded as the live answer would be."""
+    model_input = provider.model_input(body, session.ids)
+    if not replies:
+        return session._diverge("the script has no reply left for this model call")
+    output = replies.pop(0)
+    session._record_tool_round(model_input)
+    session.cassette.append("model_input", model_input, _now_ms())
+    session.cassette.append("model_output", output, _now_ms())
+    session._after_output(output)
+    wire = provider.wire_response(output, body)
+    return HttpResponse(wire.status, wire.headers, wire.body)
 
 
 def _max_call_index(cassette: Cassette, end: int) -> int:
@@ -87,7 +112,7 @@ class ForkSession(Session):
         self.path = plan.output
         self.ids = CallIds(start=_max_call_index(self.parent, plan.at + 1) + 1)
         self._model_steps = [pair for pair in self._model_steps if pair[0].index < plan.at]
-        self._replies = _check_replies(list(plan.replies)) if plan.replies is not None else None
+        self._replies = check_replies(list(plan.replies)) if plan.replies is not None else None
         self._pending = _Pending(self._unresolved_calls())
         self._continued = False
 
@@ -128,32 +153,13 @@ class ForkSession(Session):
         self._continued = True
         if self._replies is None:  # live: send it; observe() records the answer
             return None
-        model_input = provider.model_input(body, self.ids)
-        if not self._replies:
-            return self._diverge("the script has no reply left for this model call")
-        output = self._replies.pop(0)
-        self._record_tool_round(model_input)
-        self.cassette.append("model_input", model_input, _now_ms())
-        self.cassette.append("model_output", output, _now_ms())
-        self._after_output(output)
-        wire = provider.wire_response(output, body)
-        return HttpResponse(wire.status, wire.headers, wire.body)
+        return serve_reply(self, self._replies, provider, body)
 
     def observe(self, request: HttpRequest, response: HttpResponse) -> None:
-        if not self._continued or self._replies is not None:
-            return
-        with self._lock:
-            provider = _provider_for(request)
-            body = _json_body(request) if provider else None
-            if provider is not None and body is not None:
-                if 200 <= response.status < 300:
-                    self._record_model(provider, body, response)
-            else:
-                self._record_exchange(request, response)
+        if self._continued and self._replies is None:
+            self._record_observed(request, response)
 
     def _error_response(self) -> HttpResponse:
-        from .sessions import _error_response
-
         return _error_response(str(self.error))
 
     # -- the end -----------------------------------------------------------------------------------
@@ -162,10 +168,7 @@ class ForkSession(Session):
         if self._finished:
             return
         self._finished = True
-        from .http.hook import BlackboxHTTPInstrumentor
-
-        BlackboxHTTPInstrumentor().uninstrument()
-        _active.mode = None
+        stop_intercepting()
         with self._lock:
             if self.error is not None:
                 raise self.error

@@ -51,7 +51,7 @@ from .tool_spans import ToolRun
 
 __all__ = ["HTTP_EXCHANGE", "Session", "session"]
 
-Mode = Literal["record", "replay", "fork"]
+Mode = Literal["record", "replay", "fork", "rerun"]
 Match = Literal["exact", "sequence"]
 HTTP_EXCHANGE = "http_exchange"
 _PROVIDERS: tuple[Provider, ...] = (OpenAIChat(), OpenAIResponses(), AnthropicMessages())
@@ -88,6 +88,12 @@ def _body_bytes(value: Any) -> bytes:
     if isinstance(value, dict) and isinstance(value.get("base64"), str):
         return base64.b64decode(value["base64"])
     return str(value).encode("utf-8")
+
+
+def stored_request_body(body: bytes, redactor: Redactor) -> Any:
+    """A request body as an http_exchange step holds it: masked text, or base64 when not UTF-8."""
+    value = _body_value(body) if body else ""
+    return redactor.redact_text(value) if isinstance(value, str) else value
 
 
 def _header(headers: list[tuple[str, str]], name: str) -> str | None:
@@ -167,8 +173,11 @@ class Session:
                 )
 
     def observe(self, request: HttpRequest, response: HttpResponse) -> None:
-        if self.mode != "record":
-            return
+        if self.mode == "record":
+            self._record_observed(request, response)
+
+    def _record_observed(self, request: HttpRequest, response: HttpResponse) -> None:
+        """A request that went out, as steps: a model call that succeeded, or an http_exchange."""
         with self._lock:
             provider = _provider_for(request)
             body = _json_body(request) if provider else None
@@ -246,7 +255,7 @@ class Session:
             "request": {
                 "method": request.method,
                 "url": redact(request.url),
-                "body": redact(_body_value(request.body)) if request.body else "",
+                "body": stored_request_body(request.body, self._redactor),
             },
             "response": {
                 "status": response.status,
@@ -384,16 +393,21 @@ class Session:
         if self._finished:
             return
         self._finished = True
-        from .http.hook import BlackboxHTTPInstrumentor
-
-        BlackboxHTTPInstrumentor().uninstrument()
-        tool_spans.unwatch()
-        _active.mode = None
+        stop_intercepting()
         with self._lock:
             if self.mode == "record":
                 self._close_recording(error)
             else:
                 self._check_replay(error)
+
+
+def stop_intercepting() -> None:
+    """Remove the hook and the tool-span watch a session installed."""
+    from .http.hook import BlackboxHTTPInstrumentor
+
+    BlackboxHTTPInstrumentor().uninstrument()
+    tool_spans.unwatch()
+    _active.mode = None
 
 
 def _same_json(a: Any, b: Any) -> bool:
