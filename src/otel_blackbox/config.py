@@ -38,6 +38,10 @@ ENV_VARS: dict[str, tuple[str, str]] = {
         "extra attribute / JSON field names to mask, comma list",
     ),
     "OTEL_BLACKBOX_MAX_ATTRIBUTE_BYTES": ("max_attribute_bytes", "larger values become a marker (262144)"),
+    "OTEL_BLACKBOX_CAPTURE_HTTP": (
+        "capture_http",
+        "record each HTTP exchange (method, URL, status, bodies; no headers) as a span (false)",
+    ),
 }
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([dhms]?)\s*$", re.IGNORECASE)
@@ -89,6 +93,8 @@ class BlackboxConfig:
     max_attribute_bytes: int = 256 * 1024
     busy_timeout_ms: int = 5_000
     cleanup_interval_s: float = 300.0
+    # The processor observes every httpx / httpx2 exchange of the process (capture.py); off by default.
+    capture_http: bool = False
     retention_seconds: float | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
@@ -99,6 +105,8 @@ class BlackboxConfig:
         _positive_int("max_batch_size", self.max_batch_size)
         _positive_int("max_attribute_bytes", self.max_attribute_bytes, minimum=1024)
         _positive_int("busy_timeout_ms", self.busy_timeout_ms, minimum=0)
+        if not isinstance(self.capture_http, bool):
+            raise ConfigError(f"capture_http: expected true or false, got {self.capture_http!r}")
         if (
             isinstance(self.max_db_mb, bool)
             or not isinstance(self.max_db_mb, (int, float))
@@ -139,7 +147,7 @@ class BlackboxConfig:
 def _from_env_text(var: str, name: str, raw: str) -> Any:
     if name in ("db_path", "retention"):
         return raw
-    if name == "redact":
+    if name in ("redact", "capture_http"):
         lowered = raw.lower()
         if lowered in ("true", "1", "yes", "on"):
             return True

@@ -4,6 +4,9 @@
 deque (a few hundred nanoseconds, no lock, no I/O); the writer thread (store.writer) does the
 serialization, redaction and SQLite work. When the deque is full spans are dropped and counted,
 never waited for: the agent comes first.
+
+With ``capture_http`` on, it also records each HTTP exchange of the process as a span of its own
+(capture.py); the hook and the provider translations are imported only then.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import threading
 import weakref
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
@@ -25,6 +28,9 @@ from . import _active
 from .config import BlackboxConfig
 from .semconv import ATTR_SESSION_MODE
 from .store.writer import FlushMarker, SpanWriter
+
+if TYPE_CHECKING:
+    from .capture import HttpCapture
 
 __all__ = ["BlackboxSpanProcessor"]
 
@@ -67,6 +73,18 @@ class BlackboxSpanProcessor(SpanProcessor):
                 after_in_child=lambda: _call(ref, "_after_fork_in_child"),
             )
         atexit.register(_call, ref, "_at_exit")
+        self._capture: HttpCapture | None = None
+        if config.capture_http and not self.disabled:
+            self._capture = self._start_capture()
+
+    def _start_capture(self) -> HttpCapture | None:
+        try:
+            from .capture import HttpCapture  # imports the hook (and httpcore): only when asked for
+
+            return HttpCapture(self).start()
+        except Exception:  # the spans are still recorded; the host's traffic is untouched
+            logger.warning("otel-blackbox: HTTP capture could not start; spans are recorded", exc_info=True)
+            return None
 
     def _new_writer(self) -> None:
         self._queue: deque[Any] = deque()
@@ -113,6 +131,11 @@ class BlackboxSpanProcessor(SpanProcessor):
         if self._shutdown:
             return
         self._shutdown = True
+        if self._capture is not None:
+            try:
+                self._capture.stop()
+            except Exception:  # never raise into the host
+                logger.warning("otel-blackbox: could not stop HTTP capture", exc_info=True)
         if not self.disabled and not self._writer.stop(_EXIT_FLUSH_TIMEOUT_S * 6):
             logger.warning("otel-blackbox writer did not finish within %ss", _EXIT_FLUSH_TIMEOUT_S * 6)
 

@@ -14,10 +14,23 @@ from openinference.semconv.trace import OpenInferenceSpanKindValues, SpanAttribu
 
 __all__ = [
     "ATTR_CASSETTE_STEP",
+    "ATTR_HTTP_METHOD",
+    "ATTR_HTTP_REPLAYED",
+    "ATTR_HTTP_REQUEST_BODY",
+    "ATTR_HTTP_REQUEST_BODY_ENCODING",
+    "ATTR_HTTP_RESPONSE_BODY",
+    "ATTR_HTTP_RESPONSE_BODY_ENCODING",
+    "ATTR_HTTP_RESPONSE_CONTENT_TYPE",
+    "ATTR_HTTP_STATUS",
+    "ATTR_HTTP_URL",
+    "ATTR_MODEL_INPUT",
+    "ATTR_MODEL_OUTPUT",
+    "ATTR_MODEL_PROVIDER",
     "ATTR_SESSION_MODE",
     "ATTR_SPAN_OPEN",
     "COLUMN_SOURCES",
     "GEN_AI_OPERATION_KINDS",
+    "HTTP_SPAN_NAME",
     "INTEGER_COLUMNS",
     "columns_from_attributes",
 ]
@@ -26,6 +39,23 @@ __all__ = [
 ATTR_SPAN_OPEN = "blackbox.span.open"
 ATTR_SESSION_MODE = "blackbox.session.mode"
 ATTR_CASSETTE_STEP = "blackbox.cassette.step"
+
+# HTTP capture (OTEL_BLACKBOX_CAPTURE_HTTP): one span of this name per wire exchange, written to the
+# black box only. Bodies are text when UTF-8, else base64 text with the *_encoding attribute "base64".
+HTTP_SPAN_NAME = "blackbox.http"
+ATTR_HTTP_METHOD = "blackbox.http.method"
+ATTR_HTTP_URL = "blackbox.http.url"
+ATTR_HTTP_STATUS = "blackbox.http.status"
+ATTR_HTTP_REQUEST_BODY = "blackbox.http.request.body"
+ATTR_HTTP_REQUEST_BODY_ENCODING = "blackbox.http.request.body_encoding"
+ATTR_HTTP_RESPONSE_BODY = "blackbox.http.response.body"
+ATTR_HTTP_RESPONSE_BODY_ENCODING = "blackbox.http.response.body_encoding"
+ATTR_HTTP_RESPONSE_CONTENT_TYPE = "blackbox.http.response.content_type"
+ATTR_HTTP_REPLAYED = "blackbox.http.replayed"
+# A model call among them (a provider translation understood it): the neutral payloads, JSON text.
+ATTR_MODEL_INPUT = "blackbox.model.input"
+ATTR_MODEL_OUTPUT = "blackbox.model.output"
+ATTR_MODEL_PROVIDER = "blackbox.model.provider"
 
 # Column -> attributes that can fill it, in order of preference.
 COLUMN_SOURCES: dict[str, tuple[str, ...]] = {

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 __all__ = [
+    "ExchangeObserver",
+    "ExchangeWatch",
     "HttpRequest",
     "HttpResponse",
     "InterceptError",
@@ -77,6 +79,23 @@ class Interceptor(Protocol):
 
     def observe(self, request: HttpRequest, response: HttpResponse) -> None:
         """Called once per request that went out, when its body was read to the end or closed."""
+        ...
+
+
+class ExchangeWatch(Protocol):
+    def __call__(self, request: HttpRequest, response: HttpResponse, *, served: bool) -> None:
+        """The exchange, once its response was read to the end or closed (``served``: by the interceptor,
+        not the network)."""
+        ...
+
+
+class ExchangeObserver(Protocol):
+    """Sees every exchange and changes none (the processor's HTTP capture): any number may be installed
+    beside the one interceptor, and they see what it serves as well as what goes out."""
+
+    def begin(self) -> ExchangeWatch | None:
+        """Called as a request is about to be sent, on the caller's thread or task (its context is the
+        request's): what to call once the exchange is complete, or None to let this one pass unseen."""
         ...
 
 

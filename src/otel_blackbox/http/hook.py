@@ -7,6 +7,9 @@ surrounds every request here, served or not, whichever was installed first. Each
 read and put back as a replayable stream, then the interceptor either serves a response (no
 socket is opened) or lets the request go out, and sees the decoded response once it was read.
 
+Beside the one interceptor, any number of observers (``add_observer``: the processor's HTTP capture)
+see every exchange, served or sent, and change none. The pool stays patched while either is there.
+
 Custom transports (``httpx.MockTransport``...) own no pool: wrap them with ``transport.py``.
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import threading
 from collections.abc import (
     AsyncIterable,
     Awaitable,
@@ -23,6 +27,7 @@ from collections.abc import (
     Iterable,
     Iterator,
     MutableMapping,
+    Sequence,
 )
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -31,7 +36,15 @@ from typing import Any, Protocol, SupportsBytes, TypeVar
 # The module says `# type: ignore` at its top, so mypy sees nothing in it.
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
-from .exchange import HttpRequest, HttpResponse, InterceptError, Interceptor, decode_body
+from .exchange import (
+    ExchangeObserver,
+    ExchangeWatch,
+    HttpRequest,
+    HttpResponse,
+    InterceptError,
+    Interceptor,
+    decode_body,
+)
 from .streams import (
     AsyncTeeStream,
     Chunks,
@@ -43,12 +56,16 @@ from .streams import (
     served_headers,
 )
 
-__all__ = ["BlackboxHTTPInstrumentor", "current_interceptor", "suspended"]
+__all__ = ["BlackboxHTTPInstrumentor", "add_observer", "current_interceptor", "remove_observer", "suspended"]
 
 logger = logging.getLogger(__name__)
 
 _active: list[Interceptor] = []  # zero or one: the interceptor of the installed hook
+# Replaced whole, never changed in place: each request reads it without taking a lock.
+_observers: tuple[ExchangeObserver, ...] = ()
 _installed: list[_Patch] = []  # the pool methods replaced, to put back
+# Reentrant: a processor's finalizer (which removes its observer) may run inside add_observer.
+_patch_lock = threading.RLock()
 _suspended: ContextVar[bool] = ContextVar("otel_blackbox_http_suspended", default=False)
 _logged: set[str] = set()  # failures already logged, since the hook was installed
 
@@ -56,6 +73,24 @@ _logged: set[str] = set()  # failures already logged, since the hook was install
 def current_interceptor() -> Interceptor | None:
     """The interceptor the hook is installed with, or None when it is not."""
     return _active[0] if _active else None
+
+
+def add_observer(observer: ExchangeObserver) -> None:
+    """Let ``observer`` see every exchange from now on (patching the pools if nothing else has)."""
+    global _observers
+    with _patch_lock:
+        if not any(o is observer for o in _observers):
+            _observers = (*_observers, observer)
+        _install_patches()
+
+
+def remove_observer(observer: ExchangeObserver) -> None:
+    """Stop showing exchanges to ``observer``; the last one out, with no interceptor, unpatches."""
+    global _observers
+    with _patch_lock:
+        _observers = tuple(o for o in _observers if o is not observer)
+        if not _observers and not _active:
+            _remove_patches()
 
 
 @contextlib.contextmanager
@@ -71,13 +106,45 @@ def suspended() -> Iterator[None]:
 # --- talking to the interceptor -----------------------------------------------------------------
 
 
+def _unseen(headers: RawHeaders) -> bool:
+    if _suspended.get():
+        return True  # the interceptor's own traffic, or an outer blackbox layer already saw it
+    # A websocket is a byte stream, not a request/response exchange.
+    return any(name.lower() == b"upgrade" for name, _ in headers)
+
+
 def interceptor_for(headers: RawHeaders, chosen: Interceptor | None = None) -> Interceptor | None:
     """Who should see this request: None for a pass-through unseen."""
-    if _suspended.get():
-        return None  # the interceptor's own traffic, or an outer blackbox layer already saw it
-    if any(name.lower() == b"upgrade" for name, _ in headers):
-        return None  # a websocket is a byte stream, not a request/response exchange
+    if _unseen(headers):
+        return None
     return chosen if chosen is not None else current_interceptor()
+
+
+def _audience(headers: RawHeaders) -> tuple[Interceptor | None, list[ExchangeWatch]]:
+    """The interceptor and the observers' watches for a request the pool is about to send."""
+    interceptor, observers = current_interceptor(), _observers
+    if (interceptor is None and not observers) or _unseen(headers):
+        return None, []
+    watches = []
+    for observer in observers:
+        try:
+            watch = observer.begin()
+        except Exception:
+            _log_once("begin", observer)
+            continue
+        if watch is not None:
+            watches.append(watch)
+    return interceptor, watches
+
+
+def _tell(
+    watches: Sequence[ExchangeWatch], request: HttpRequest, response: HttpResponse, served: bool
+) -> None:
+    for watch in watches:
+        try:
+            watch(request, response, served=served)
+        except Exception:
+            _log_once("watch", watch)
 
 
 def _text(headers: RawHeaders) -> list[tuple[str, str]]:
@@ -118,6 +185,16 @@ def _with_length(headers: RawHeaders, length: int) -> RawHeaders:
     return [*kept, (b"Content-Length", str(length).encode("ascii"))]
 
 
+def _rewrite(interceptor: Interceptor, request: _CoreRequest, exchange: HttpRequest) -> HttpRequest:
+    """Put the interceptor's replacement body, if it has one, into the request about to be sent."""
+    new_body = rewritten_body(interceptor, exchange)
+    if new_body is None:
+        return exchange
+    request.stream = Chunks([new_body])
+    request.headers = _with_length(request.headers, len(new_body))
+    return exchange_request(request.method, bytes(request.url), request.headers, new_body)
+
+
 def ask(interceptor: Interceptor, request: HttpRequest) -> HttpResponse | None:
     """The response to serve for a request, or None to send it."""
     with suspended():
@@ -131,13 +208,22 @@ def ask(interceptor: Interceptor, request: HttpRequest) -> HttpResponse | None:
 
 
 class Observation:
-    """The body of one response that went out, collected for a single ``observe`` call."""
+    """The body of one response that went out, collected for the interceptor's ``observe`` call and
+    the observers' watches."""
 
-    def __init__(self, interceptor: Interceptor, request: HttpRequest, status: int, headers: RawHeaders):
+    def __init__(
+        self,
+        interceptor: Interceptor | None,
+        request: HttpRequest,
+        status: int,
+        headers: RawHeaders,
+        watches: Sequence[ExchangeWatch] = (),
+    ):
         self._interceptor = interceptor
         self._request = request
         self._status = status
         self._headers = headers
+        self._watches = watches
         self._parts: list[bytes] = []
         self._done = False
 
@@ -151,9 +237,16 @@ class Observation:
         with suspended():
             try:
                 headers, body = decode_body(_text(self._headers), b"".join(self._parts))
-                self._interceptor.observe(self._request, HttpResponse(self._status, headers, body))
             except Exception:
-                _log_once("observe", self._interceptor)
+                _log_once("decode", self)
+                return
+            response = HttpResponse(self._status, headers, body)
+            if self._interceptor is not None:
+                try:
+                    self._interceptor.observe(self._request, response)
+                except Exception:
+                    _log_once("observe", self._interceptor)
+            _tell(self._watches, self._request, response, served=False)
 
 
 # --- the pool patches ---------------------------------------------------------------------------
@@ -208,26 +301,24 @@ def _sync_handler(
 ) -> Callable[[Pool, Req], Resp]:
     @functools.wraps(original)
     def handle_request(pool: Pool, request: Req) -> Resp:
-        interceptor = interceptor_for(request.headers)
+        interceptor, watches = _audience(request.headers)
         stream = request.stream
-        if interceptor is None or not isinstance(stream, Iterable):
+        if (interceptor is None and not watches) or not isinstance(stream, Iterable):
             return original(pool, request)
         body = b"".join(stream)
         request.stream = Chunks([body])  # the original consumed; this one can be sent (and resent)
         exchange = exchange_request(request.method, bytes(request.url), request.headers, body)
-        new_body = rewritten_body(interceptor, exchange)
-        if new_body is not None:
-            request.stream = Chunks([new_body])
-            request.headers = _with_length(request.headers, len(new_body))
-            exchange = exchange_request(request.method, bytes(request.url), request.headers, new_body)
-        served = ask(interceptor, exchange)
-        if served is not None:
-            return _serve(make, served)
+        if interceptor is not None:
+            exchange = _rewrite(interceptor, request, exchange)
+            served = ask(interceptor, exchange)
+            if served is not None:
+                _tell(watches, exchange, served, served=True)
+                return _serve(make, served)
         with suspended():  # a second hook layer beneath (patched over ours) must not ask again
             response = original(pool, request)
         inner = response.stream
         assert isinstance(inner, Iterable)
-        observation = Observation(interceptor, exchange, response.status, response.headers)
+        observation = Observation(interceptor, exchange, response.status, response.headers, watches)
         tee = TeeStream(inner, observation)
         return make(response.status, headers=response.headers, content=tee, extensions=response.extensions)
 
@@ -239,25 +330,23 @@ def _async_handler(
 ) -> Callable[[Pool, Req], Awaitable[Resp]]:
     @functools.wraps(original)
     async def handle_async_request(pool: Pool, request: Req) -> Resp:
-        interceptor = interceptor_for(request.headers)
-        if interceptor is None:
+        interceptor, watches = _audience(request.headers)
+        if interceptor is None and not watches:
             return await original(pool, request)
         body = await read_async(request.stream)
         request.stream = Chunks([body])
         exchange = exchange_request(request.method, bytes(request.url), request.headers, body)
-        new_body = rewritten_body(interceptor, exchange)
-        if new_body is not None:
-            request.stream = Chunks([new_body])
-            request.headers = _with_length(request.headers, len(new_body))
-            exchange = exchange_request(request.method, bytes(request.url), request.headers, new_body)
-        served = ask(interceptor, exchange)
-        if served is not None:
-            return _serve(make, served)
+        if interceptor is not None:
+            exchange = _rewrite(interceptor, request, exchange)
+            served = ask(interceptor, exchange)
+            if served is not None:
+                _tell(watches, exchange, served, served=True)
+                return _serve(make, served)
         with suspended():
             response = await original(pool, request)
         inner = response.stream
         assert isinstance(inner, AsyncIterable)
-        observation = Observation(interceptor, exchange, response.status, response.headers)
+        observation = Observation(interceptor, exchange, response.status, response.headers, watches)
         tee = AsyncTeeStream(inner, observation)
         return make(response.status, headers=response.headers, content=tee, extensions=response.extensions)
 
@@ -319,22 +408,33 @@ class BlackboxHTTPInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         super().instrument(**kwargs)
 
     def _instrument(self, **kwargs: Any) -> None:
-        _active[:] = [_interceptor_arg(kwargs)]
-        _logged.clear()
-        for patch in _patches():
-            setattr(patch.owner, patch.name, patch.replacement)
-            _installed.append(patch)
+        with _patch_lock:
+            _active[:] = [_interceptor_arg(kwargs)]
+            _logged.clear()
+            _install_patches()
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        _active.clear()
-        for patch in _installed:
-            if patch.owner.__dict__.get(patch.name) is patch.replacement:
-                setattr(patch.owner, patch.name, patch.original)
-            else:  # someone patched over us: removing ours would drop theirs; with no interceptor it is inert
-                logger.warning(
-                    "%s.%s was patched over the blackbox hook; left in place", patch.owner, patch.name
-                )
-        _installed.clear()
+        with _patch_lock:
+            _active.clear()
+            if not _observers:  # the processor's capture still watches: the patches stay
+                _remove_patches()
+
+
+def _install_patches() -> None:
+    if _installed:
+        return  # already in place (for the interceptor or an observer): never wrap our own wrapper
+    for patch in _patches():
+        setattr(patch.owner, patch.name, patch.replacement)
+        _installed.append(patch)
+
+
+def _remove_patches() -> None:
+    for patch in _installed:
+        if patch.owner.__dict__.get(patch.name) is patch.replacement:
+            setattr(patch.owner, patch.name, patch.original)
+        else:  # someone patched over us: removing ours would drop theirs; with no interceptor it is inert
+            logger.warning("%s.%s was patched over the blackbox hook; left in place", patch.owner, patch.name)
+    _installed.clear()
 
 
 def _interceptor_arg(kwargs: dict[str, Any]) -> Interceptor:
