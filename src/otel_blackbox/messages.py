@@ -26,12 +26,15 @@ __all__ = [
     "indexed",
     "input_messages",
     "output_messages",
+    "system_instructions",
     "tool_definitions",
     "tool_name",
 ]
 
 GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"
 
 
 @dataclass
@@ -96,19 +99,24 @@ def _openinference_messages(attributes: Mapping[str, Any], prefix: str) -> list[
     return messages
 
 
-def _gen_ai_messages(raw: Any) -> list[Message]:
-    """The GenAI JSON shape: [{role, parts: [{type: text, content} | {type: tool_call, id, name, args}]}]."""
+def _json_list(raw: Any) -> list[Any]:
     try:
         items = json.loads(raw) if isinstance(raw, str) else None
     except ValueError:
         return []
-    if not isinstance(items, list):
-        return []
+    return items if isinstance(items, list) else []
+
+
+def _gen_ai_messages(raw: Any) -> list[Message]:
+    """The GenAI JSON shape: ``[{role, parts: [{type: text, content} | {type: tool_call, id, name,
+    arguments} | {type: tool_call_response, id, name?, response | result}]}]``. Each tool response
+    becomes a message of its own (role ``tool``), whatever role carried it (pydantic-ai: ``user``)."""
     messages = []
-    for item in items:
+    for item in _json_list(raw):
         if not isinstance(item, dict):
             continue
-        texts, calls, call_id = [], [], None
+        role = str(item.get("role", "?"))
+        texts, calls, responded = [], [], False
         for part in item.get("parts") or []:
             if not isinstance(part, dict):
                 continue
@@ -123,9 +131,12 @@ def _gen_ai_messages(raw: Any) -> list[Message]:
                     )
                 )
             elif kind == "tool_call_response":
-                call_id = part.get("id")
-                texts.append(str(part.get("response", "")))
-        messages.append(Message(str(item.get("role", "?")), "\n".join(texts) or None, calls, call_id))
+                response = part.get("response", part.get("result", ""))
+                text = response if isinstance(response, str) else json.dumps(response)
+                messages.append(Message("tool", text, tool_call_id=part.get("id"), name=part.get("name")))
+                responded = True
+        if texts or calls or not responded:  # a message of tool responses only is those responses
+            messages.append(Message(role, "\n".join(texts) or None, calls))
     return messages
 
 
@@ -142,7 +153,8 @@ def output_messages(attributes: Mapping[str, Any]) -> list[Message]:
 
 
 def tool_definitions(attributes: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The tools offered to the model (``llm.tools.N.tool.json_schema``), parsed where they are JSON."""
+    """The tools offered to the model: OpenInference's ``llm.tools.N.tool.json_schema`` (parsed where
+    they are JSON), or the GenAI ``gen_ai.tool.definitions`` list."""
     tools = []
     for flat in indexed(attributes, SpanAttributes.LLM_TOOLS):
         schema = flat.get(ToolAttributes.TOOL_JSON_SCHEMA)
@@ -151,7 +163,19 @@ def tool_definitions(attributes: Mapping[str, Any]) -> list[dict[str, Any]]:
         except ValueError:
             parsed = None
         tools.append(parsed if isinstance(parsed, dict) else {"raw": schema})
-    return tools
+    return tools or [t for t in _json_list(attributes.get(GEN_AI_TOOL_DEFINITIONS)) if isinstance(t, dict)]
+
+
+def system_instructions(attributes: Mapping[str, Any]) -> str | None:
+    """GenAI's ``gen_ai.system_instructions`` (text parts, kept apart from the messages), joined."""
+    if GEN_AI_SYSTEM_INSTRUCTIONS not in attributes:
+        return None
+    texts = [
+        str(part.get("content", ""))
+        for part in _json_list(attributes[GEN_AI_SYSTEM_INSTRUCTIONS])
+        if isinstance(part, dict) and part.get("type") == "text"
+    ]
+    return "\n\n".join(texts)
 
 
 def tool_name(definition: dict[str, Any]) -> str:

@@ -37,7 +37,7 @@ from . import _active, tool_spans
 from .cassette.canonical import same_canonical
 from .cassette.diff import ABSENT, first_difference
 from .cassette.io import load_cassette, save_cassette
-from .cassette.model import Cassette, Step, terminal_outcome, tool_calls_of
+from .cassette.model import OBSERVED, Cassette, Step, observed_view, terminal_outcome, tool_calls_of
 from .config import BlackboxConfig
 from .errors import CassetteError, CredentialLeak, ReplayDivergence, ReplayIncomplete, SessionError
 from .http.exchange import HttpRequest, HttpResponse
@@ -330,8 +330,10 @@ class Session:
         recorded_input, recorded_output = self._model_steps[self._served_models]
         if self.match == "exact":
             # Both masked: the recording holds masks where the program sends credentials again.
-            got = self._masked(provider.model_input(body, self.ids))
-            recorded = self._masked(recorded_input.payload)
+            # Only what the recording observed (all of it, unless it was built from spans).
+            observed = recorded_input.payload.get(OBSERVED)
+            got = self._masked(observed_view(provider.model_input(body, self.ids), observed))
+            recorded = self._masked(observed_view(recorded_input.payload, observed))
             if not _same_json(got, recorded):
                 diff = first_difference(recorded, got, "$")
                 where = (

@@ -16,9 +16,17 @@ from typing import Any
 
 from openinference.semconv.trace import OpenInferenceSpanKindValues, SpanAttributes
 
-from ..messages import Message, input_messages, output_messages, tool_definitions, tool_name
+from ..messages import (
+    GEN_AI_TOOL_DEFINITIONS,
+    Message,
+    input_messages,
+    output_messages,
+    system_instructions,
+    tool_definitions,
+    tool_name,
+)
 from ..store.queries import SpanRecord
-from .model import Cassette
+from .model import OBSERVED, Cassette
 
 __all__ = ["PROCESS_EXIT", "cassette_from_spans"]
 
@@ -38,6 +46,16 @@ _PARAMS = {
     "stop": "stop",
     "stop_sequences": "stop",
 }
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+_GEN_AI_PARAMS = {
+    "gen_ai.request.max_tokens": "maxTokens",
+    "gen_ai.request.temperature": "temperature",
+    "gen_ai.request.top_p": "topP",
+    "gen_ai.request.stop_sequences": "stop",
+}
+# Instrumentors whose llm.invocation_parameters are the response's echo (the Agents SDK's spans
+# carry the temperature, top_p and tool_choice the Responses API answered with), not the request.
+_ECHOING_SCOPES = frozenset({"openinference.instrumentation.openai_agents"})
 
 
 def _ms(ns: int | None) -> int:
@@ -103,10 +121,25 @@ def _neutral_messages(messages: list[Message], calls: _Calls) -> tuple[list[dict
                 }
                 for c in message.tool_calls
             ]
-            out.append({"role": message.role, "content": parts})
+            previous = out[-1] if out else None
+            if previous and previous["role"] == message.role == "assistant":
+                out[-1] = _one_turn(previous["content"], parts)
+            else:
+                out.append({"role": message.role, "content": parts})
         else:
             out.append({"role": message.role, "content": message.content or ""})
     return out, ("\n\n".join(system) if system else None)
+
+
+def _one_turn(earlier: Any, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Assistant messages that follow each other as one turn, the shape the wire gives (OpenAI
+    Responses sends a turn's text and each call as separate items; the Agents SDK's spans keep them
+    apart): the text joined into one leading part, then the calls."""
+    earlier = [{"type": "text", "text": earlier}] if isinstance(earlier, str) and earlier else earlier or []
+    joined = [*earlier, *parts]
+    text = "".join(p.get("text", "") for p in joined if p.get("type") == "text")
+    rest = [p for p in joined if p.get("type") != "text"]
+    return {"role": "assistant", "content": ([{"type": "text", "text": text}] if text else []) + rest}
 
 
 def _neutral_tools(attributes: dict[str, Any]) -> list[dict[str, Any]]:
@@ -131,16 +164,29 @@ def _model_input(span: SpanRecord, calls: _Calls) -> dict[str, Any]:
     payload: dict[str, Any] = {"messages": messages, "tools": _neutral_tools(attrs)}
     if not messages and SpanAttributes.INPUT_VALUE in attrs:
         payload["messages"] = [{"role": "user", "content": str(attrs[SpanAttributes.INPUT_VALUE])}]
+    system = system if system is not None else system_instructions(attrs)
     if system is not None:
         payload["systemPrompt"] = system
+    observed = ["messages", "systemPrompt"]
     invocation = _json_or_text(attrs.get(SpanAttributes.LLM_INVOCATION_PARAMETERS))
-    invocation = invocation if isinstance(invocation, dict) else {}
-    model = invocation.get("model") or span.model
-    if model:
-        payload["model"] = str(model)
-    params = {_PARAMS[k]: v for k, v in invocation.items() if k in _PARAMS and v is not None}
+    if GEN_AI_REQUEST_MODEL in attrs:  # GenAI conventions: the request's own model and settings
+        payload["model"] = str(attrs[GEN_AI_REQUEST_MODEL])
+        params = {name: attrs[key] for key, name in _GEN_AI_PARAMS.items() if attrs.get(key) is not None}
+        observed += ["model", *(f"params.{name}" for name in _GEN_AI_PARAMS.values())]
+        observed += ["tools"] if GEN_AI_TOOL_DEFINITIONS in attrs else []
+    elif isinstance(invocation, dict) and span.scope.get("name") not in _ECHOING_SCOPES:
+        payload["model"] = str(invocation.get("model") or span.model or "") or None
+        params = {_PARAMS[k]: v for k, v in invocation.items() if k in _PARAMS and v is not None}
+        observed += ["model", "params", "tools"]  # the request's arguments, tools among them
+    else:  # settings read back from the response, or none at all: not the request's
+        payload["model"] = span.model
+        params = {}
+        observed += ["tools"] if payload["tools"] else []
+    if payload["model"] is None:
+        del payload["model"]
     if params:
         payload["params"] = params
+    payload[OBSERVED] = sorted(observed)
     return payload
 
 

@@ -15,17 +15,22 @@ from .canonical import hash_step
 
 __all__ = [
     "FORMAT_VERSION",
+    "OBSERVED",
     "STEP_TYPES",
     "Cassette",
     "Outcome",
     "Step",
     "ToolCall",
+    "observed_view",
     "terminal_outcome",
     "tool_call_sequence",
     "tool_calls_of",
 ]
 
 FORMAT_VERSION = 2
+# In a model_input built from spans: the fields (``params.temperature`` for one setting) that the
+# spans saw of the request. A replay compares only those; a payload without it saw everything.
+OBSERVED = "observed"
 STEP_TYPES = ("model_input", "model_output", "tool_call", "tool_result", "metadata")
 
 JsonObject = dict[str, Any]
@@ -158,3 +163,22 @@ def tool_call_sequence(cassette: Cassette) -> list[str]:
         name = step.payload.get("toolName") if isinstance(step.payload, dict) else None
         names.append(name if isinstance(name, str) else "unknown")
     return names
+
+
+def observed_view(model_input: Any, observed: Any) -> Any:
+    """What of ``model_input`` a replay compares: the ``observed`` fields (as listed in a recorded
+    model_input built from spans), or the whole payload when the recording observed everything."""
+    if not isinstance(observed, list) or not isinstance(model_input, dict):
+        return model_input
+    view: dict[str, Any] = {}
+    for path in observed:
+        head, _, key = str(path).partition(".")
+        if not key:
+            if head in model_input:
+                view[head] = model_input[head]
+            continue
+        inner = model_input.get(head)
+        part = view.setdefault(head, {})  # present even when empty: a setting added shows at its path
+        if isinstance(inner, dict) and key in inner and isinstance(part, dict):
+            part[key] = inner[key]
+    return view

@@ -1,0 +1,221 @@
+"""One weather agent on each framework the recorder is tested with, recorded by the processor.
+
+    python examples/framework_agent.py agents --base-url http://127.0.0.1:8000/v1 --db blackbox.db
+
+Frameworks: ``agents`` (OpenAI Agents SDK, Responses API, with openinference-instrumentation-
+openai-agents; ``--stream`` runs it streamed), ``pydantic-ai`` (its own gen_ai spans), ``langchain``
+(langchain-openai ``bind_tools().invoke()`` in a loop, openinference-instrumentation-langchain: no
+root span, one trace per call), ``openai-v2`` (the official opentelemetry-instrumentation-openai-v2,
+gen_ai spans with content: no root span either), ``openinference-openai`` and
+``openinference-anthropic`` (the SDKs under the OpenInference instrumentors, examples/weather_agent.py
+and examples/anthropic_agent.py).
+
+Each run is one process: a TracerProvider with a BlackboxSpanProcessor on ``--db``, the framework's
+instrumentation, the agent, a flush. The answer is printed on stdout. The same program replays
+unmodified under ``otel-blackbox replay``; nothing here knows it is being replayed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+
+from otel_blackbox import BlackboxSpanProcessor
+
+FRAMEWORKS = (
+    "agents",
+    "pydantic-ai",
+    "langchain",
+    "openai-v2",
+    "openinference-openai",
+    "openinference-anthropic",
+)
+DEFAULT_QUESTION = "What's the weather in Lisbon, and the 2 day forecast? I need both."
+MODEL = "gpt-4o-mini"
+ANTHROPIC_MODEL = "claude-sonnet-4-5"
+API_KEY = "sk-fake-not-a-real-key"
+INSTRUCTIONS = "You are a weather assistant. Use the tools to answer; quote their results."
+MAX_TURNS = 5
+
+
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    return json.dumps({"city": city, "temperature_c": 8 + sum(map(ord, city)) % 17, "conditions": "sunny"})
+
+
+def get_forecast(city: str, days: int) -> str:
+    """Daily high temperatures for the next few days."""
+    highs = [8 + (sum(map(ord, city)) + 3 * day) % 17 for day in range(1, max(1, min(days, 7)) + 1)]
+    return json.dumps({"city": city, "days": len(highs), "daily_high_c": highs})
+
+
+TOOLS: dict[str, Callable[..., str]] = {"get_weather": get_weather, "get_forecast": get_forecast}
+
+
+# --- the frameworks ---------------------------------------------------------------------------------
+
+
+def run_agents(provider: TracerProvider, base_url: str, question: str, stream: bool) -> str:
+    from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_export_api_key
+    from openai import AsyncOpenAI
+    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+    set_tracing_export_api_key("")  # the SDK's own exporter is replaced by OpenInference's processor
+    OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
+    client = AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0)
+    agent = Agent(
+        name="weather",
+        instructions=INSTRUCTIONS,
+        model=OpenAIResponsesModel(MODEL, openai_client=client),
+        tools=[function_tool(get_weather), function_tool(get_forecast)],
+    )
+
+    async def run() -> str:
+        if not stream:
+            return str((await Runner.run(agent, question, max_turns=MAX_TURNS)).final_output)
+        result = Runner.run_streamed(agent, question, max_turns=MAX_TURNS)
+        async for _ in result.stream_events():
+            pass
+        return str(result.final_output)
+
+    return asyncio.run(run())
+
+
+def run_pydantic_ai(provider: TracerProvider, base_url: str, question: str, stream: bool) -> str:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    model = OpenAIChatModel(MODEL, provider=OpenAIProvider(base_url=base_url, api_key=API_KEY))
+    agent = Agent(
+        model,
+        instructions=INSTRUCTIONS,
+        tools=[get_weather, get_forecast],
+    )
+    agent.instrument = InstrumentationSettings(tracer_provider=provider)
+    if not stream:
+        return str(agent.run_sync(question).output)
+
+    async def run() -> str:
+        async with agent.run_stream(question) as result:
+            return str(await result.get_output())
+
+    return asyncio.run(run())
+
+
+def run_langchain(provider: TracerProvider, base_url: str, question: str, stream: bool) -> str:
+    from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+    from pydantic import SecretStr
+
+    LangChainInstrumentor().instrument(tracer_provider=provider)
+    tools = {name: tool(function) for name, function in TOOLS.items()}
+    model = ChatOpenAI(
+        model=MODEL, base_url=base_url, api_key=SecretStr(API_KEY), max_retries=0, streaming=stream
+    )
+    bound = model.bind_tools(list(tools.values()))
+    messages: list[BaseMessage] = [SystemMessage(INSTRUCTIONS), HumanMessage(question)]
+    for _ in range(MAX_TURNS):
+        reply = bound.invoke(messages)
+        messages.append(reply)
+        calls = getattr(reply, "tool_calls", [])
+        if not calls:
+            return str(reply.content)
+        for call in calls:
+            result = tools[call["name"]].invoke(call["args"])
+            messages.append(ToolMessage(content=str(result), tool_call_id=call["id"]))
+    return "(no answer: too many tool rounds)"
+
+
+def _openai_chat_loop(base_url: str, question: str, stream: bool) -> str:
+    """A plain tool loop on the OpenAI SDK (the instrumentation is the caller's)."""
+    import weather_agent
+    from openai import OpenAI
+
+    messages: list[Any] = [
+        {"role": "system", "content": INSTRUCTIONS},
+        {"role": "user", "content": question},
+    ]
+    with OpenAI(base_url=base_url, api_key=API_KEY, max_retries=0) as client:
+        for _ in range(MAX_TURNS):
+            message = weather_agent.complete(client, MODEL, messages, stream).choices[0].message
+            messages.append(weather_agent.assistant_turn(message))
+            calls = [c for c in message.tool_calls or [] if c.type == "function"]
+            if not calls:
+                return message.content or ""
+            for call in calls:
+                result = TOOLS[call.function.name](**json.loads(call.function.arguments))
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    return "(no answer: too many tool rounds)"
+
+
+def run_openai_v2(provider: TracerProvider, base_url: str, question: str, stream: bool) -> str:
+    # Message content is recorded only when asked for, on the span, in the latest conventions.
+    os.environ.setdefault("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+    os.environ.setdefault("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
+    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+
+    OpenAIInstrumentor().instrument(tracer_provider=provider)  # type: ignore[no-untyped-call]
+    return _openai_chat_loop(base_url, question, stream)
+
+
+def run_openinference_openai(provider: TracerProvider, base_url: str, question: str, stream: bool) -> str:
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+
+    OpenAIInstrumentor().instrument(tracer_provider=provider)
+    return _openai_chat_loop(base_url, question, stream)
+
+
+def run_openinference_anthropic(provider: TracerProvider, base_url: str, question: str, stream: bool) -> str:
+    import anthropic
+    import anthropic_agent
+    from openinference.instrumentation.anthropic import AnthropicInstrumentor
+
+    AnthropicInstrumentor().instrument(tracer_provider=provider)
+    tracer = provider.get_tracer("framework_agent")
+    with anthropic.Anthropic(base_url=base_url, api_key=API_KEY, max_retries=0) as client:
+        answer, _ = anthropic_agent.run_agent(client, tracer, question, stream=stream)
+    return answer
+
+
+RUNNERS: dict[str, Callable[[TracerProvider, str, str, bool], str]] = {
+    "agents": run_agents,
+    "pydantic-ai": run_pydantic_ai,
+    "langchain": run_langchain,
+    "openai-v2": run_openai_v2,
+    "openinference-openai": run_openinference_openai,
+    "openinference-anthropic": run_openinference_anthropic,
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("framework", choices=FRAMEWORKS)
+    parser.add_argument(
+        "--base-url", required=True, help="the provider, e.g. the fake's /v1"
+    )
+    parser.add_argument("--db", default="blackbox.db")
+    parser.add_argument("--question", default=DEFAULT_QUESTION)
+    parser.add_argument("--stream", action="store_true")
+    args = parser.parse_args(argv)
+    provider = TracerProvider(resource=Resource.create({"service.name": f"{args.framework}-agent"}))
+    provider.add_span_processor(BlackboxSpanProcessor(args.db))
+    try:
+        answer = RUNNERS[args.framework](provider, args.base_url, args.question, args.stream)
+    finally:
+        provider.shutdown()
+    print(answer)
+
+
+if __name__ == "__main__":
+    main()
