@@ -1,0 +1,122 @@
+"""From a production recording to an exact offline replay, for each framework a recording comes from.
+
+Each case runs examples/framework_agent.py as its own process, recorded only by the processor (no
+`otel-blackbox record`): the OpenAI Agents SDK (OpenInference, Responses API, JSON and SSE),
+pydantic-ai (its own gen_ai spans), LangChain (OpenInference; no root span, one trace per call),
+the official opentelemetry-instrumentation-openai-v2 (gen_ai spans with content; no root span
+either), and the SDKs under the OpenInference OpenAI and Anthropic instrumentors. Then, as a user
+would: `runs`, `cassette --run`, `replay` in the default exact mode with the provider stopped, and
+the same replay with a changed prompt, which must diverge naming the changed value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fake_llm import FakeLLMServer
+from helpers import EXAMPLES, run_cli
+
+from otel_blackbox.cassette.io import load_cassette
+from otel_blackbox.cassette.model import OBSERVED, terminal_outcome, tool_call_sequence
+from otel_blackbox.cassette.verify import verify_cassette
+
+AGENT = EXAMPLES / "framework_agent.py"
+QUESTION = "What's the weather in Lisbon, and the 2 day forecast? I need both."
+CHANGED = "What's the weather in Porto, and the 2 day forecast? I need both."
+ROUND = ["model_input", "model_output", "tool_call", "tool_result", "tool_call", "tool_result"]
+
+CASES = [
+    ("agents", False),
+    ("agents", True),
+    ("pydantic-ai", False),
+    ("pydantic-ai", True),
+    ("langchain", False),
+    ("openai-v2", False),
+    ("openai-v2", True),
+    ("openinference-openai", True),
+    ("openinference-anthropic", False),
+]
+# What each source's spans show of the request, so what an exact replay compares.
+OBSERVED_BY = {
+    "agents": ["messages", "systemPrompt", "tools"],  # model and settings are the response's echo
+    "pydantic-ai": ["messages", "model", "params.maxTokens", "params.stop", "params.temperature",
+                    "params.topP", "systemPrompt", "tools"],  # no tool_choice
+    "langchain": ["messages", "model", "params", "systemPrompt", "tools"],
+    "openai-v2": ["messages", "model", "params.maxTokens", "params.stop", "params.temperature",
+                  "params.topP", "systemPrompt"],  # no tool definitions
+    "openinference-openai": ["messages", "model", "params", "systemPrompt", "tools"],
+    "openinference-anthropic": ["messages", "model", "params", "systemPrompt", "tools"],
+}  # fmt: skip
+
+
+def _agent(framework: str, base_url: str, db: Path, stream: bool, question: str = QUESTION) -> list[str]:
+    argv = [sys.executable, str(AGENT), framework, "--base-url", base_url, "--db", str(db)]
+    return argv + ["--question", question] + (["--stream"] if stream else [])
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_BLACKBOX", "OTEL_"))}
+    return {**env, "PYTHONPATH": str(EXAMPLES)}
+
+
+def _base_url(server: FakeLLMServer, framework: str) -> str:
+    return server.anthropic_base_url if framework.endswith("anthropic") else server.openai_base_url
+
+
+def _replay(cassette: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "otel_blackbox.cli", "replay", str(cassette), "--", *argv]
+    return subprocess.run(command, capture_output=True, text=True, env=_env(), timeout=120)
+
+
+@pytest.mark.parametrize(("framework", "stream"), CASES, ids=[f"{f}{'-sse' if s else ''}" for f, s in CASES])
+def test_a_processor_run_replays_exactly_offline(tmp_path: Path, framework: str, stream: bool) -> None:
+    db = tmp_path / "blackbox.db"
+    with FakeLLMServer() as server:
+        base_url = _base_url(server, framework)
+        recorded = subprocess.run(
+            _agent(framework, base_url, db, stream), capture_output=True, text=True, env=_env(), timeout=120
+        )
+        assert recorded.returncode == 0, recorded.stderr
+        calls_while_recording = len(server.requests)
+    answer = recorded.stdout.strip().splitlines()[-1]
+    assert answer.startswith("Final answer:") and "Lisbon" in answer
+    assert calls_while_recording == 2
+
+    # runs: one run, every trace of it (LangChain and openai-v2 have one per model call)
+    listed = run_cli("runs", "--json", db=db, check=True)
+    (run,) = json.loads(listed.stdout)
+    assert run["status"] == "ok" and run["spans"] >= 2
+    if framework in ("langchain", "openai-v2", "openinference-openai"):
+        assert run["traces"] >= 2  # no root span: each call is a trace of its own
+
+    cassette_path = tmp_path / "incident.json"
+    run_cli("cassette", "--run", run["run_id"][:6], "-o", str(cassette_path), db=db, check=True)
+    cassette = load_cassette(cassette_path)
+    assert verify_cassette(cassette).passed
+    types = [s.type for s in cassette.steps]
+    assert types == [*ROUND, "model_input", "model_output", "metadata"]
+    assert tool_call_sequence(cassette) == ["get_weather", "get_forecast"]
+    assert terminal_outcome(cassette).final_answer == answer
+    inputs = [s.payload for s in cassette.steps_of("model_input")]
+    assert all(p[OBSERVED] == OBSERVED_BY[framework] for p in inputs)
+    assert inputs[0]["messages"] == [{"role": "user", "content": QUESTION}]
+
+    # The provider is gone: every answer comes from the cassette, compared in the exact mode.
+    replayed = _replay(cassette_path, _agent(framework, base_url, tmp_path / "replay.db", stream))
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout.strip().splitlines()[-1] == answer
+    assert len(server.requests) == calls_while_recording
+
+    changed = _replay(cassette_path, _agent(framework, base_url, tmp_path / "changed.db", stream, CHANGED))
+    assert changed.returncode == 1
+    # The program fails on the 400 it was answered (its own traceback); the replay says why, last.
+    last = changed.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        "otel-blackbox: error: [blackbox] step 0 (model_input) differs at $.messages[0].content"
+    )
+    assert json.dumps(QUESTION) in last and json.dumps(CHANGED) in last
