@@ -13,14 +13,19 @@ Hierarchy::
         ├── DatabaseNotFound      no file at the path
         ├── NotABlackboxDatabase  not SQLite, or SQLite without our schema, or a newer schema
         ├── DatabaseLocked        another process holds a lock longer than the busy timeout
-        └── TraceLookupError      a trace id prefix that is unknown or ambiguous
-            ├── TraceNotFound
-            └── AmbiguousTraceId
+        ├── TraceLookupError      a trace id prefix that is unknown or ambiguous
+        │   ├── TraceNotFound
+        │   └── AmbiguousTraceId
+        ├── RunLookupError        a run id prefix that is unknown or ambiguous, or a run without spans
+        │   ├── RunNotFound
+        │   └── AmbiguousRunId
+        └── SessionIdNotFound     no recorded span carries that session id
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "AmbiguousRunId",
     "AmbiguousTraceId",
     "BlackboxError",
     "CassetteError",
@@ -31,7 +36,10 @@ __all__ = [
     "NotABlackboxDatabase",
     "ReplayDivergence",
     "ReplayIncomplete",
+    "RunLookupError",
+    "RunNotFound",
     "SessionError",
+    "SessionIdNotFound",
     "StoreError",
     "TraceLookupError",
     "TraceNotFound",
@@ -91,4 +99,20 @@ class TraceNotFound(TraceLookupError):
 
 
 class AmbiguousTraceId(TraceLookupError):
+    pass
+
+
+class RunLookupError(StoreError):
+    pass
+
+
+class RunNotFound(RunLookupError):
+    pass
+
+
+class AmbiguousRunId(RunLookupError):
+    pass
+
+
+class SessionIdNotFound(StoreError):
     pass

@@ -13,7 +13,15 @@ import click
 
 from .. import __version__
 from ..config import DEFAULT_DB_PATH
-from ..errors import BlackboxError, ConfigError, SessionError, StoreError, TraceNotFound
+from ..errors import (
+    BlackboxError,
+    ConfigError,
+    RunLookupError,
+    SessionError,
+    SessionIdNotFound,
+    StoreError,
+    TraceNotFound,
+)
 from ..render.text import safe
 
 __all__ = ["cli", "main"]
@@ -60,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
         _fail("aborted", 130)
     except click.ClickException as exc:
         _fail(exc.format_message(), exc.exit_code)
-    except TraceNotFound as exc:
+    except (TraceNotFound, RunLookupError, SessionIdNotFound) as exc:  # not found (or not one run): 1
         _fail(str(exc), 1)
     except SessionError as exc:  # a divergence, a missing call, a refused recording
         _fail(str(exc), 1)

@@ -16,33 +16,57 @@ from ..render.cassette_text import render_timeline
 from ..render.text import safe
 from ..store import queries
 from .app import cli
-from .common import echo_json, reader, style
+from .common import echo_json, exactly_one, group_spans, reader, style, utf8_text
 
 __all__: list[str] = []
 
 
 @cli.command("cassette")
-@click.argument("trace_id")
+@click.argument("trace_id", required=False)
+@click.option(
+    "--run",
+    "run_id",
+    metavar="RUN_ID",
+    help="Every trace of this run, in time order (a unique prefix is enough).",
+)
+@click.option(
+    "--session", "session_id", metavar="ID", callback=utf8_text,
+    help="Every trace with a span of this session id, in time order.",
+)  # fmt: skip
 @click.option(
     "-o", "--output", required=True, metavar="FILE", help="Where to write the cassette (atomically)."
 )
 @click.pass_context
-def cassette_command(ctx: click.Context, trace_id: str, output: str) -> None:
+def cassette_command(
+    ctx: click.Context, trace_id: str | None, run_id: str | None, session_id: str | None, output: str
+) -> None:
     """Turn a recorded trace (even a failed or killed one) into a v2 cassette.
+
+    With --run or --session instead of TRACE_ID, one cassette of all the traces of a run (see
+    `runs`) or of a session, with every model and tool round in time order: for frameworks that
+    make each model call a trace of its own.
 
     \b
     Example:
       otel-blackbox cassette 4bf92f35 -o incident.json
+      otel-blackbox cassette --run 3f9a0c1d -o run.json
+      otel-blackbox cassette --session chat-42 -o session.json
     """
+    exactly_one(ctx, {"TRACE_ID": trace_id, "--run": run_id, "--session": session_id})
     with reader(ctx) as conn:
-        full_id = queries.resolve_trace_id(conn, trace_id)
-        spans = queries.trace_spans(conn, full_id)
-    cassette = cassette_from_spans(spans)
+        if trace_id is not None:
+            cassette = cassette_from_spans(
+                queries.trace_spans(conn, queries.resolve_trace_id(conn, trace_id))
+            )
+            source = ""
+        else:
+            kind, ident, spans = group_spans(conn, run_id, session_id)
+            cassette = cassette_from_spans(spans, cassette_id=f"{kind}-{ident}")  # id: run-<id>, session-<id>
+            source = f" from {len({s.trace_id for s in spans})} traces of {kind} {safe(ident)}"
     save_cassette(cassette, output)
     outcome = terminal_outcome(cassette)
-    click.echo(
-        f"wrote {safe(output)}: {len(cassette.steps)} steps, outcome {outcome.status}, head {cassette.head}"
-    )
+    steps = f"{len(cassette.steps)} steps{source}"
+    click.echo(f"wrote {safe(output)}: {steps}, outcome {outcome.status}, head {cassette.head}")
 
 
 @cli.command()

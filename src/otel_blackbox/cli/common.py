@@ -12,10 +12,23 @@ from typing import Any
 
 import click
 
+from ..errors import RunNotFound, StoreError
 from ..render.text import safe_json
-from ..store.connection import connect_reader, describe_sqlite_error
+from ..store import runs
+from ..store.connection import connect_reader, connect_writer, describe_sqlite_error
+from ..store.queries import SpanRecord
+from ..store.schema import SCHEMA_VERSION
 
-__all__ = ["db_path", "echo_json", "progress", "reader", "style", "utf8_text"]
+__all__ = [
+    "db_path",
+    "echo_json",
+    "exactly_one",
+    "group_spans",
+    "progress",
+    "reader",
+    "style",
+    "utf8_text",
+]
 
 _STATUS_COLORS = {"ok": "green", "error": "red", "open": "yellow", "unset": None, "pass": "green",
                   "fail": "red", "skip": None, "success": "green", "incomplete": "yellow"}  # fmt: skip
@@ -45,11 +58,22 @@ def reader(ctx: click.Context) -> Iterator[sqlite3.Connection]:
     path = db_path(ctx)
     conn = connect_reader(path)
     try:
+        _upgrade_older(path, conn)
         yield conn
     except sqlite3.Error as exc:
         raise describe_sqlite_error(path, exc) from None
     finally:
         conn.close()
+
+
+def _upgrade_older(path: Path, conn: sqlite3.Connection) -> None:
+    """Migrate a file an older otel-blackbox wrote, as a recorder opening it would: the migrations
+    only add (run ids, indexes), and the reader sees them at once. A file this user cannot write,
+    or one locked past the timeout, is read as it is (the run queries then say what is missing)."""
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if version < SCHEMA_VERSION:
+        with contextlib.suppress(StoreError):
+            connect_writer(path, busy_timeout_ms=2000, create=False).close()
 
 
 def echo_json(value: Any) -> None:
@@ -64,3 +88,29 @@ def progress(length: int, label: str) -> Iterator[Callable[[int], None]]:
         return
     with click.progressbar(length=length, label=label, file=sys.stderr) as bar:
         yield bar.update
+
+
+def exactly_one(ctx: click.Context, given: dict[str, str | None]) -> None:
+    """A usage error (exit 2) unless exactly one of these arguments / options was given."""
+    named = [name for name, value in given.items() if value is not None]
+    if len(named) != 1:
+        choices = ", ".join(given)
+        raise click.UsageError(
+            f"give exactly one of {choices}" + (f" (got {' and '.join(named)})" if named else ""), ctx
+        )
+
+
+def group_spans(
+    conn: sqlite3.Connection, run: str | None, session: str | None
+) -> tuple[str, str, list[SpanRecord]]:
+    """("run", full run id, its spans) for --run, or ("session", id, its traces' spans) for --session:
+    all their traces, in time order. A run with no span left is not found (exit 1) as well."""
+    if run is not None:
+        run_id = runs.resolve_run_id(conn, run)
+        spans = runs.run_spans(conn, run_id)
+        if not spans:
+            raise RunNotFound(f"run {run_id} has no spans (it recorded none, or its traces expired)")
+        return "run", run_id, spans
+    if session is None:
+        raise ValueError("group_spans needs a run or a session")
+    return "session", session, runs.session_spans(conn, session)

@@ -1,4 +1,4 @@
-"""The report command: one trace, or one cassette, as a self-contained HTML page."""
+"""The report command: one trace, a run or a session, or one cassette, as a self-contained HTML page."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import click
 
 from ..atomic import atomic_text_writer
 from ..cassette.io import load_cassette
-from ..render.html_report import cassette_report, trace_report
+from ..render.html_report import SpanGroup, cassette_report, group_report, trace_report
 from ..render.text import safe
-from ..store import queries
+from ..store import queries, runs
 from .app import cli
-from .common import progress, reader
+from .common import exactly_one, group_spans, progress, reader, utf8_text
 
 __all__: list[str] = []
 
@@ -21,25 +21,41 @@ _BAR_FROM = 1000
 
 
 @cli.command()
-@click.argument("target", metavar="TRACE_ID|CASSETTE.json")
+@click.argument("target", metavar="[TRACE_ID|CASSETTE.json]", required=False)
+@click.option(
+    "--run", "run_id", metavar="RUN_ID", help="Every trace of this run (a unique prefix is enough)."
+)
+@click.option(
+    "--session",
+    "session_id",
+    metavar="ID",
+    callback=utf8_text,
+    help="Every trace with a span of this session id.",
+)
 @click.option(
     "-o", "--output", required=True, metavar="FILE.html", help="Where to write the page (atomically)."
 )
 @click.pass_context
-def report(ctx: click.Context, target: str, output: str) -> None:
-    """One trace (a unique id prefix, from --db) or one cassette file as a single HTML page.
+def report(
+    ctx: click.Context, target: str | None, run_id: str | None, session_id: str | None, output: str
+) -> None:
+    """One trace (a unique id prefix, from --db), a run or a session, or one cassette, as one HTML page.
 
     The page is self-contained (inline CSS and JS, no network): a waterfall and span tree, the
     selected span's messages, tool calls, outputs and exceptions, search and a failed-only filter.
+    With --run or --session, every trace of the run (see `runs`) or the session on one time axis.
 
     \b
     Example:
       otel-blackbox report 4bf92f35 -o incident.html
       otel-blackbox report incident.json -o incident.html
+      otel-blackbox report --run 3f9a0c1d -o run.html
     """
-    path = Path(target)
-    if target.lower().endswith(".json") and path.is_file():
-        cassette = load_cassette(path)
+    exactly_one(ctx, {"TRACE_ID|CASSETTE.json": target, "--run": run_id, "--session": session_id})
+    if target is None:
+        page, what = _group_page(ctx, run_id, session_id)
+    elif target.lower().endswith(".json") and Path(target).is_file():
+        cassette = load_cassette(Path(target))
         page = cassette_report(cassette)
         what = f"cassette {safe(cassette.id)}, {len(cassette.steps)} steps"
     else:
@@ -54,3 +70,15 @@ def report(ctx: click.Context, target: str, output: str) -> None:
     with atomic_text_writer(output) as handle:
         handle.write(page)
     click.echo(f"wrote {safe(output)}: {what}")
+
+
+def _group_page(ctx: click.Context, run_id: str | None, session_id: str | None) -> tuple[str, str]:
+    """The page of every trace of a run or a session, and what it holds."""
+    with reader(ctx) as conn:
+        kind, ident, spans = group_spans(conn, run_id, session_id)
+        last_seen = runs.last_seen_by_traces(conn, spans)
+        pid = runs.run_summary(conn, ident).pid if kind == "run" else None
+    with progress(len(spans) if len(spans) >= _BAR_FROM else 0, "rendering") as advance:
+        page = group_report(SpanGroup(kind, ident, pid), spans, last_seen, span_done=advance)
+    traces = len({s.trace_id for s in spans})
+    return page, f"{kind} {safe(ident)}, {traces} traces, {len(spans)} spans"

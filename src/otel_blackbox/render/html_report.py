@@ -14,6 +14,7 @@ import json
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import resources
 from typing import Any
@@ -25,7 +26,15 @@ from ..messages import Message, input_messages, output_messages, tool_definition
 from ..store.queries import SpanRecord, TraceSummary
 from .cassette_text import _describe
 
-__all__ = ["cassette_report", "embed_json", "trace_data", "trace_report"]
+__all__ = [
+    "SpanGroup",
+    "cassette_report",
+    "embed_json",
+    "group_data",
+    "group_report",
+    "trace_data",
+    "trace_report",
+]
 
 _UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _UNSAFE_RE = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
@@ -90,23 +99,27 @@ def _exceptions(span: SpanRecord) -> list[dict[str, Any]]:
 
 
 def _tree_order(spans: list[SpanRecord]) -> list[tuple[SpanRecord, int]]:
-    """Spans depth first (children by start time), each with its depth; orphans become roots."""
-    ids = {s.span_id for s in spans}
-    children: dict[str | None, list[SpanRecord]] = {}
+    """Spans depth first (children by start time), each with its depth; orphans become roots.
+
+    Spans are keyed by (trace id, span id): a page may hold several traces (a run, a session),
+    each root in the order of ``spans``."""
+    ids = {(s.trace_id, s.span_id) for s in spans}
+    children: dict[tuple[str, str] | None, list[SpanRecord]] = {}
     for span in spans:
-        parent = span.parent_span_id if span.parent_span_id in ids else None
-        children.setdefault(parent, []).append(span)
+        parent = (span.trace_id, span.parent_span_id or "")
+        children.setdefault(parent if parent in ids else None, []).append(span)
     ordered: list[tuple[SpanRecord, int]] = []
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     stack = [(s, 0) for s in reversed(children.get(None, []))]
     while stack:
         span, depth = stack.pop()
-        if span.span_id in seen:
+        key = (span.trace_id, span.span_id)
+        if key in seen:
             continue
-        seen.add(span.span_id)
+        seen.add(key)
         ordered.append((span, depth))
-        stack += [(c, depth + 1) for c in reversed(children.get(span.span_id, []))]
-    ordered += [(s, 0) for s in spans if s.span_id not in seen]  # a parent cycle: still shown
+        stack += [(c, depth + 1) for c in reversed(children.get(key, []))]
+    ordered += [(s, 0) for s in spans if (s.trace_id, s.span_id) not in seen]  # a parent cycle: still shown
     return ordered
 
 
@@ -131,18 +144,22 @@ def _distinct(values: list[str | None]) -> list[str]:
     return list(dict.fromkeys(v for v in values if v))
 
 
-def trace_data(
-    summary: TraceSummary,
-    spans: list[SpanRecord],
-    last_seen_ns: int,
-    span_done: Callable[[int], None] = lambda _n: None,
-) -> dict[str, Any]:
-    """What the trace page shows, as plain JSON (times as nanosecond offsets from the trace start).
+@dataclass(frozen=True)
+class SpanGroup:
+    """What a page of several traces is about: a run (one recorder's lifetime) or a session."""
 
-    ``span_done(1)`` is called after each span (for a progress bar over a large trace).
-    """
-    start = min([summary.start_ns, *(s.start_ns for s in spans)])
-    stop = max([last_seen_ns, summary.end_ns, *(s.end_ns or s.start_ns for s in spans)])
+    kind: str  # "run" or "session"
+    id: str
+    pid: int | None = None
+
+
+def _span_entries(
+    spans: list[SpanRecord],
+    start: int,
+    last_seen_of: Callable[[SpanRecord], int],
+    span_done: Callable[[int], None],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The spans in tree order as the page's JSON, and the resources they point to."""
     out = []
     # Every span of a process has the same resource: each is embedded once, spans point to it
     # (a sixth of a large report's size otherwise).
@@ -152,12 +169,13 @@ def trace_data(
         span_done(1)
         attrs = span.attributes
         is_open = span.status == "open" or span.end_ns is None
-        end = max(span.start_ns, last_seen_ns) if is_open else (span.end_ns or span.start_ns)
+        end = max(span.start_ns, last_seen_of(span)) if is_open else (span.end_ns or span.start_ns)
         resource = resource_index.setdefault(json.dumps(span.resource, sort_keys=True), len(resources))
         if resource == len(resources):
             resources.append(span.resource)
         out.append(
             {
+                "traceId": span.trace_id,
                 "spanId": span.span_id,
                 "parentSpanId": span.parent_span_id,
                 "depth": depth,
@@ -190,6 +208,33 @@ def trace_data(
                 "resource": resource,  # an index into "resources"
             }
         )
+    return out, resources
+
+
+def _counts(spans: list[SpanRecord]) -> dict[str, Any]:
+    """The header fields a one-trace page and a several-trace page share."""
+    return {
+        "spanCount": len(spans),
+        "openCount": sum(1 for s in spans if s.status == "open"),
+        "errorCount": sum(1 for s in spans if s.status == "error"),
+        "tokensByModel": _tokens_by_model(spans),
+        "users": _distinct([s.user_id for s in spans]),
+    }
+
+
+def trace_data(
+    summary: TraceSummary,
+    spans: list[SpanRecord],
+    last_seen_ns: int,
+    span_done: Callable[[int], None] = lambda _n: None,
+) -> dict[str, Any]:
+    """What the trace page shows, as plain JSON (times as nanosecond offsets from the trace start).
+
+    ``span_done(1)`` is called after each span (for a progress bar over a large trace).
+    """
+    start = min([summary.start_ns, *(s.start_ns for s in spans)])
+    stop = max([last_seen_ns, summary.end_ns, *(s.end_ns or s.start_ns for s in spans)])
+    out, resources = _span_entries(spans, start, lambda _s: last_seen_ns, span_done)
     return {
         "kind": "trace",
         "trace": {
@@ -198,13 +243,50 @@ def trace_data(
             "status": summary.status,
             "start": _iso(start),
             "durationNs": stop - start,
-            "spanCount": len(spans),
-            "openCount": sum(1 for s in spans if s.status == "open"),
-            "errorCount": sum(1 for s in spans if s.status == "error"),
+            **_counts(spans),
             "lastSeen": _iso(last_seen_ns) if summary.open_count else None,
-            "tokensByModel": _tokens_by_model(spans),
             "sessions": _distinct([summary.session_id, *(s.session_id for s in spans)]),
-            "users": _distinct([s.user_id for s in spans]),
+        },
+        "spans": out,
+        "resources": resources,
+    }
+
+
+def group_data(
+    group: SpanGroup,
+    spans: list[SpanRecord],
+    last_seen_by_trace: dict[str, int],
+    span_done: Callable[[int], None] = lambda _n: None,
+) -> dict[str, Any]:
+    """The page of several traces (a run's, a session's): the same span entries as a trace page,
+    each carrying its trace id, under a header for the whole group. ``last_seen_by_trace`` says
+    where each trace's open spans are drawn to end (as on that trace's own page)."""
+
+    def last_seen_of(span: SpanRecord) -> int:
+        return last_seen_by_trace.get(span.trace_id, span.written_ns)
+
+    ends = [s.end_ns or s.start_ns for s in spans]
+    start = min((s.start_ns for s in spans), default=0)
+    stop = max([start, *ends, *(last_seen_of(s) for s in spans if s.status == "open")])
+    out, resources = _span_entries(spans, start, last_seen_of, span_done)
+    counts = _counts(spans)
+    status = "open" if counts["openCount"] else "error" if counts["errorCount"] else "ok"
+    return {
+        "kind": group.kind,
+        "group": {
+            "kind": group.kind,
+            "id": group.id,
+            "pid": group.pid,
+            "status": status,
+            "start": _iso(start),
+            "durationNs": stop - start,
+            "traceCount": len({s.trace_id for s in spans}),
+            "rootNames": _distinct([s.name for s in spans if s.parent_span_id is None]),
+            **counts,
+            "lastSeen": _iso(max(last_seen_by_trace.values()))
+            if counts["openCount"] and last_seen_by_trace
+            else None,
+            "sessions": _distinct([s.session_id for s in spans]),
         },
         "spans": out,
         "resources": resources,
@@ -277,6 +359,16 @@ def trace_report(
 ) -> str:
     """The trace page: header, waterfall, span tree, details, search, errors-only, arrow keys."""
     return _page(trace_data(summary, spans, last_seen_ns, span_done))
+
+
+def group_report(
+    group: SpanGroup,
+    spans: list[SpanRecord],
+    last_seen_by_trace: dict[str, int],
+    span_done: Callable[[int], None] = lambda _n: None,
+) -> str:
+    """The page of a run or a session: every trace's spans on one time axis, the same views."""
+    return _page(group_data(group, spans, last_seen_by_trace, span_done))
 
 
 def cassette_report(cassette: Cassette) -> str:

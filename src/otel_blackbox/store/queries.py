@@ -27,6 +27,7 @@ __all__ = [
     "iter_spans",
     "last_seen_by_trace",
     "recent_traces",
+    "recorder_of_span",
     "resolve_trace_id",
     "select_traces",
     "stats",
@@ -34,12 +35,19 @@ __all__ = [
     "trace_spans",
 ]
 
-# When a span was last known to be alive: its end, or for an open span the later of its row's
-# write and its recording process's last heartbeat (the recorder row of that pid current then).
-LAST_SEEN_SQL = """coalesce(end_ns, max(written_ns, coalesce((
-    SELECT r.last_seen_ns FROM recorders AS r
+
+def recorder_of_span(column: str) -> str:
+    """SQL for ``column`` of the recorder row (the run) that wrote the current ``spans`` row: the
+    row of the same pid started last at or before the span's row was written. One rule for every
+    query that joins a span to its run (a pid may be reused by a later process)."""
+    return f"""(SELECT r.{column} FROM recorders AS r
     WHERE r.pid = spans.pid AND r.started_ns <= spans.written_ns
-    ORDER BY r.started_ns DESC LIMIT 1), 0)))"""
+    ORDER BY r.started_ns DESC LIMIT 1)"""
+
+
+# When a span was last known to be alive: its end, or for an open span the later of its row's
+# write and its recording process's last heartbeat.
+LAST_SEEN_SQL = f"coalesce(end_ns, max(written_ns, coalesce({recorder_of_span('last_seen_ns')}, 0)))"
 # SQLite does not infer that status = 'error' satisfies the partial index spans_not_ok
 # (WHERE status IN ('error', 'open')): spelling the index's condition out lets it use it.
 NOT_OK = "status IN ('error', 'open')"

@@ -65,8 +65,18 @@ CREATE TABLE recorders (
 );
 """
 
+# A run is one recorder's lifetime (one row of `recorders`): a random id the CLI can name it by
+# (`runs`, `cassette --run`), given to the rows of older files too. The (pid, started_ns) index
+# serves the rule that attributes a span to its run (store.queries.recorder_of_span).
+_V2 = """
+ALTER TABLE recorders ADD COLUMN run_id TEXT;      -- 16 lowercase hex digits
+UPDATE recorders SET run_id = lower(hex(randomblob(8))) WHERE run_id IS NULL;
+CREATE UNIQUE INDEX recorders_by_run_id ON recorders (run_id);
+CREATE INDEX recorders_by_pid ON recorders (pid, started_ns);
+"""
+
 # MIGRATIONS[i] upgrades a database from user_version i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_V1,)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

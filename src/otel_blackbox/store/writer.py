@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import sqlite3
 import threading
 import time
@@ -332,8 +333,8 @@ class SpanWriter:
                 self._recorder_id = found[0]
             else:
                 cursor = conn.execute(
-                    "INSERT INTO recorders (pid, started_ns, last_seen_ns) VALUES (?, ?, ?)",
-                    (os.getpid(), self._started_ns, time.time_ns()),
+                    "INSERT INTO recorders (run_id, pid, started_ns, last_seen_ns) VALUES (?, ?, ?, ?)",
+                    (secrets.token_hex(8), os.getpid(), self._started_ns, time.time_ns()),
                 )
                 self._recorder_id = cursor.lastrowid
             self._conn = conn

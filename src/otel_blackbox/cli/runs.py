@@ -1,0 +1,57 @@
+"""The runs command: one line per recorder lifetime (a process run), its traces joined."""
+
+from __future__ import annotations
+
+import click
+
+from ..render.text import fmt_time, safe
+from ..store import runs as store_runs
+from .app import cli
+from .common import echo_json, reader, style
+
+__all__: list[str] = []
+
+# An upper bound too: SQLite's LIMIT takes a 64-bit integer.
+_LIMIT = click.IntRange(min=1, max=1_000_000_000)
+
+
+def _roots(summary: store_runs.RunSummary) -> str:
+    names = ", ".join(safe(name) for name in summary.root_names)
+    return names + (f" (+{summary.more_root_names} more)" if summary.more_root_names else "")
+
+
+@cli.command()
+@click.option("--limit", "-n", type=_LIMIT, default=20, show_default=True, help="How many runs.")
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
+@click.pass_context
+def runs(ctx: click.Context, limit: int, as_json: bool) -> None:
+    """Recent runs, newest first: run id, pid, started, last seen, traces, spans, status, root spans.
+
+    A run is one recorder's lifetime in one process: every trace it recorded, which joins the model
+    calls of frameworks that give each call a trace of its own. Status as for a trace: open if a
+    span is still open (a killed run), else error if one failed, else ok. A unique prefix of a run
+    id is enough for `cassette --run` and `report --run`.
+
+    \b
+    Example:
+      otel-blackbox runs --limit 5
+      otel-blackbox cassette --run 3f9a0c1d -o incident.json
+    """
+    with reader(ctx) as conn:
+        found = store_runs.recent_runs(conn, limit=limit)
+    if as_json:
+        echo_json([run.to_json() for run in found])
+        return
+    if not found:
+        click.echo("no runs recorded yet")
+        return
+    click.echo(
+        f"{'RUN ID':16}  {'PID':>7}  {'STARTED':19}  {'LAST SEEN':19}  {'TRACES':>6}  {'SPANS':>7}  "
+        f"{'STATUS':6}  ROOT SPANS"
+    )
+    for run in found:
+        spans = f"{run.spans}" + (f"/{run.open_count}o" if run.open_count else "")
+        click.echo(
+            f"{run.run_id:16}  {run.pid:>7}  {fmt_time(run.started_ns):19}  {fmt_time(run.last_seen_ns):19}  "
+            f"{run.traces:>6}  {spans:>7}  {style(f'{run.status:6}', run.status)}  {_roots(run)}"
+        )
