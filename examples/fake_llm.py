@@ -6,7 +6,8 @@ Anthropic Messages (`POST /v1/messages`); each answers JSON, or a stream when as
 The "model" is a deterministic script: when tools are offered and none has answered since the
 last user message it calls a tool (two in parallel if the user says "both"); otherwise it
 answers with text that quotes the tool results. Model names inject faults: "fail-500" answers
-HTTP 500 in the provider's error shape, "slow" waits 2 s before answering.
+HTTP 500 in the provider's error shape, "slow" waits 2 s before answering, "careless" calls tools
+as usual but answers without their results (a model that answers badly).
 
     with FakeLLMServer() as srv:
         OpenAI(base_url=srv.openai_base_url, api_key="sk-fake")
@@ -34,6 +35,8 @@ from typing import Any
 
 FAIL_MODEL = "fail-500"
 SLOW_MODEL = "slow"
+CARELESS_MODEL = "careless"
+CARELESS_ANSWER = "Final answer: I could not find that out."
 SLOW_SECONDS = 2.0
 
 JSON = dict[str, Any]
@@ -107,6 +110,13 @@ def decide(question: str, tools: list[ToolSpec], tool_results: list[str] | None)
     if tool_results:
         return Reply(text="Final answer: " + " | ".join(tool_results))
     return Reply(text=f"Final answer: you asked {question!r}")
+
+
+def as_model(body: JSON, reply: Reply) -> Reply:
+    """The careless model ignores the tool results it was sent when it answers."""
+    if body.get("model") == CARELESS_MODEL and not reply.tool_calls:
+        return Reply(text=CARELESS_ANSWER)
+    return reply
 
 
 def count_tokens(text: str) -> int:
@@ -494,21 +504,21 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(SLOW_SECONDS)
 
         if path == "/v1/chat/completions":
-            reply = openai_reply(body)
+            reply = as_model(body, openai_reply(body))
             if body.get("stream"):
                 # Only OpenAI ends its stream with a sentinel; its events have no names.
                 self._send_sse(((None, c) for c in openai_chunks(body, reply)), done_sentinel=True)
             else:
                 self._send_json(200, openai_completion(body, reply))
         elif path == "/v1/responses":
-            reply = responses_reply(body)
+            reply = as_model(body, responses_reply(body))
             if body.get("stream"):
                 # Named events and no [DONE] sentinel, as the Responses API streams.
                 self._send_sse(responses_events(body, reply), done_sentinel=False)
             else:
                 self._send_json(200, responses_object(body, reply))
         else:
-            reply = anthropic_reply(body)
+            reply = as_model(body, anthropic_reply(body))
             if body.get("stream"):
                 self._send_sse(anthropic_events(body, reply), done_sentinel=False)
             else:

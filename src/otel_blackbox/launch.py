@@ -1,10 +1,11 @@
-"""``otel-blackbox record|replay -- CMD``: run an unmodified program inside a session.
+"""``otel-blackbox record|replay|fork|rerun -- CMD``: run an unmodified program inside a session.
 
 Like ``opentelemetry-instrument``, the launcher puts a directory holding a ``sitecustomize`` first
 on ``PYTHONPATH``; Python imports it at start-up, before the program, and it starts the session
 described by ``OTEL_BLACKBOX_SESSION_*`` variables. When the program ends (normally, by an
 unhandled exception, SIGINT or SIGTERM) the session finishes and writes a small JSON report that
-the launcher reads to choose its exit code. Nothing is printed into the program's own stdout.
+the launcher reads to choose its exit code, with the ``[blackbox]`` notes it prints on stderr (a
+rerun's refused requests). Nothing is printed into the program's own stdout.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .errors import CassetteError, SessionError
+from .render.text import safe
 
 if TYPE_CHECKING:
     from .sessions import Session
@@ -32,8 +34,8 @@ ENV_MODE = "OTEL_BLACKBOX_SESSION_MODE"
 ENV_CASSETTE = "OTEL_BLACKBOX_SESSION_CASSETTE"
 ENV_MATCH = "OTEL_BLACKBOX_SESSION_MATCH"
 ENV_REPORT = "OTEL_BLACKBOX_SESSION_REPORT"
-ENV_FORK = "OTEL_BLACKBOX_SESSION_FORK"
-_ENV = (ENV_MODE, ENV_CASSETTE, ENV_MATCH, ENV_REPORT, ENV_FORK)
+ENV_PLAN = "OTEL_BLACKBOX_SESSION_PLAN"  # a fork's or a rerun's plan, as JSON
+_ENV = (ENV_MODE, ENV_CASSETTE, ENV_MATCH, ENV_REPORT, ENV_PLAN)
 BOOTSTRAP_DIR = Path(__file__).resolve().parent / "_bootstrap"
 # Offline runs still need a key for the SDKs to start; these reach no one.
 PLACEHOLDER_KEYS = {
@@ -49,13 +51,25 @@ def _write_report(path: str, report: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _make_session(mode: str, cassette: str, match: str, fork_plan: str | None) -> Session:
+def _make_session(mode: str, cassette: str, match: str, plan_json: str | None) -> Session:
     from .sessions import Session
 
+    plan = json.loads(plan_json or "{}")
+    if mode == "rerun":
+        from .rerun import RerunPlan, RerunSession
+
+        return RerunSession(
+            cassette,
+            RerunPlan(
+                output=Path(plan["output"]),
+                model=plan.get("model"),
+                replies=plan.get("replies"),
+                allow_network=bool(plan.get("allow_network")),
+            ),
+        )
     if mode == "fork":
         from .fork import ForkPlan, ForkSession
 
-        plan = json.loads(fork_plan or "{}")
         return ForkSession(
             cassette,
             ForkPlan(
@@ -66,6 +80,15 @@ def _make_session(mode: str, cassette: str, match: str, fork_plan: str | None) -
     return Session(mode, cassette, match=match)  # type: ignore[arg-type]
 
 
+def _session_notes(session: Session) -> dict[str, Any]:
+    """What the launcher reports beside the exit code: a rerun's notes, and whether it re-ran anything."""
+    from .rerun import RerunSession
+
+    if not isinstance(session, RerunSession):
+        return {}
+    return {"notes": session.notes(), "nothing_rerun": session.model_calls == 0}
+
+
 def bootstrap_from_env() -> None:
     """In the launched program: start the session and finish it however the program ends."""
     mode, cassette = os.environ.get(ENV_MODE), os.environ.get(ENV_CASSETTE)
@@ -73,7 +96,7 @@ def bootstrap_from_env() -> None:
     if not mode or not cassette:
         return
     match = os.environ.get(ENV_MATCH, "exact")
-    fork_plan = os.environ.get(ENV_FORK)
+    plan = os.environ.get(ENV_PLAN)
     # Programs this one starts must not record into the same cassette.
     for name in _ENV:
         os.environ.pop(name, None)
@@ -81,7 +104,7 @@ def bootstrap_from_env() -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(paths)
 
     try:
-        session = _make_session(mode, cassette, match, fork_plan).start()
+        session = _make_session(mode, cassette, match, plan).start()
     except SessionError as exc:
         _write_report(report_path, {"ok": False, "error": str(exc)})
         raise SystemExit(1) from None
@@ -108,6 +131,7 @@ def bootstrap_from_env() -> None:
             report = {"ok": False, "error": str(exc)}
         except Exception as exc:  # never a traceback at exit: the launcher prints one line
             report = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        report.update(_session_notes(session))
         if report_path:
             _write_report(report_path, report)
 
@@ -122,9 +146,12 @@ def run_program(
     command: Sequence[str],
     *,
     match: str = "exact",
-    fork: dict[str, Any] | None = None,
+    plan: dict[str, Any] | None = None,
 ) -> int:
-    """Run ``command`` in a session; the program's exit code, or 1 when the session failed."""
+    """Run ``command`` in a session; the program's exit code, or 1 when the session failed.
+
+    A rerun whose program made no model call re-ran nothing: 1 when the program itself exited 0.
+    """
     if mode != "record" and not Path(cassette).is_file():
         raise CassetteError(f"{cassette}: no such cassette (record it first)")
     with tempfile.TemporaryDirectory(prefix="otel-blackbox-") as tmp:
@@ -132,10 +159,10 @@ def run_program(
         env = dict(os.environ)
         env.update({ENV_MODE: mode, ENV_CASSETTE: str(Path(cassette).resolve()), ENV_MATCH: match})
         env[ENV_REPORT] = report_path
-        if fork is not None:
-            env[ENV_FORK] = json.dumps(fork)
+        if plan is not None:
+            env[ENV_PLAN] = json.dumps(plan)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(BOOTSTRAP_DIR), env.get("PYTHONPATH", "")) if p)
-        if mode != "record":
+        if _offline(mode, plan):
             for name, value in PLACEHOLDER_KEYS.items():
                 env.setdefault(name, value)
         try:
@@ -152,6 +179,17 @@ def run_program(
                 f"the program ended (exit {completed.returncode}) without finishing the session: "
                 "was it killed, or is it not a Python program?"
             ) from None
+    for note in report.get("notes", []):
+        print(safe(note), file=sys.stderr)
     if not report.get("ok"):
         raise SessionError(str(report.get("error")))
+    if report.get("nothing_rerun") and completed.returncode == 0:
+        return 1
     return completed.returncode
+
+
+def _offline(mode: str, plan: dict[str, Any] | None) -> bool:
+    """Whether no model is called live: the SDKs then get placeholder keys to start with."""
+    if mode == "record":
+        return False
+    return mode != "rerun" or (plan or {}).get("replies") is not None

@@ -1,5 +1,6 @@
-"""``record``, ``replay`` and ``fork``: run an unmodified program with its HTTP traffic recorded,
-replayed, or replayed up to a tool result and continued from a replacement."""
+"""``record``, ``replay``, ``fork`` and ``rerun``: run an unmodified program with its HTTP traffic
+recorded, replayed, replayed up to a tool result and continued from a replacement, or run again
+with the model live and every other recorded request answered from the recording."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from typing import Any
 
 import click
 
-from ..cassette.io import loads_json, read_text
+from ..cassette.io import load_cassette, loads_json, read_text
+from ..errors import SessionError
+from ..fork import check_replies
 from ..launch import run_program
 from .app import cli
 
@@ -120,18 +123,81 @@ def fork(
     """
     if live == (script is not None):
         raise click.UsageError("give exactly one of --live and --script FILE")
-    replies = None
-    if script is not None:
-        data = loads_json(read_text(script), str(script))
-        replies = data.get("replies") if isinstance(data, dict) else data
-        if not isinstance(replies, list):
-            raise click.BadParameter(
-                'a JSON list of model outputs (or {"replies": [...]})', param_hint="--script"
-            )
+    replies = _read_script(script) if script is not None else None
     plan = {
         "at": at,
         "result": _json_option(result, "--set"),
         "output": str(output.resolve()),
         "replies": replies,
     }
-    sys.exit(run_program("fork", cassette, _program(command), match=match, fork=plan))
+    sys.exit(run_program("fork", cassette, _program(command), match=match, plan=plan))
+
+
+def _read_script(script: Path) -> list[dict[str, Any]]:
+    """The neutral model outputs of a --script file, checked before any program runs (exit 2)."""
+    data = loads_json(read_text(script), str(script))
+    replies = data.get("replies") if isinstance(data, dict) else data
+    if not isinstance(replies, list):
+        raise click.BadParameter(
+            'a JSON list of model outputs (or {"replies": [...]})', param_hint="--script"
+        )
+    try:
+        return check_replies(replies)
+    except SessionError as exc:
+        raise click.BadParameter(str(exc), param_hint="--script") from None
+
+
+@cli.command(context_settings=_PASS_THROUGH)
+@click.argument("incident", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--model", metavar="NAME", help="Send every model call to the live upstream naming this model instead."
+)
+@click.option(
+    "--script",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Answer model calls from these neutral model outputs instead of a live model.",
+)
+@click.option(
+    "--allow-network",
+    is_flag=True,
+    help="Send (and record) the non-model requests the incident did not record, instead of refusing them.",
+)
+@click.option(
+    "-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Child cassette."
+)
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def rerun(
+    incident: Path,
+    model: str | None,
+    script: Path | None,
+    allow_network: bool,
+    output: Path,
+    command: tuple[str, ...],
+) -> None:
+    """Run a recorded incident's program again: its model live, every other request from the recording.
+
+    Model calls go to the real upstream (with --model NAME, each request names NAME instead), or
+    come from a --script of neutral model outputs. Every other HTTP request the incident recorded
+    (a tool's API) is answered from it and never sent again; one it did not record is refused with
+    a [blackbox] message naming it, unless --allow-network. The child cassette records the run with
+    the incident as its parent. Exit: the program's; 1 if it made no model call but exited 0.
+
+    \b
+    Example:
+      otel-blackbox rerun incident.json --model gpt-4.1 -o fixed.json -- python agent.py
+      otel-blackbox diff incident.json fixed.json      # ... outcome: failure fixed: ...
+    """
+    if model is not None and script is not None:
+        raise click.UsageError("--model chooses the live model and --script answers instead of one: give one")
+    if model is not None and not model.strip():
+        raise click.BadParameter("give a model name", param_hint="--model")
+    load_cassette(incident)  # not a cassette: one line and exit 2, before the program runs
+    if output.resolve() == incident.resolve():
+        raise click.BadParameter("the child cassette would overwrite the incident", param_hint="-o")
+    plan = {
+        "output": str(output.resolve()),
+        "model": model,
+        "replies": _read_script(script) if script is not None else None,
+        "allow_network": allow_network,
+    }
+    sys.exit(run_program("rerun", incident, _program(command), plan=plan))
