@@ -2,13 +2,17 @@
 
     python examples/framework_agent.py agents --base-url http://127.0.0.1:8000/v1 --db blackbox.db
 
-Frameworks: ``agents`` (OpenAI Agents SDK, Responses API, with openinference-instrumentation-
+Frameworks: ``openai`` (the OpenAI SDK with no instrumentation at all: only HTTP capture,
+``OTEL_BLACKBOX_CAPTURE_HTTP=true``, records it), ``agents`` (OpenAI Agents SDK, Responses API, with openinference-instrumentation-
 openai-agents; ``--stream`` runs it streamed), ``pydantic-ai`` (its own gen_ai spans), ``langchain``
 (langchain-openai ``bind_tools().invoke()`` in a loop, openinference-instrumentation-langchain: no
 root span, one trace per call), ``openai-v2`` (the official opentelemetry-instrumentation-openai-v2,
 gen_ai spans with content: no root span either), ``openinference-openai`` and
 ``openinference-anthropic`` (the SDKs under the OpenInference instrumentors, examples/weather_agent.py
 and examples/anthropic_agent.py).
+
+With ``--tool-url`` the tools are HTTP calls to examples/weather_api.py; otherwise they compute the
+same answers in-process.
 
 Each run is one process: a TracerProvider with a BlackboxSpanProcessor on ``--db``, the framework's
 instrumentation, the agent, a flush. The answer is printed on stdout. The same program replays
@@ -24,12 +28,15 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+import httpx
+import weather_api
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
 from otel_blackbox import BlackboxSpanProcessor
 
 FRAMEWORKS = (
+    "openai",
     "agents",
     "pydantic-ai",
     "langchain",
@@ -45,15 +52,21 @@ INSTRUCTIONS = "You are a weather assistant. Use the tools to answer; quote thei
 MAX_TURNS = 5
 
 
+TOOL_URL: list[str] = []  # with --tool-url, the tools ask the weather API over HTTP
+
+
 def get_weather(city: str) -> str:
     """Current weather for a city."""
-    return json.dumps({"city": city, "temperature_c": 8 + sum(map(ord, city)) % 17, "conditions": "sunny"})
+    if TOOL_URL:
+        return httpx.get(f"{TOOL_URL[0]}/weather", params={"city": city}, timeout=10).text
+    return json.dumps(weather_api.weather(city))
 
 
 def get_forecast(city: str, days: int) -> str:
     """Daily high temperatures for the next few days."""
-    highs = [8 + (sum(map(ord, city)) + 3 * day) % 17 for day in range(1, max(1, min(days, 7)) + 1)]
-    return json.dumps({"city": city, "days": len(highs), "daily_high_c": highs})
+    if TOOL_URL:
+        return httpx.post(f"{TOOL_URL[0]}/forecast", json={"city": city, "days": days}, timeout=10).text
+    return json.dumps(weather_api.forecast(city, days))
 
 
 TOOLS: dict[str, Callable[..., str]] = {"get_weather": get_weather, "get_forecast": get_forecast}
@@ -188,7 +201,12 @@ def run_openinference_anthropic(provider: TracerProvider, base_url: str, questio
     return answer
 
 
+def run_openai(provider: TracerProvider, base_url: str, question: str, stream: bool) -> str:
+    return _openai_chat_loop(base_url, question, stream)  # no instrumentation: HTTP capture alone
+
+
 RUNNERS: dict[str, Callable[[TracerProvider, str, str, bool], str]] = {
+    "openai": run_openai,
     "agents": run_agents,
     "pydantic-ai": run_pydantic_ai,
     "langchain": run_langchain,
@@ -201,13 +219,13 @@ RUNNERS: dict[str, Callable[[TracerProvider, str, str, bool], str]] = {
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("framework", choices=FRAMEWORKS)
-    parser.add_argument(
-        "--base-url", required=True, help="the provider, e.g. the fake's /v1"
-    )
+    parser.add_argument("--base-url", required=True, help="the provider, e.g. the fake's /v1")
     parser.add_argument("--db", default="blackbox.db")
     parser.add_argument("--question", default=DEFAULT_QUESTION)
     parser.add_argument("--stream", action="store_true")
+    parser.add_argument("--tool-url", help="the tools call this weather API (examples/weather_api.py)")
     args = parser.parse_args(argv)
+    TOOL_URL[:] = [args.tool_url] if args.tool_url else []
     provider = TracerProvider(resource=Resource.create({"service.name": f"{args.framework}-agent"}))
     provider.add_span_processor(BlackboxSpanProcessor(args.db))
     try:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from fake_llm import FakeLLMServer
 from helpers import EXAMPLES, run_cli
+from weather_api import WeatherAPI
 
 from otel_blackbox.cassette.io import load_cassette
 from otel_blackbox.cassette.model import OBSERVED, terminal_outcome, tool_call_sequence
@@ -54,14 +55,22 @@ OBSERVED_BY = {
 }  # fmt: skip
 
 
-def _agent(framework: str, base_url: str, db: Path, stream: bool, question: str = QUESTION) -> list[str]:
+def _agent(
+    framework: str, base_url: str, db: Path, stream: bool, question: str = QUESTION, tool_url: str = ""
+) -> list[str]:
     argv = [sys.executable, str(AGENT), framework, "--base-url", base_url, "--db", str(db)]
+    argv += ["--tool-url", tool_url] if tool_url else []
     return argv + ["--question", question] + (["--stream"] if stream else [])
 
 
-def _env() -> dict[str, str]:
+def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_BLACKBOX", "OTEL_"))}
-    return {**env, "PYTHONPATH": str(EXAMPLES)}
+    return {**env, "PYTHONPATH": str(EXAMPLES), **extra}
+
+
+def _cassette_of_the_run(db: Path, path: Path) -> None:
+    (run,) = json.loads(run_cli("runs", "--json", db=db, check=True).stdout)
+    run_cli("cassette", "--run", run["run_id"][:6], "-o", str(path), db=db, check=True)
 
 
 def _base_url(server: FakeLLMServer, framework: str) -> str:
@@ -95,7 +104,7 @@ def test_a_processor_run_replays_exactly_offline(tmp_path: Path, framework: str,
         assert run["traces"] >= 2  # no root span: each call is a trace of its own
 
     cassette_path = tmp_path / "incident.json"
-    run_cli("cassette", "--run", run["run_id"][:6], "-o", str(cassette_path), db=db, check=True)
+    _cassette_of_the_run(db, cassette_path)
     cassette = load_cassette(cassette_path)
     assert verify_cassette(cassette).passed
     types = [s.type for s in cassette.steps]
@@ -120,3 +129,50 @@ def test_a_processor_run_replays_exactly_offline(tmp_path: Path, framework: str,
         "otel-blackbox: error: [blackbox] step 0 (model_input) differs at $.messages[0].content"
     )
     assert json.dumps(QUESTION) in last and json.dumps(CHANGED) in last
+
+
+CAPTURED = [("openai", False), ("openinference-openai", True), ("agents", False), ("langchain", False)]
+
+
+@pytest.mark.parametrize(
+    ("framework", "stream"), CAPTURED, ids=[f"{f}{'-sse' if s else ''}" for f, s in CAPTURED]
+)
+def test_with_http_capture_a_run_whose_tools_call_an_api_replays_with_nothing_listening(
+    tmp_path: Path, framework: str, stream: bool
+) -> None:
+    db, cassette_path = tmp_path / "blackbox.db", tmp_path / "incident.json"
+    with FakeLLMServer() as server, WeatherAPI() as api:
+        argv = _agent(framework, _base_url(server, framework), db, stream, tool_url=api.url)
+        recorded = subprocess.run(
+            argv, capture_output=True, text=True, env=_env(OTEL_BLACKBOX_CAPTURE_HTTP="true"), timeout=120
+        )
+        assert recorded.returncode == 0, recorded.stderr
+        assert [(m, p.split("?")[0]) for m, p, _ in api.requests] == [
+            ("GET", "/weather"),
+            ("POST", "/forecast"),
+        ]
+    answer = recorded.stdout.strip().splitlines()[-1]
+    assert "Lisbon" in answer and "daily_high_c" in answer
+
+    _cassette_of_the_run(db, cassette_path)
+    cassette = load_cassette(cassette_path)
+    assert verify_cassette(cassette).passed
+    # The model steps are the wire's (nothing left unobserved); the tool's HTTP calls are exchanges.
+    inputs = [s.payload for s in cassette.steps_of("model_input")]
+    assert len(inputs) == 2 and all(OBSERVED not in p for p in inputs)
+    assert tool_call_sequence(cassette) == ["get_weather", "get_forecast"]
+    exchanges = [
+        s.payload for s in cassette.steps_of("metadata") if s.payload.get("event") == "http_exchange"
+    ]
+    assert [(e["request"]["method"], e["request"]["url"]) for e in exchanges] == [
+        ("GET", f"{api.url}/weather?city=Lisbon"),
+        ("POST", f"{api.url}/forecast"),
+    ]
+    assert json.loads(exchanges[1]["request"]["body"]) == {"city": "Lisbon", "days": 2}
+    assert json.loads(exchanges[1]["response"]["body"])["daily_high_c"]
+    assert terminal_outcome(cassette).final_answer == answer
+
+    # Both servers are stopped: the same program, unmodified, replays from the cassette alone.
+    replayed = _replay(cassette_path, [str(tmp_path / "replay.db") if a == str(db) else a for a in argv])
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout.strip().splitlines()[-1] == answer

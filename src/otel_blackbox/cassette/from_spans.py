@@ -25,7 +25,9 @@ from ..messages import (
     tool_definitions,
     tool_name,
 )
+from ..semconv import ATTR_MODEL_PROVIDER
 from ..store.queries import SpanRecord
+from .captured import captured_exchange, captured_model_call
 from .model import OBSERVED, Cassette
 
 __all__ = ["PROCESS_EXIT", "cassette_from_spans"]
@@ -229,14 +231,24 @@ class _Builder:
         self.final_answer: str | None = None
 
     def llm(self, span: SpanRecord) -> None:
-        self.flush_pending_from(span)
-        self.cassette.append("model_input", _model_input(span, self.calls), _ms(span.start_ns))
+        model_input = _model_input(span, self.calls)
+        self.flush_pending(model_input["messages"], _ms(span.start_ns))
+        self.cassette.append("model_input", model_input, _ms(span.start_ns))
         if span.status == "open":
             return
-        output = _model_output(span, self.calls)
+        self.model_output(_model_output(span, self.calls), _ms(span.end_ns))
+
+    def wire(self, span: SpanRecord, model_input: dict[str, Any], output: dict[str, Any]) -> None:
+        """A model call as HTTP capture saw it on the wire: the whole request, no `observed` needed."""
+        model_input = _renumbered(model_input, self.calls)
+        self.flush_pending(model_input.get("messages", []), _ms(span.start_ns))
+        self.cassette.append("model_input", model_input, _ms(span.start_ns))
+        self.model_output(_renumbered(output, self.calls), _ms(span.end_ns))
+
+    def model_output(self, output: dict[str, Any] | None, at: int) -> None:
         if output is None:
             return
-        self.cassette.append("model_output", output, _ms(span.end_ns))
+        self.cassette.append("model_output", output, at)
         if output["type"] == "final_answer":
             self.final_answer = output["text"]
         else:
@@ -266,26 +278,42 @@ class _Builder:
                 "tool_result", {**head, "result": output if output is not None else ""}, _ms(span.end_ns)
             )
 
-    def flush_pending_from(self, next_llm: SpanRecord) -> None:
+    def flush_pending(self, next_messages: list[Any], at: int) -> None:
         """Calls with no TOOL span: their rounds come from the results the next model input carries."""
         if not self.pending:
             return
         results = {
             part["toolCallId"]: part
-            for message in _neutral_messages(input_messages(next_llm.attributes), self.calls)[0]
-            if isinstance(message["content"], list)
+            for message in next_messages
+            if isinstance(message, dict) and isinstance(message.get("content"), list)
             for part in message["content"]
-            if part.get("type") == "tool_result"
+            if isinstance(part, dict) and part.get("type") == "tool_result"
         }
-        at = _ms(next_llm.start_ns)
         for call in self.pending:
             head = {"toolCallId": call["toolCallId"], "toolName": call["toolName"]}
             self.cassette.append("tool_call", {**head, "toolInput": call["toolInput"]}, at)
             if call["toolCallId"] in results:
-                self.cassette.append(
-                    "tool_result", {**head, "result": results[call["toolCallId"]]["result"]}, at
-                )
+                part = results[call["toolCallId"]]
+                outcome = {"error": part["error"]} if "error" in part else {"result": part.get("result")}
+                self.cassette.append("tool_result", {**head, **outcome}, at)
         self.pending = []
+
+    def exchange(self, span: SpanRecord, payload: dict[str, Any]) -> None:
+        self.cassette.append("metadata", payload, _ms(span.end_ns))
+
+
+def _renumbered(payload: Any, calls: _Calls) -> Any:
+    """A captured payload's ids (the recording process's ``call-N``, counted over all its runs)
+    renumbered in this cassette's order, as a replay will number them."""
+    if isinstance(payload, list):
+        return [_renumbered(item, calls) for item in payload]
+    if not isinstance(payload, dict):
+        return payload
+    out = {key: _renumbered(value, calls) for key, value in payload.items()}
+    if isinstance(payload.get("toolCallId"), str):
+        name = payload.get("toolName")
+        out["toolCallId"] = calls.id_for(payload["toolCallId"], name if isinstance(name, str) else None)
+    return out
 
 
 def _ordered(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
@@ -298,21 +326,33 @@ def _roots(spans: list[SpanRecord]) -> list[SpanRecord]:
     return [s for s in spans if (s.trace_id, s.parent_span_id) not in ids] or spans[:1]
 
 
-def _outer_llm_ids(spans: list[SpanRecord]) -> set[tuple[str, str]]:
-    """LLM spans that contain another LLM span (a framework's model step around the SDK's call):
-    the innermost span is the one that saw the request, so the outer ones are not a second round."""
+def _ancestors(spans: list[SpanRecord], of: list[SpanRecord]) -> set[tuple[str, str]]:
+    """(trace id, span id) of every ancestor of the spans ``of``."""
     parents = {(s.trace_id, s.span_id): s.parent_span_id for s in spans}
-    outer: set[tuple[str, str]] = set()
-    for span in spans:
-        if span.oi_span_kind != _LLM:
-            continue
+    found: set[tuple[str, str]] = set()
+    for span in of:
         parent = span.parent_span_id
-        seen = 0
-        while parent is not None and seen < len(spans):  # bounded: a hand-made cycle cannot loop
-            outer.add((span.trace_id, parent))
+        for _ in range(len(spans)):  # bounded: a hand-made cycle cannot loop
+            if parent is None or (span.trace_id, parent) in found:
+                break
+            found.add((span.trace_id, parent))
             parent = parents.get((span.trace_id, parent))
-            seen += 1
-    return outer
+    return found
+
+
+def _around(spans: list[SpanRecord], calls: list[SpanRecord]) -> set[tuple[str, str]]:
+    """LLM spans whose time holds a captured call of their process though it is not their child:
+    LangChain's OpenInference spans are never made current, so the wire call has no parent."""
+    return {
+        (s.trace_id, s.span_id)
+        for s in spans
+        if s.oi_span_kind == _LLM
+        and s.end_ns is not None
+        and any(
+            c.pid == s.pid and s.start_ns <= c.start_ns and c.end_ns is not None and c.end_ns <= s.end_ns
+            for c in calls
+        )
+    }
 
 
 def cassette_from_spans(spans: list[SpanRecord], *, cassette_id: str | None = None) -> Cassette:
@@ -324,12 +364,21 @@ def cassette_from_spans(spans: list[SpanRecord], *, cassette_id: str | None = No
     roots = _roots(ordered)
     cassette = Cassette(id=cassette_id or roots[0].trace_id, created_at=_ms(roots[0].start_ns))
     builder = _Builder(cassette)
-    outer = _outer_llm_ids(ordered)
+    wire = {(s.trace_id, s.span_id): call for s in ordered if (call := captured_model_call(s)) is not None}
+    # An LLM span around a captured call, or around another LLM span, is not a round of its own.
+    outer = _ancestors(
+        ordered, [s for s in ordered if s.oi_span_kind == _LLM or (s.trace_id, s.span_id) in wire]
+    ) | _around(ordered, [s for s in ordered if (s.trace_id, s.span_id) in wire])
     for span in ordered:
-        if span.oi_span_kind == _LLM and (span.trace_id, span.span_id) not in outer:
+        key = (span.trace_id, span.span_id)
+        if key in wire:
+            builder.wire(span, *wire[key])
+        elif span.oi_span_kind == _LLM and key not in outer:
             builder.llm(span)
         elif span.oi_span_kind == _TOOL:
             builder.tool(span)
+        elif (exchange := captured_exchange(span)) is not None and ATTR_MODEL_PROVIDER not in span.attributes:
+            builder.exchange(span, exchange)
     _close(cassette, builder, ordered, roots)
     return cassette
 
