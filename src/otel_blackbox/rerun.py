@@ -187,20 +187,18 @@ class RerunSession(Session):
             "(--allow-network sends it)"
         )
         same = [(n, r) for n, r in enumerate(self._recorded) if (r.method, r.url) == (method, url)]
-        unused = [r for n, r in same if n not in self._used]
-        if unused:
-            closest = unused[0]
-            difference = _body_difference(closest, body, parsed)
-            return f"{head}; closest recorded: step {closest.step}, whose body {difference}"
-        if same:
-            return (
-                f"{head}; closest recorded: step {same[0][1].step}, the same request, already answered "
-                f"(the incident made it {len(same)} time{'s' if len(same) > 1 else ''})"
-            )
-        other = next((r for r in self._recorded if r.url == url), None)
-        if other is not None:
+        if not same:
+            other = next((r for r in self._recorded if r.url == url), None)
+            if other is None:
+                return f"{head}; the incident recorded no request to this URL"
             return f"{head}; closest recorded: step {other.step}, {other.method} to the same URL"
-        return f"{head}; the incident recorded no request to this URL"
+        identical = [r for _, r in same if _same_body(r, body, parsed)]
+        if identical:  # else it would have matched: every one was used
+            times = f"{len(identical)} time{'s' if len(identical) > 1 else ''}"
+            return f"{head}; the incident made it {times}, already answered (step {identical[0].step})"
+        closest = next((r for n, r in same if n not in self._used), same[0][1])
+        difference = _body_difference(closest, body, parsed)
+        return f"{head}; closest recorded: step {closest.step}, whose body {difference}"
 
     # -- the end -----------------------------------------------------------------------------------
 
