@@ -420,3 +420,17 @@ def test_the_session_refuses_model_and_script_together(tmp_path: Path) -> None:
         pass
     with pytest.raises(SessionError, match="give one"):
         RerunSession(incident, RerunPlan(output=tmp_path / "c.json", model="m", replies=[]))
+
+
+def test_fork_checks_its_script_the_same_way_before_the_program_runs(tmp_path: Path) -> None:
+    parent = tmp_path / "run.json"
+    with session("record", parent):
+        pass
+    script = tmp_path / "replies.json"
+    script.write_text('[{"type": "final_answer", "text": "x"}, 3]')
+    child = str(tmp_path / "c.json")
+    forked = run_cli(
+        "fork", str(parent), "--at", "0", "--set", "1", "--script", str(script), "-o", child,
+        "--", sys.executable, "-c", "raise SystemExit('the program must not run')",
+    )  # fmt: skip
+    one_error_line(forked, 2, "reply 1 of the script is not a model output")
