@@ -352,7 +352,7 @@ def test_a_program_that_makes_no_model_call_is_said_and_fails_when_it_exits_0(
     quiet = run_cli("rerun", str(incident), "-o", str(child), "--", sys.executable, "-c", "print('hi')")
     assert quiet.returncode == 1 and quiet.stdout == "hi\n"
     assert quiet.stderr.splitlines() == [
-        f"[blackbox] the program made no model call: nothing was re-run ({child} holds the run)"
+        f"[blackbox] the program made no model call: nothing was re-run ({child.resolve()} holds the run)"
     ]
     assert load_cassette(child).parent_id == load_cassette(incident).id
     failing = run_cli(

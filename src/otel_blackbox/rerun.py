@@ -94,12 +94,13 @@ def _recorded_exchanges(incident: Cassette) -> list[_Recorded]:
         if not _is_exchange(step):
             continue
         request, answer = step.payload.get("request"), step.payload.get("response")
-        if not isinstance(request, dict) or not isinstance(answer, dict):
+        status = answer.get("status") if isinstance(answer, dict) else None
+        if not isinstance(request, dict) or isinstance(status, bool) or not isinstance(status, int):
             continue  # not an exchange this version wrote: it can answer nothing
         content_type = answer.get("contentType")
         headers = [("content-type", content_type)] if isinstance(content_type, str) and content_type else []
         body = request.get("body", "")
-        response = HttpResponse(int(answer.get("status", 200)), headers, _body_bytes(answer.get("body", "")))
+        response = HttpResponse(status, headers, _body_bytes(answer.get("body", "")))
         method, url = str(request.get("method")), str(request.get("url"))
         found.append(_Recorded(step.index, method, url, body, _parsed(body), response))
     return found
