@@ -1,19 +1,22 @@
 """A small support agent whose tool calls an HTTP API: the program the rerun tests launch.
 
     python tests/rerun_agent.py --base-url URL --tool-url URL [--provider chat|responses|anthropic]
-        [--model NAME] [--channel NAME]
+        [--model NAME] [--channel NAME] [--db PATH]
 
 It asks the model about an order and runs the ``lookup_order`` tool the model calls (a POST of
 ``{"order_id": N, "channel": NAME}`` to ``TOOL_URL/orders/lookup`` with httpx), sends the result
 back, prints the final answer, and checks it: an answer that does not state the order's status is
 a wrong answer, and the program raises (exit 1). ``--channel`` changes the tool's request body only.
+``--db`` records the run as a production system would: a ``BlackboxSpanProcessor`` with HTTP capture
+on, under one root span.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anthropic
@@ -131,6 +134,24 @@ def anthropic_agent(base_url: str, model: str, tool: Tool) -> str:
 AGENTS = {"chat": chat_agent, "responses": responses_agent, "anthropic": anthropic_agent}
 
 
+@contextlib.contextmanager
+def recorded(db: str | None) -> Iterator[None]:
+    if db is None:
+        yield
+        return
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(BlackboxSpanProcessor(config=BlackboxConfig(db_path=db, capture_http=True)))
+    try:
+        with provider.get_tracer(__name__).start_as_current_span("support-agent"):
+            yield
+    finally:
+        provider.shutdown()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--base-url", required=True, help="the provider (the OpenAI base URL ends in /v1)")
@@ -138,11 +159,13 @@ def main() -> None:
     parser.add_argument("--provider", choices=sorted(AGENTS), default="chat")
     parser.add_argument("--model", default="careless")
     parser.add_argument("--channel", default="web")
+    parser.add_argument("--db", help="record with a BlackboxSpanProcessor, HTTP capture on, into this file")
     args = parser.parse_args()
-    answer = AGENTS[args.provider](args.base_url, args.model, order_tool(args.tool_url, args.channel))
-    print(answer)
-    if STATUS not in answer:
-        raise RuntimeError(f"wrong answer: the order status is not in {answer!r}")
+    with recorded(args.db):
+        answer = AGENTS[args.provider](args.base_url, args.model, order_tool(args.tool_url, args.channel))
+        print(answer)
+        if STATUS not in answer:
+            raise RuntimeError(f"wrong answer: the order status is not in {answer!r}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ the cassettes, show what was sent.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -187,6 +188,34 @@ def test_the_child_replays_offline_once_the_program_names_the_new_model(
     # The unchanged program still asks for the old model: the replay names where it differs.
     stale = run_cli("replay", str(child), "--", *command)
     assert stale.returncode == 1 and "differs at $.model" in stale.stderr
+
+
+def test_an_incident_built_from_a_processor_run_with_http_capture_reruns_the_same_way(
+    tmp_path: Path, llm: FakeLLMServer, orders: OrderAPI
+) -> None:
+    """The production path: no record session, only the span processor with HTTP capture on."""
+    db = tmp_path / "prod.db"
+    failed = subprocess.run(
+        [*agent(llm, orders), "--db", str(db)], capture_output=True, text=True, timeout=60
+    )
+    assert failed.returncode == 1 and "wrong answer" in failed.stderr
+    runs = json.loads(run_cli("runs", "--json", db=db, check=True).stdout)
+    assert [r["status"] for r in runs] == ["error"]
+    incident = tmp_path / "incident.json"
+    run_cli("cassette", "--run", runs[0]["run_id"], "-o", str(incident), db=db, check=True)
+    assert [e["request"]["url"] for e in exchanges(load_cassette(incident))] == [
+        f"{orders.url}/orders/lookup"
+    ]
+
+    child = tmp_path / "child.json"
+    command = [*agent(llm, orders), "--db", str(tmp_path / "rerun.db")]
+    rerun = run_cli("rerun", str(incident), "--model", GOOD_MODEL, "-o", str(child), "--", *command)
+    assert rerun.returncode == 0, rerun.stderr
+    assert models_sent(llm) == [CARELESS_MODEL, CARELESS_MODEL, GOOD_MODEL, GOOD_MODEL]
+    assert len(orders.received) == 1
+    assert load_cassette(child).parent_id == load_cassette(incident).id
+    fixed = run_cli("diff", str(incident), str(child))
+    assert fixed.stdout.splitlines()[-1] == "outcome: failure fixed: parent error → child success"
 
 
 # --- requests the incident did not record ----------------------------------------------------------
