@@ -298,7 +298,7 @@ def test_run_and_session_queries_read_through_indexes(recorded: Recorded) -> Non
         runs.session_spans(conn, SESSION)
         conn.set_trace_callback(None)
         spans_statements = [s for s in statements if "FROM spans" in s]
-        assert len(spans_statements) == 4
+        assert len(spans_statements) == 3
         for statement in spans_statements:
             plan = " ".join(str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}"))
             assert "INDEX" in plan and not re.search(r"SCAN (spans|r)\b(?! USING)", plan), (statement, plan)
