@@ -19,10 +19,12 @@ Three modes, alternated in every repeat (the starting mode rotates), medians of 
 **off** (``capture_http=False``, the default), **on** (``capture_http=True``), and **on, eager**: a
 diagnostic variant in which the span's attributes (bodies to text, the provider translation) are
 worked out on the caller's thread as the exchange completes, instead of on the writer thread when
-it first reads them, as capture.py does. Per mode: wall µs per request of the loop, process CPU µs
-per request over the loop and the flush after it (the writer's work included), the flush's own
-time, and the bytes the database file grew by per captured exchange (file size after shutdown, on
-minus off, over the number of exchanges) beside the JSON of the exchange's attributes.
+it first reads them, as capture.py does. Per mode: wall µs per request of the loop, the CPU µs per
+request of the caller's thread alone over the loop (``thread_time``: what the agent's thread pays,
+steadier than wall time under the load of other processes), process CPU µs per request over the
+loop and the flush after it (the writer's work included), the flush's own time, and the bytes
+the database file grew by per captured exchange (file size after shutdown, on minus off, over the
+number of exchanges) beside the JSON of the exchange's attributes.
 
 3. **caller's share**: with no socket at all, the capture's own work on the caller's thread per
    exchange (``begin`` at the request, the watch at the response: two clocks, the span context, one
@@ -128,6 +130,7 @@ class Sample:
     requests: int
     loop_ns: int
     cpu_ns: int  # process CPU over the loop and the flush: the writer thread's included
+    thread_ns: int  # CPU of the caller's thread alone over the loop: what the agent pays
     flush_ns: int
     file_bytes: int
     exchanges: int
@@ -164,9 +167,9 @@ def run_once(workload: str, mode: str, base: str, n: int, folder: Path) -> Sampl
     with eager_attributes(mode == "on, eager"):
         run(tracer, base, 3)  # connections opened, code paths warm, before timing
         assert processor.force_flush(60_000)
-        cpu0, t0 = time.process_time_ns(), time.perf_counter_ns()
+        cpu0, t0, thread0 = time.process_time_ns(), time.perf_counter_ns(), time.thread_time_ns()
         requests = run(tracer, base, n)
-        t1 = time.perf_counter_ns()
+        t1, thread1 = time.perf_counter_ns(), time.thread_time_ns()
         assert processor.force_flush(60_000)
         t2, cpu1 = time.perf_counter_ns(), time.process_time_ns()
     provider.shutdown()
@@ -180,8 +183,8 @@ def run_once(workload: str, mode: str, base: str, n: int, folder: Path) -> Sampl
         conn.close()
     expected = 0 if mode == "off" else requests + 3
     assert exchanges == expected, f"{workload} {mode}: {exchanges} exchanges captured, expected {expected}"
-    return Sample(workload, mode, requests, t1 - t0, cpu1 - cpu0, t2 - t1, db.stat().st_size, exchanges,
-                  attribute_bytes)  # fmt: skip
+    return Sample(workload, mode, requests, t1 - t0, cpu1 - cpu0, thread1 - thread0, t2 - t1,
+                  db.stat().st_size, exchanges, attribute_bytes)  # fmt: skip
 
 
 def caller_share(folder: Path, n: int) -> list[dict[str, Any]]:
@@ -230,6 +233,7 @@ def report(samples: list[Sample]) -> list[dict[str, Any]]:
     for workload in ("tool", "model"):
         off = [s for s in samples if s.workload == workload and s.mode == "off"]
         base_us = median(off, "loop_ns") / off[0].requests / 1000
+        base_thread_us = median(off, "thread_ns") / off[0].requests / 1000
         for mode in MODES:
             mine = [s for s in samples if s.workload == workload and s.mode == mode]
             n = mine[0].requests
@@ -242,6 +246,8 @@ def report(samples: list[Sample]) -> list[dict[str, Any]]:
                 "added_us": round(loop_us - base_us, 1),
                 "ratio": round(loop_us / base_us, 3),
                 "cpu_us_per_request": round(median(mine, "cpu_ns") / n / 1000, 1),
+                "caller_cpu_us_per_request": round(median(mine, "thread_ns") / n / 1000, 1),
+                "caller_cpu_added_us": round(median(mine, "thread_ns") / n / 1000 - base_thread_us, 1),
                 "flush_ms": round(median(mine, "flush_ns") / 1e6, 1),
                 "file_bytes_per_exchange": round(grown) if mode != "off" else None,
                 "attribute_bytes_per_exchange": round(median(mine, "attribute_bytes") / captured)
@@ -251,20 +257,25 @@ def report(samples: list[Sample]) -> list[dict[str, Any]]:
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    print("| workload | mode | µs/request | added | ratio | CPU µs/request | flush ms | file B/exchange "
-          "| attributes B/exchange |")  # fmt: skip
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| workload | mode | µs/request | added | ratio | caller CPU µs/request | added "
+          "| process CPU µs/request | flush ms | file B/exchange | attributes B/exchange |")  # fmt: skip
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
-        added = "" if r["mode"] == "off" else f"{r['added_us']:+.1f}"
-        ratio = "" if r["mode"] == "off" else f"{r['ratio']:.3f}"
-        file_b = "" if r["file_bytes_per_exchange"] is None else f"{r['file_bytes_per_exchange']:,}"
-        attr_b = "" if r["attribute_bytes_per_exchange"] is None else f"{r['attribute_bytes_per_exchange']:,}"
-        head = (
-            f"| {r['workload']} ({r['requests']}) | {r['mode']} | {r['loop_us_per_request']:.1f} | {added} "
-        )
-        print(
-            f"{head}| {ratio} | {r['cpu_us_per_request']:.1f} | {r['flush_ms']:.1f} | {file_b} | {attr_b} |"
-        )
+        off = r["mode"] == "off"
+        cells = [
+            f"{r['workload']} ({r['requests']})",
+            r["mode"],
+            f"{r['loop_us_per_request']:.1f}",
+            "" if off else f"{r['added_us']:+.1f}",
+            "" if off else f"{r['ratio']:.3f}",
+            f"{r['caller_cpu_us_per_request']:.1f}",
+            "" if off else f"{r['caller_cpu_added_us']:+.1f}",
+            f"{r['cpu_us_per_request']:.1f}",
+            f"{r['flush_ms']:.1f}",
+            "" if off else f"{r['file_bytes_per_exchange']:,}",
+            "" if off else f"{r['attribute_bytes_per_exchange']:,}",
+        ]
+        print("| " + " | ".join(cells) + " |")
 
 
 def main() -> None:
