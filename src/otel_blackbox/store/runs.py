@@ -7,8 +7,8 @@ them. A span belongs to the run of its pid that started last at or before its ro
 (``queries.recorder_of_span``, the rule LAST_SEEN_SQL uses too).
 
 The spans of a run are found through the start-time index first, between the run's start less
-``START_SLACK_NS`` and its last sighting, and only then checked for pid and run: reading stays
-proportional to the spans recorded while the run was alive, never the whole file. A span that
+``START_SLACK_NS`` and its last sighting, and only then checked for pid and run: what is read is
+the spans (of any process) that started while the run was alive, never the whole file. A span that
 started more than ``START_SLACK_NS`` before its recorder did (an explicit start time, a processor
 added long after the span began) is not counted.
 """
