@@ -162,6 +162,8 @@ def test_rerun_with_another_model_fixes_the_incident_without_resending_the_tool_
     assert [s.payload["model"] for s in child.steps if s.type == "model_input"] == [GOOD_MODEL, GOOD_MODEL]
     assert exchanges(child) == exchanges(incident)  # served from the recording, recorded again
     assert "sk-rerun-test" not in child_path.read_text() and "sk-ant-rerun" not in child_path.read_text()
+    shown = run_cli("inspect", str(child_path), check=True).stdout.splitlines()
+    assert f"rerun of {incident.id}" in shown
 
     fixed = run_cli("diff", str(incident_path), str(child_path))
     assert fixed.returncode == 1  # they diverge: the model name, from the first step

@@ -81,8 +81,10 @@ def render_timeline(cassette: Cassette, *, limit: int = 160) -> list[str]:
         f"outcome {outcome.status}"
         + (f" ({_short(outcome.failure_reason, 60)})" if outcome.failure_reason else "")
     ]
-    if cassette.parent_id:
-        lines.append(f"fork of {safe(cassette.parent_id)} at {safe(cassette.forked_from_step_id or '?')}")
+    if cassette.parent_id and cassette.forked_from_step_id:
+        lines.append(f"fork of {safe(cassette.parent_id)} at {safe(cassette.forked_from_step_id)}")
+    elif cassette.parent_id:  # a rerun starts over: nothing of the parent is copied
+        lines.append(f"rerun of {safe(cassette.parent_id)}")
     start = cassette.steps[0].timestamp if cassette.steps else 0
     for step in cassette.steps:
         delta = step.timestamp - start
