@@ -5,6 +5,8 @@ global TracerProvider), then calls every ``opentelemetry_pre_instrument`` entry 
 arguments, then loads the instrumentors. Ours, :func:`pre_instrument`, adds a BlackboxSpanProcessor
 to that provider when ``OTEL_BLACKBOX_DB`` is set or ``OTEL_BLACKBOX_ENABLED`` is true, so every span
 is on disk from the moment it starts. ``OTEL_BLACKBOX_ENABLED=false`` turns it off either way.
+Its settings come from the OTEL_BLACKBOX_* variables, ``OTEL_BLACKBOX_CAPTURE_HTTP=true`` among them:
+then the processor also records each HTTP exchange of the program (capture.py).
 
 It adds nothing when ``OTEL_TRACES_EXPORTER`` names ``blackbox``: the user chose the end-only
 exporter for that database. It never raises into the host (an exception from a pre-instrument hook
