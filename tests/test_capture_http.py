@@ -44,7 +44,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Tracer
 
 import otel_blackbox
-from otel_blackbox import BlackboxConfig
+from otel_blackbox import BlackboxConfig, capture
 from otel_blackbox.cassette.captured import captured_exchange, captured_model_call, captured_replayed
 from otel_blackbox.cassette.io import load_cassette
 from otel_blackbox.errors import ConfigError
@@ -319,6 +319,24 @@ def test_model_calls_are_stored_with_their_bodies_and_neutral_payloads(
             "call_" not in span.attributes[ATTR_MODEL_OUTPUT]
             and "toolu_" not in span.attributes[ATTR_MODEL_INPUT]
         )
+
+
+def test_tool_call_ids_number_on_across_a_long_life_with_bounded_memory(
+    make_recorder: MakeRecorder, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(capture, "_MAX_REMEMBERED_IDS", 2)
+    rec = capturing(make_recorder)
+    with openai.OpenAI(base_url=fake_llm.openai_base_url, api_key=KEY, max_retries=0) as client:
+        for _ in range(3):  # each answer asks for two tools: six provider ids in all
+            client.chat.completions.create(
+                model="gpt-4o-mini",
+                messages=[{"role": "user", "content": QUESTION}],
+                tools=weather_agent.TOOLS,
+            )
+    outputs = [captured_model_call(s)[1] for s in exchanges(rec)]  # type: ignore[index]
+    numbered = [call["toolCallId"] for output in outputs for call in output["calls"]]
+    assert numbered == [f"call-{i}" for i in range(6)]  # never reused, though the oldest were forgotten
+    assert rec.processor._capture is not None and len(rec.processor._capture._ids.to_neutral) == 2
 
 
 # --- tool calls over HTTP -------------------------------------------------------------------------

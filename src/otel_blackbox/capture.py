@@ -64,6 +64,9 @@ logger = logging.getLogger("otel_blackbox")
 
 _SCOPE = InstrumentationScope("otel_blackbox.capture", __version__)
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+# Provider tool-call ids remembered for numbering: past this many, the oldest are forgotten (the
+# numbering goes on from where it was), so a long-lived service does not grow without bound.
+_MAX_REMEMBERED_IDS = 50_000
 
 
 class HttpCapture:
@@ -132,6 +135,7 @@ class HttpCapture:
                 model_input = provider.model_input(body, self._ids)
                 streamed = provider.is_streaming(body)
                 output = provider.model_output(response.body, streamed=streamed, ids=self._ids)
+                _forget_oldest(self._ids)
             return {
                 ATTR_MODEL_INPUT: _json(model_input),
                 ATTR_MODEL_OUTPUT: _json(output),
@@ -202,6 +206,15 @@ class _ExchangeSpan(ReadableSpan):
             self._computed = self._capture.attributes(self._exchange)
             self._exchange = self._capture = None  # the bodies are text now: let the bytes go
         return MappingProxyType(self._computed)
+
+
+def _forget_oldest(ids: CallIds) -> None:
+    """Past the bound, drop the older half of the remembered ids; numbering carries on after them."""
+    if len(ids.to_neutral) > _MAX_REMEMBERED_IDS:
+        oldest = list(ids.to_neutral)[: len(ids.to_neutral) // 2]
+        for provider_id in oldest:
+            del ids.to_neutral[provider_id]
+        ids.start += len(oldest)
 
 
 def _put_body(attributes: dict[str, Any], key: str, encoding_key: str, body: bytes) -> None:
