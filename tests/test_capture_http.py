@@ -146,12 +146,12 @@ def tool_api() -> Iterator[ToolAPI]:
 class HttpWeatherTools(weather_agent.WeatherTools):
     """The weather agent's tools, with get_weather answered by the tool API over httpx."""
 
-    def __init__(self, api: str) -> None:
+    def __init__(self, base_url: str) -> None:
         super().__init__()
-        self.api = api
+        self.weather_url = f"{base_url}/weather"
 
     def get_weather(self, city: str) -> str:
-        return httpx.get(f"{self.api}/weather", params={"city": city}).text
+        return httpx.get(self.weather_url, params={"city": city}).text
 
 
 # --- helpers --------------------------------------------------------------------------------------
