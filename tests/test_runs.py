@@ -263,6 +263,23 @@ def test_runs_of_a_database_with_no_recorder(tmp_path: Path) -> None:
     assert _runs_json(db) == []
 
 
+def test_runs_shows_hostile_root_names_escaped(tmp_path: Path) -> None:
+    db = tmp_path / "hostile.db"
+    hostile = "\x1b[2J\x1b[31mred\r\x07\u202eevil\nline"
+
+    def agent(tracer: Tracer) -> None:
+        with tracer.start_as_current_span(hostile):
+            pass
+
+    _in_process_run(db, agent)
+    text = run_cli("runs", db=db, check=True).stdout
+    assert "\\x1b[2J\\x1b[31mred\\x0d\\x07\\u202eevil\\nline" in text
+    assert not re.search("[\x00-\x09\x0b-\x1f\u202e]", text) and len(text.splitlines()) == 2
+    listed = run_cli("runs", "--json", db=db, check=True).stdout
+    assert "\x1b" not in listed and "\u202e" not in listed
+    assert json.loads(listed)[0]["root_names"] == [hostile]  # the same value, as JSON escapes
+
+
 def test_store_functions_agree_with_the_cli(recorded: Recorded) -> None:
     conn = connect_reader(recorded.db)
     try:

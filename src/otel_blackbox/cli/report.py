@@ -77,7 +77,7 @@ def _group_page(ctx: click.Context, run_id: str | None, session_id: str | None) 
     with reader(ctx) as conn:
         kind, ident, spans = group_spans(conn, run_id, session_id)
         last_seen = runs.last_seen_by_traces(conn, spans)
-        pid = runs.run_summary(conn, ident).pid if kind == "run" else None
+    pid = spans[0].pid if kind == "run" else None  # one process wrote every span of a run
     with progress(len(spans) if len(spans) >= _BAR_FROM else 0, "rendering") as advance:
         page = group_report(SpanGroup(kind, ident, pid), spans, last_seen, span_done=advance)
     traces = len({s.trace_id for s in spans})
