@@ -1,12 +1,16 @@
-"""`make demo`: record a tool-using OpenAI-SDK agent, look at it, then kill one mid-tool and look again.
+"""`make demo`: record a tool-using OpenAI-SDK agent, look at it, kill one mid-tool and look again,
+then walk a production failure from incident to fix.
 
-Everything runs locally: the agent talks to a fake OpenAI-compatible server on 127.0.0.1, so no
-API key and no network are needed. The recording goes to ./demo.db (replaced on every run).
+Everything runs locally: the agent talks to a fake OpenAI-compatible server on 127.0.0.1 and its
+tools to a small weather API on 127.0.0.1, so no API key and no network are needed. The recording
+goes to ./demo.db (replaced on every run); the cassettes and the contract to ./demo-*.json.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -15,8 +19,17 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from fake_llm import CARELESS_MODEL, FakeLLMServer  # noqa: E402 (examples/ is not a package)
+from weather_api import WeatherAPI  # noqa: E402
+
 DB = Path("demo.db")
 INCIDENT = Path("demo-incident.json")
+KILLED = Path("demo-killed.json")
+FIXED = Path("demo-fixed.json")
+CONTRACT = Path("demo-contract.json")
+GOOD_MODEL = "gpt-4o-mini"
 CLI = shutil.which("otel-blackbox", path=str(Path(sys.executable).parent)) or "otel-blackbox"
 # A span open longer than the flush interval (200 ms by default) is on disk: wait a bit more.
 AFTER_FLUSH_INTERVAL_S = 0.6
@@ -27,15 +40,25 @@ def banner(text: str) -> None:
     print("\n" + (f"\033[1m{line}\033[0m" if sys.stdout.isatty() else line), flush=True)
 
 
-def cli(*args: str) -> str:
-    print(f"$ otel-blackbox --db {DB} {' '.join(args)}", flush=True)
-    out = subprocess.run([CLI, "--db", str(DB), *args], capture_output=True, text=True, check=True).stdout
-    print(out, end="", flush=True)
-    return out
+def cli(*args: str, db: bool = True, ok: tuple[int, ...] = (0,)) -> str:
+    """Run otel-blackbox as a user would, show the command and what it printed."""
+    where = ["--db", str(DB)] if db else []
+    print(f"$ otel-blackbox {shlex.join([*where, *args])}", flush=True)
+    done = subprocess.run([CLI, *where, *args], capture_output=True, text=True)
+    print(done.stdout + done.stderr, end="", flush=True)
+    if done.returncode not in ok:
+        raise SystemExit(f"otel-blackbox {args[0]} exited {done.returncode}")
+    return done.stdout
+
+
+def _short(path: str | Path) -> str:
+    """A path relative to here when that is shorter (.venv/bin/python): readable, and runnable."""
+    relative = os.path.relpath(path)
+    return str(path) if relative.startswith("..") else relative
 
 
 def agent(*args: str) -> list[str]:
-    return [sys.executable, str(HERE / "weather_agent.py"), "--db", str(DB), *args]
+    return [_short(sys.executable), _short(HERE / "weather_agent.py"), "--db", str(DB), *args]
 
 
 def main() -> int:
@@ -70,9 +93,11 @@ def main() -> int:
     cli("list")
     cli("show", killed_trace[:8], "-v")
     banner("5. The killed run as a cassette: hash-chained, provider-neutral steps")
-    cli("cassette", killed_trace[:8], "-o", str(INCIDENT))
-    cli("inspect", str(INCIDENT), "--width", "90")
-    cli("verify", str(INCIDENT))
+    cli("cassette", killed_trace[:8], "-o", str(KILLED))
+    cli("inspect", str(KILLED), "--width", "90")
+    cli("verify", str(KILLED))
+
+    incident_to_fix()
 
     stats_out = subprocess.run(
         [CLI, "--db", str(DB), "stats", "--json"], capture_output=True, text=True, check=True
@@ -90,6 +115,40 @@ def main() -> int:
     print(f"\n{counts}.")
     print(f"Try: otel-blackbox --db {DB} errors | stats | export, and otel-blackbox diff / assert / eval")
     return 0
+
+
+def incident_to_fix() -> None:
+    """README's "From incident to fix", step by step: a production failure recorded by the processor
+    with HTTP capture on, reproduced offline, rerun against another model, and kept as a contract."""
+    with FakeLLMServer() as llm, WeatherAPI() as api:
+        ports = llm.port, int(api.url.rsplit(":", 1)[1])
+        command = [*agent("--base-url", llm.openai_base_url, "--tool-url", api.url), "--check-answer"]
+        incident_run = [*command, "--model", CARELESS_MODEL]
+        banner("6. In production: the processor with HTTP capture on; the model answers badly, the run fails")
+        print(f"$ OTEL_BLACKBOX_CAPTURE_HTTP=true {shlex.join(incident_run)}", flush=True)
+        env = {**os.environ, "OTEL_BLACKBOX_CAPTURE_HTTP": "true"}
+        failed = subprocess.run(incident_run, capture_output=True, text=True, env=env)
+        print(failed.stdout + failed.stderr, end="", flush=True)
+        print(f"(the weather API answered {len(api.requests)} requests)")
+
+    banner("7. Which run failed, and where")
+    cli("runs")
+    cli("errors")
+    run_id = json.loads(cli("runs", "--json", "--limit", "1"))[0]["run_id"]
+    cli("cassette", "--run", run_id[:8], "-o", str(INCIDENT))
+
+    banner("8. Reproduced offline: the model and the weather API are stopped, the program is unchanged")
+    cli("replay", str(INCIDENT), "--", *incident_run, db=False, ok=(1,))
+
+    banner(f"9. Rerun against {GOOD_MODEL}: the model is live, the weather API answers from the recording")
+    with FakeLLMServer(ports[0]), WeatherAPI(ports[1]) as api:
+        cli("rerun", str(INCIDENT), "--model", GOOD_MODEL, "-o", str(FIXED), "--", *incident_run, db=False)
+        print(f"(the weather API, up again, answered {len(api.requests)} requests during the rerun)")
+    cli("diff", str(INCIDENT), str(FIXED), db=False, ok=(0, 1))
+
+    banner("10. The fixed run as a regression contract for the runs to come")
+    cli("eval", "generate", str(FIXED), "-o", str(CONTRACT), db=False)
+    cli("eval", "run", str(CONTRACT), str(FIXED), str(INCIDENT), db=False, ok=(1,))
 
 
 if __name__ == "__main__":

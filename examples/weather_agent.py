@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
+import httpx
 from fake_llm import FakeLLMServer
 from openai import OpenAI
 from openai.types.chat import (
@@ -61,10 +62,12 @@ JSON_MIME = OpenInferenceMimeTypeValues.JSON.value
 
 @dataclass
 class WeatherTools:
-    """The agent's tools; the flags make get_weather misbehave on purpose."""
+    """The agent's tools; the flags make get_weather misbehave on purpose. With ``api`` (the URL of
+    examples/weather_api.py) they ask that HTTP API, as a production tool would."""
 
     fail: bool = False
     hang: bool = False
+    api: str | None = None
 
     def get_weather(self, city: str) -> str:
         if self.hang:
@@ -74,11 +77,16 @@ class WeatherTools:
             time.sleep(600)
         if self.fail:
             raise ValueError(f"weather service unavailable for {city}")
+        if self.api:
+            return httpx.get(f"{self.api}/weather", params={"city": city}, timeout=10).raise_for_status().text
         return json.dumps(
             {"city": city, "temperature_c": _temperature(city, 0), "conditions": "partly cloudy"}
         )
 
     def get_forecast(self, city: str, days: int = 3) -> str:
+        if self.api:
+            body = {"city": city, "days": days}
+            return httpx.post(f"{self.api}/forecast", json=body, timeout=10).raise_for_status().text
         temps = [_temperature(city, day) for day in range(1, max(1, min(days, 7)) + 1)]
         return json.dumps({"city": city, "days": len(temps), "daily_high_c": temps})
 
@@ -152,6 +160,10 @@ def run_tool(tracer: Tracer, tools: WeatherTools, name: str, arguments: str) -> 
 # --- agent -----------------------------------------------------------------------------------
 
 
+class WrongAnswer(Exception):
+    """The model's answer failed the agent's own check (``--check-answer``)."""
+
+
 @contextmanager
 def agent_span(tracer: Tracer, name: str, question: str, session_id: str) -> Iterator[Span]:
     """The AGENT root span; using_session also stamps session.id on the instrumented LLM spans."""
@@ -201,10 +213,13 @@ def run_agent(
     tools: WeatherTools | None = None,
     session_id: str | None = None,
     on_trace: Callable[[str], None] | None = None,
+    check_answer: bool = False,
 ) -> tuple[str, str]:
     """Answer the question; returns (answer, trace id as 32 hex digits).
 
     on_trace gets the trace id as soon as the root span starts, so a run that dies can still be found.
+    check_answer: a guardrail, an answer that quotes none of the tool results raises WrongAnswer
+    (inside the root span, which records it).
     """
     tools = tools or WeatherTools()
     session_id = session_id or f"session-{uuid.uuid4().hex[:12]}"
@@ -217,6 +232,7 @@ def run_agent(
         if on_trace:
             on_trace(trace_id)
         answer = "(no answer: too many tool rounds)"
+        results: list[str] = []
         for _ in range(MAX_TURNS):
             message = complete(client, model, messages, stream).choices[0].message
             messages.append(assistant_turn(message))
@@ -227,7 +243,10 @@ def run_agent(
             for call in calls:
                 result = run_tool(tracer, tools, call.function.name, call.function.arguments)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+                results.append(result)
         span.set_attribute(SpanAttributes.OUTPUT_VALUE, answer)
+        if check_answer and results and not any(result in answer for result in results):
+            raise WrongAnswer(f"the answer quotes none of the tool results: {answer!r}")
         span.set_status(StatusCode.OK)
         return answer, trace_id
 
@@ -257,6 +276,12 @@ def parse_args(argv: Sequence[str] | None, description: str | None) -> argparse.
     parser.add_argument("--stream", action="store_true", help="use streaming completions")
     parser.add_argument("--hang-in-tool", action="store_true", help="print IN_TOOL <trace id> and hang")
     parser.add_argument("--fail-tool", action="store_true", help="make get_weather raise")
+    parser.add_argument(
+        "--tool-url", default=None, help="the tools ask this weather API (examples/weather_api.py)"
+    )
+    parser.add_argument(
+        "--check-answer", action="store_true", help="fail (exit 1) when the answer quotes no tool result"
+    )
     return parser.parse_args(argv)
 
 
@@ -275,9 +300,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.question,
                 model=args.model or DEFAULT_MODEL,
                 stream=args.stream,
-                tools=WeatherTools(fail=args.fail_tool, hang=args.hang_in_tool),
+                tools=WeatherTools(fail=args.fail_tool, hang=args.hang_in_tool, api=args.tool_url),
                 session_id=args.session_id,
                 on_trace=announce_trace,
+                check_answer=args.check_answer,
             )
         print(answer)
         return 0
