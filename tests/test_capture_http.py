@@ -39,6 +39,7 @@ import weather_agent
 from fake_llm import FakeLLMServer
 from helpers import Recorder
 from openai.types.responses import FunctionToolParam, Response, ResponseInputItemParam
+from opentelemetry.instrumentation.utils import suppress_instrumentation
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Tracer
@@ -588,6 +589,17 @@ def test_exchange_spans_go_to_the_black_box_only(make_recorder: MakeRecorder, to
         httpx.get(f"{tool_api.url}/weather", params={"city": "Braga"})
     assert [s.name for s in exported.get_finished_spans()] == ["tool"]
     assert [s.name for s in stored(rec)] == [HTTP_SPAN_NAME, "tool"]
+
+
+def test_requests_made_with_instrumentation_suppressed_are_not_captured(
+    make_recorder: MakeRecorder, tool_api: ToolAPI
+) -> None:
+    """An exporter's own requests (the SDK suppresses instrumentation around export) stay unrecorded."""
+    rec = capturing(make_recorder)
+    with suppress_instrumentation():
+        httpx.get(f"{tool_api.url}/weather", params={"city": "Tavira"})
+    httpx.get(f"{tool_api.url}/weather", params={"city": "Lagos"})
+    assert [s.attributes[ATTR_HTTP_URL].rsplit("=", 1)[1] for s in exchanges(rec)] == ["Lagos"]
 
 
 def test_each_processor_captures_while_it_is_alive(
