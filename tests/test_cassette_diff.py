@@ -316,3 +316,25 @@ def test_ten_thousand_step_cassettes_diff_correctly(
         assert report.difference is not None and report.difference.path == "$.payload.toolInput.query"
         assert (report.difference.parent, report.difference.child) == ("q2497", "changed")
     assert diff_cassettes(parent, rerecorded_fork).index == 0  # by hash, timestamps differ from step 0
+
+
+def _one_call(model_input: dict[str, Any], run_id: str) -> Cassette:
+    cassette = Cassette(id=run_id, created_at=1)
+    cassette.append("model_input", model_input, 1)
+    cassette.append("model_output", {"type": "final_answer", "text": "done"}, 2)
+    cassette.append("metadata", {"event": "run_completed", "status": "success", "result": "done"}, 3)
+    return cassette
+
+
+def test_semantic_diff_compares_a_span_built_model_input_in_what_its_spans_observed() -> None:
+    wire = {"messages": [{"role": "user", "content": "hi"}], "tools": [], "params": {"toolChoice": "auto"}}
+    # The spans saw the messages but not the settings (the Agents SDK's echo, say): none written.
+    spans = {"messages": [{"role": "user", "content": "hi"}], "tools": [], "observed": ["messages"]}
+    same = diff_cassettes(_one_call(spans, "from-spans"), _one_call(wire, "from-wire"), semantic=True)
+    assert same.index is None
+    changed = {**wire, "messages": [{"role": "user", "content": "hello"}]}
+    report = diff_cassettes(_one_call(spans, "from-spans"), _one_call(changed, "changed"), semantic=True)
+    assert report.index == 0
+    assert report.difference is not None and report.difference.path == "$.payload.messages[0].content"
+    # By hash nothing is overlooked: the payloads are not the same bytes.
+    assert diff_cassettes(_one_call(spans, "a"), _one_call(wire, "b")).index == 0

@@ -5,7 +5,8 @@ Two questions, answered independently:
 * the first divergence: by hash (a fork against its parent: the first index whose step hashes
   differ, or where one side has no step), or semantically (two separate recordings, whose
   timestamps and ids always differ: the first index whose ``type`` or canonical ``payload``
-  differ). Only the divergent step is walked as JSON, to name the first differing path;
+  differ; a ``model_input`` built from spans is compared only in what its spans ``observed``, as a
+  replay compares it). Only the divergent step is walked as JSON, to name the first differing path;
 * the outcome: status, terminal result and tool-call sequence compared with a strict precedence
   (status, then result, then tool path), whether or not the steps diverged. A change of status
   is named by its direction: ``failure fixed`` (error or incomplete to success), ``regression``
@@ -20,7 +21,7 @@ from typing import Any, Literal
 
 from ..render.text import clip, safe
 from .canonical import canonical_or_none, same_canonical
-from .model import Cassette, Outcome, Step, terminal_outcome, tool_call_sequence
+from .model import OBSERVED, Cassette, Outcome, Step, observed_view, terminal_outcome, tool_call_sequence
 
 __all__ = [
     "ABSENT",
@@ -170,12 +171,22 @@ def _same_payload(a: Any, b: Any) -> bool:
     return same_canonical(a, b)
 
 
+def _compared(parent: Step, child: Step) -> tuple[Any, Any]:
+    """The payloads as the semantic mode compares them: a model_input built from spans (with
+    ``observed``) only in what its spans saw, on both sides, as a replay compares it."""
+    p, c = parent.payload, child.payload
+    if parent.type != "model_input" or not (isinstance(p, dict) and isinstance(c, dict)):
+        return p, c
+    observed = p.get(OBSERVED, c.get(OBSERVED))
+    return observed_view(p, observed), observed_view(c, observed)
+
+
 def _same_step(parent: Step, child: Step, mode: Mode) -> bool:
     if parent.hash == child.hash:
         return True  # the hash covers type and payload, so semantic equality follows too
     if mode == "hash":
         return False
-    return parent.type == child.type and _same_payload(parent.payload, child.payload)
+    return parent.type == child.type and _same_payload(*_compared(parent, child))
 
 
 def _first_divergent_index(parent: Cassette, child: Cassette, mode: Mode) -> int | None:
@@ -245,6 +256,8 @@ def _hashed_fields(step: Step, mode: Mode) -> dict[str, Any]:
 
 def _step_difference(parent: Step, child: Step, mode: Mode) -> PathDifference | None:
     p_fields, c_fields = _hashed_fields(parent, mode), _hashed_fields(child, mode)
+    if mode == "semantic":
+        p_fields["payload"], c_fields["payload"] = _compared(parent, child)
     for name in p_fields:  # dict order, not canonical order: see _hashed_fields
         found = first_difference(p_fields[name], c_fields[name], f"$.{name}")
         if found is not None:
