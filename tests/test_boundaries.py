@@ -23,9 +23,12 @@ ANALYSIS_MODULES = [
     "otel_blackbox.cassette.assertions",
     "otel_blackbox.cassette.captured",
     "otel_blackbox.cassette.evals",
+    "otel_blackbox.cassette.from_spans",
     "otel_blackbox.render.cassette_text",
+    "otel_blackbox.render.html_report",
     "otel_blackbox.render.text",
     "otel_blackbox.store.queries",
+    "otel_blackbox.store.runs",
 ]
 FORBIDDEN_PROJECT = (
     "otel_blackbox.http",

@@ -13,7 +13,6 @@ import click
 
 from ..cassette.io import load_cassette, loads_json, read_text
 from ..errors import SessionError
-from ..fork import check_replies
 from ..launch import run_program
 from .app import cli
 
@@ -135,6 +134,8 @@ def fork(
 
 def _read_script(script: Path) -> list[dict[str, Any]]:
     """The neutral model outputs of a --script file, checked before any program runs (exit 2)."""
+    from ..fork import check_replies  # the execution side: only for the commands that run a program
+
     data = loads_json(read_text(script), str(script))
     replies = data.get("replies") if isinstance(data, dict) else data
     if not isinstance(replies, list):
