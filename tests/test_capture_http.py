@@ -36,7 +36,7 @@ import httpx2
 import openai
 import pytest
 import weather_agent
-from fake_llm import FakeLLMServer
+from fake_llm import FAIL_MODEL, FakeLLMServer
 from helpers import Recorder
 from openai.types.responses import FunctionToolParam, Response, ResponseInputItemParam
 from opentelemetry.instrumentation.utils import suppress_instrumentation
@@ -47,6 +47,7 @@ from opentelemetry.trace import Tracer
 import otel_blackbox
 from otel_blackbox import BlackboxConfig, capture
 from otel_blackbox.cassette.captured import captured_exchange, captured_model_call, captured_replayed
+from otel_blackbox.cassette.from_spans import cassette_from_spans
 from otel_blackbox.cassette.io import load_cassette
 from otel_blackbox.errors import ConfigError
 from otel_blackbox.http import hook
@@ -422,8 +423,25 @@ def test_a_model_call_that_cannot_be_translated_keeps_its_raw_bodies(
     (span,) = exchanges(rec)
     assert span.attributes[ATTR_HTTP_RESPONSE_BODY] == "this is not JSON"
     assert json.loads(span.attributes[ATTR_HTTP_REQUEST_BODY]) == request
-    assert not {ATTR_MODEL_INPUT, ATTR_MODEL_OUTPUT, ATTR_MODEL_PROVIDER} & set(span.attributes)
+    assert not {ATTR_MODEL_INPUT, ATTR_MODEL_OUTPUT} & set(span.attributes)
+    assert span.attributes[ATTR_MODEL_PROVIDER] == "openai-chat"  # a model endpoint's, all the same
     assert captured_model_call(span) is None and captured_exchange(span) is not None
+    # Neither a model step nor an exchange a replay would serve back for a model request.
+    assert [s.type for s in cassette_from_spans([span]).steps] == ["metadata"]
+
+
+def test_a_model_call_the_provider_refused_is_named_and_is_not_a_cassette_step(
+    make_recorder: MakeRecorder, fake_llm: FakeLLMServer
+) -> None:
+    rec = capturing(make_recorder)
+    client = openai.OpenAI(base_url=fake_llm.openai_base_url, api_key="sk-fake", max_retries=0)
+    with client, pytest.raises(openai.InternalServerError):
+        client.chat.completions.create(model=FAIL_MODEL, messages=[{"role": "user", "content": "hi"}])
+    (span,) = exchanges(rec)
+    assert span.attributes[ATTR_HTTP_STATUS] == 500
+    assert span.attributes[ATTR_MODEL_PROVIDER] == "openai-chat"
+    assert captured_model_call(span) is None
+    assert [s.type for s in cassette_from_spans([span]).steps] == ["metadata"]
 
 
 # --- what is never stored ------------------------------------------------------------------------

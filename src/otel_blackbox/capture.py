@@ -125,29 +125,30 @@ class HttpCapture:
     def _model_call(self, request: HttpRequest, response: HttpResponse) -> dict[str, Any]:
         """The neutral payloads of a model call a translation understands; {} for anything else."""
         provider = provider_for(request.method, request.url)
-        if provider is None or not 200 <= response.status < 300:
+        if provider is None:
             return {}
+        # A model endpoint's exchange is named even when it failed: a refused call is retried by
+        # the SDK, not a step, and a cassette must not serve it back as another exchange.
+        named = {ATTR_MODEL_PROVIDER: provider.name}
+        if not 200 <= response.status < 300:
+            return named
         try:
             body = json.loads(request.body or b"null")
             if not isinstance(body, dict):
-                return {}
+                return named
             with self._ids_lock:
                 model_input = provider.model_input(body, self._ids)
                 streamed = provider.is_streaming(body)
                 output = provider.model_output(response.body, streamed=streamed, ids=self._ids)
                 _forget_oldest(self._ids)
-            return {
-                ATTR_MODEL_INPUT: _json(model_input),
-                ATTR_MODEL_OUTPUT: _json(output),
-                ATTR_MODEL_PROVIDER: provider.name,
-            }
+            return {**named, ATTR_MODEL_INPUT: _json(model_input), ATTR_MODEL_OUTPUT: _json(output)}
         except (ValueError, RecursionError):
-            return {}  # not the shape the API documents: the raw bodies are still there
+            return named  # not the shape the API documents: the raw bodies are still there
         except Exception:  # a bug in a translation: the exchange is still recorded
             if not self._warned:
                 self._warned = True
                 logger.warning("otel-blackbox: could not translate a model call (logged once)", exc_info=True)
-            return {}
+            return named
 
 
 class _Exchange:
