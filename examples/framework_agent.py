@@ -2,14 +2,19 @@
 
     python examples/framework_agent.py agents --base-url http://127.0.0.1:8000/v1 --db blackbox.db
 
-Frameworks: ``openai`` (the OpenAI SDK with no instrumentation at all: only HTTP capture,
-``OTEL_BLACKBOX_CAPTURE_HTTP=true``, records it), ``agents`` (OpenAI Agents SDK, Responses API, with openinference-instrumentation-
-openai-agents; ``--stream`` runs it streamed), ``pydantic-ai`` (its own gen_ai spans), ``langchain``
-(langchain-openai ``bind_tools().invoke()`` in a loop, openinference-instrumentation-langchain: no
-root span, one trace per call), ``openai-v2`` (the official opentelemetry-instrumentation-openai-v2,
-gen_ai spans with content: no root span either), ``openinference-openai`` and
-``openinference-anthropic`` (the SDKs under the OpenInference instrumentors, examples/weather_agent.py
-and examples/anthropic_agent.py).
+Frameworks:
+
+- ``openai``: the OpenAI SDK with no instrumentation at all (only HTTP capture,
+  ``OTEL_BLACKBOX_CAPTURE_HTTP=true``, records it);
+- ``agents``: the OpenAI Agents SDK (Responses API) with openinference-instrumentation-openai-agents;
+  ``--stream`` runs it streamed;
+- ``pydantic-ai``: its own gen_ai spans;
+- ``langchain``: langchain-openai ``bind_tools().invoke()`` in a loop, under
+  openinference-instrumentation-langchain (no root span: one trace per call);
+- ``openai-v2``: the official opentelemetry-instrumentation-openai-v2, gen_ai spans with content
+  (no root span either);
+- ``openinference-openai``, ``openinference-anthropic``: the SDKs under the OpenInference
+  instrumentors (the loop of examples/weather_agent.py, examples/anthropic_agent.py).
 
 With ``--tool-url`` the tools are HTTP calls to examples/weather_api.py; otherwise they compute the
 same answers in-process.

@@ -62,7 +62,8 @@ def cassette_command(
         else:
             kind, ident, spans = group_spans(conn, run_id, session_id)
             cassette = cassette_from_spans(spans, cassette_id=f"{kind}-{ident}")  # id: run-<id>, session-<id>
-            source = f" from {len({s.trace_id for s in spans})} traces of {kind} {safe(ident)}"
+            traces = len({s.trace_id for s in spans})
+            source = f" from {traces} trace{'s' if traces != 1 else ''} of {kind} {safe(ident)}"
     save_cassette(cassette, output)
     outcome = terminal_outcome(cassette)
     steps = f"{len(cassette.steps)} steps{source}"
