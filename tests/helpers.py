@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import os
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -175,3 +179,18 @@ def open_page(browser: Any, url: str, ready: str) -> tuple[Any, dict[str, list[s
     page.goto(url)
     page.wait_for_selector(ready)
     return page, seen
+
+
+@contextlib.contextmanager
+def blocked_network() -> Iterator[list[Any]]:
+    """Every attempt to open a connection is counted and refused."""
+    attempts: list[Any] = []
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        attempts.append(args)
+        raise OSError("network blocked by the test")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(socket.socket, "connect", refuse)
+        patch.setattr(socket, "create_connection", refuse)
+        yield attempts

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import itertools
 import json
 import logging
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -37,7 +35,7 @@ import openai
 import pytest
 import weather_agent
 from fake_llm import FAIL_MODEL, FakeLLMServer
-from helpers import Recorder
+from helpers import Recorder, blocked_network
 from openai.types.responses import FunctionToolParam, Response, ResponseInputItemParam
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -181,21 +179,6 @@ def pool_patched() -> bool:
     """Whether the hook's wrapper sits on the httpcore / httpcore2 pools (functools.wraps marks it)."""
     pools = (httpcore.ConnectionPool, httpcore2.ConnectionPool)
     return any(hasattr(pool.__dict__["handle_request"], "__wrapped__") for pool in pools)
-
-
-@contextlib.contextmanager
-def blocked_network() -> Iterator[list[Any]]:
-    """Every attempt to open a connection is counted and refused."""
-    attempts: list[Any] = []
-
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        attempts.append(args)
-        raise OSError("network blocked by the test")
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(socket.socket, "connect", refuse)
-        patch.setattr(socket, "create_connection", refuse)
-        yield attempts
 
 
 def get_and_post(flavour: str, mode: str, base: str) -> tuple[bytes, bytes]:

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import anthropic
 import anthropic_agent  # examples/ is on sys.path (conftest.py)
@@ -18,7 +14,7 @@ import openai
 import pytest
 import weather_agent
 from fake_llm import FakeLLMServer
-from helpers import EXAMPLES, run_cli
+from helpers import EXAMPLES, blocked_network, run_cli
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import NoOpTracer, Tracer
 
@@ -30,21 +26,6 @@ from otel_blackbox.errors import CredentialLeak, ReplayDivergence, ReplayIncompl
 
 QUESTION = "What's the weather in Lisbon, and the 2 day forecast? I need both."
 KEY = "sk-test-looks-real-0123456789abcdef"
-
-
-@contextlib.contextmanager
-def blocked_network() -> Iterator[list[Any]]:
-    """Every attempt to open a connection is counted and refused."""
-    attempts: list[Any] = []
-
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        attempts.append(args)
-        raise OSError("network blocked by the test")
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(socket.socket, "connect", refuse)
-        patch.setattr(socket, "create_connection", refuse)
-        yield attempts
 
 
 def _tracer() -> Tracer:
