@@ -6,11 +6,12 @@ answered from a script of neutral model outputs, while every other HTTP request 
 recorded (its ``http_exchange`` steps: a tool's API, a refund, an email) is answered from the
 recording and never sent again.
 
-A non-model request is matched on method, URL and body (JSON bodies as canonical JSON, others as
-they are stored), both masked as the recording masked them; each recorded exchange answers once,
-the first unused one that matches. A request the incident did not record is refused with an HTTP
-400 whose message starts with ``[blackbox]``, names the request and the closest recorded one, and
-is reported again when the run ends; with ``allow_network`` it goes out and is recorded.
+A non-model request is matched as an exact replay matches it (exchanges.py): on method, URL and
+body (JSON bodies as canonical JSON, others as bytes), both masked as the recording masked them;
+each recorded exchange answers once, the first unused one that matches. A request the incident did
+not record is refused with an HTTP 400 whose message starts with ``[blackbox]``, names the request
+and the closest recorded one, and is reported again when the run ends; with ``allow_network`` it
+goes out and is recorded. A malformed http_exchange step is a CassetteError naming it.
 
 The child cassette is a recording like ``record`` makes (model steps from the wire, tool rounds,
 http_exchange steps, masking, the credential-leak refusal) whose ``parentId`` is the incident's id.
@@ -27,29 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from . import tool_spans
-from .cassette.canonical import same_canonical
-from .cassette.diff import first_difference
 from .cassette.io import load_cassette
 from .cassette.model import Cassette
 from .errors import SessionError
+from .exchanges import ExchangeBook, ExchangeRequest, Miss, recorded_exchanges, short
 from .fork import check_replies, serve_reply
 from .http.exchange import HttpRequest, HttpResponse
-from .sessions import (
-    Session,
-    _body_bytes,
-    _error_response,
-    _is_exchange,
-    _json_body,
-    _now_ms,
-    _provider_for,
-    _short,
-    stop_intercepting,
-    stored_request_body,
-)
+from .sessions import Session, _error_response, _json_body, _now_ms, _provider_for, stop_intercepting
 
 __all__ = ["RerunPlan", "RerunSession"]
-
-_NOT_JSON = object()
 
 
 @dataclass(frozen=True)
@@ -58,52 +45,6 @@ class RerunPlan:
     model: str | None = None  # the model every model request names instead; None: the program's own
     replies: list[dict[str, Any]] | None = None  # scripted model outputs; None: the live upstream
     allow_network: bool = False  # send (and record) the non-model requests the incident did not record
-
-
-@dataclass(frozen=True)
-class _Recorded:
-    """One http_exchange of the incident, ready to match."""
-
-    step: int
-    method: str
-    url: str
-    body: Any  # as stored: masked text, or {"base64": ...}
-    parsed: Any  # the body as JSON, or _NOT_JSON
-    response: HttpResponse
-
-
-def _parsed(body: Any) -> Any:
-    if not isinstance(body, str) or not body:
-        return _NOT_JSON
-    try:
-        return json.loads(body)
-    except (ValueError, RecursionError):
-        return _NOT_JSON
-
-
-def _same_body(recorded: _Recorded, body: Any, parsed: Any) -> bool:
-    if recorded.body == body:
-        return True
-    both_json = recorded.parsed is not _NOT_JSON and parsed is not _NOT_JSON
-    return both_json and same_canonical(recorded.parsed, parsed)
-
-
-def _recorded_exchanges(incident: Cassette) -> list[_Recorded]:
-    found = []
-    for step in incident.steps:
-        if not _is_exchange(step):
-            continue
-        request, answer = step.payload.get("request"), step.payload.get("response")
-        status = answer.get("status") if isinstance(answer, dict) else None
-        if not isinstance(request, dict) or isinstance(status, bool) or not isinstance(status, int):
-            continue  # not an exchange this version wrote: it can answer nothing
-        content_type = answer.get("contentType")
-        headers = [("content-type", content_type)] if isinstance(content_type, str) and content_type else []
-        body = request.get("body", "")
-        response = HttpResponse(status, headers, _body_bytes(answer.get("body", "")))
-        method, url = str(request.get("method")), str(request.get("url"))
-        found.append(_Recorded(step.index, method, url, body, _parsed(body), response))
-    return found
 
 
 class RerunSession(Session):
@@ -122,8 +63,7 @@ class RerunSession(Session):
         self.cassette = Cassette(
             id=f"{self.incident.id}-rerun-{now}", created_at=now, parent_id=self.incident.id
         )
-        self._recorded = _recorded_exchanges(self.incident)
-        self._used: set[int] = set()
+        self._exchanges = ExchangeBook(recorded_exchanges(self.incident, str(incident)))
         self._replies = check_replies(list(plan.replies)) if plan.replies is not None else None
         self.model_calls = 0
         self._refusals: dict[str, int] = {}  # message -> times, in order
@@ -162,44 +102,19 @@ class RerunSession(Session):
         self._record_observed(request, response)  # live model calls, and --allow-network requests
 
     def _answer_from_incident(self, request: HttpRequest) -> HttpResponse | None:
-        url = self._redactor.redact_text(request.url)
-        body = stored_request_body(request.body, self._redactor)
-        parsed = _parsed(body)
-        for position, recorded in enumerate(self._recorded):
-            if (
-                position not in self._used
-                and (recorded.method, recorded.url) == (request.method, url)
-                and _same_body(recorded, body, parsed)
-            ):
-                self._used.add(position)
-                self._record_exchange(request, recorded.response)
-                return recorded.response
+        wanted = ExchangeRequest.of(request, self._redactor)
+        found = self._exchanges.take(wanted)
+        if found is not None:
+            response = found.response()
+            self._record_exchange(request, response)
+            return response
         if self.plan.allow_network:
             return None  # observe() records it
-        message = self._refusal(request.method, url, body, parsed)
+        message = _refusal(self._exchanges.miss(wanted))
         self._refusals[message] = self._refusals.get(message, 0) + 1
         refused = _error_response(message)
         self._record_exchange(request, refused)  # the child replays what the program received
         return refused
-
-    def _refusal(self, method: str, url: str, body: Any, parsed: Any) -> str:
-        head = (
-            f"[blackbox] {method} {url} was not recorded by the incident, so it was not sent "
-            "(--allow-network sends it)"
-        )
-        same = [(n, r) for n, r in enumerate(self._recorded) if (r.method, r.url) == (method, url)]
-        if not same:
-            other = next((r for r in self._recorded if r.url == url), None)
-            if other is None:
-                return f"{head}; the incident recorded no request to this URL"
-            return f"{head}; closest recorded: step {other.step}, {other.method} to the same URL"
-        identical = [r for _, r in same if _same_body(r, body, parsed)]
-        if identical:  # else it would have matched: every one was used
-            times = f"{len(identical)} time{'s' if len(identical) > 1 else ''}"
-            return f"{head}; the incident made it {times}, already answered (step {identical[0].step})"
-        closest = next((r for n, r in same if n not in self._used), same[0][1])
-        difference = _body_difference(closest, body, parsed)
-        return f"{head}; closest recorded: step {closest.step}, whose body {difference}"
 
     # -- the end -----------------------------------------------------------------------------------
 
@@ -228,9 +143,22 @@ class RerunSession(Session):
         return lines
 
 
-def _body_difference(recorded: _Recorded, body: Any, parsed: Any) -> str:
-    if recorded.parsed is not _NOT_JSON and parsed is not _NOT_JSON:
-        diff = first_difference(recorded.parsed, parsed, "$")
-        if diff is not None:
-            return f"differs at {diff.path}: recorded {_short(diff.parent)}, got {_short(diff.child)}"
-    return f"differs: recorded {_short(recorded.body)}, got {_short(body)}"
+def _refusal(miss: Miss) -> str:
+    """The refusal of a request the incident did not record, naming the closest one it did."""
+    request, closest = miss.request, miss.closest
+    head = (
+        f"[blackbox] {request.method} {request.url} was not recorded by the incident, so it was not sent "
+        "(--allow-network sends it)"
+    )
+    if closest is None:
+        return f"{head}; the incident recorded no request to this URL"
+    if miss.kind == "served":
+        times = f"{miss.times} time{'s' if miss.times > 1 else ''}"
+        return f"{head}; the incident made it {times}, already answered (step {closest.step})"
+    if miss.kind == "method":
+        return f"{head}; closest recorded: step {closest.step}, {closest.method} to the same URL"
+    if miss.kind == "url":
+        return f"{head}; closest recorded: step {closest.step}, {closest.method} {closest.url}"
+    where = f" at {miss.path}" if miss.kind == "json" else ""
+    difference = f"differs{where}: recorded {short(miss.recorded)}, got {short(miss.got)}"
+    return f"{head}; closest recorded: step {closest.step}, whose body {difference}"

@@ -6,8 +6,10 @@ out and, once a model response has been read, appends ``model_input`` and ``mode
 become ``metadata`` steps with event ``http_exchange``, so a replay needs no network. Replaying
 answers every request from the cassette, never opening a socket: a model request is normalized and
 compared with the recorded step (``match="exact"``) or simply served in order
-(``match="sequence"``); the first difference is answered with an HTTP 400 whose message starts with
-``[blackbox]``, and the session ends with ReplayDivergence.
+(``match="sequence"``); any other request is answered by a recorded exchange with the same method,
+URL and body (only method and URL in sequence; exchanges.py). The first difference is answered
+with an HTTP 400 whose message starts with ``[blackbox]``, and the session ends with
+ReplayDivergence.
 
 A recording is masked as the database is (otel_blackbox.redact, with the OTEL_BLACKBOX_REDACT_*
 settings) before it is written: credentials in prompts, tool arguments and results, answers and
@@ -19,7 +21,6 @@ but refused (CredentialLeak): that is the program's own key in its data, a mista
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -35,11 +36,14 @@ from opentelemetry import trace
 
 from . import _active, tool_spans
 from .cassette.canonical import same_canonical
-from .cassette.diff import ABSENT, first_difference
+from .cassette.diff import first_difference
 from .cassette.io import load_cassette, save_cassette
-from .cassette.model import OBSERVED, Cassette, Step, observed_view, terminal_outcome, tool_calls_of
+from .cassette.model import OBSERVED, Cassette, observed_view, terminal_outcome, tool_calls_of
 from .config import BlackboxConfig
 from .errors import CassetteError, CredentialLeak, ReplayDivergence, ReplayIncomplete, SessionError
+from .exchanges import HTTP_EXCHANGE, ExchangeBook, ExchangeRequest, recorded_exchanges, stored_request_body
+from .exchanges import body_value as _body_value
+from .exchanges import short as _short
 from .http.exchange import HttpRequest, HttpResponse
 from .providers.anthropic import AnthropicMessages
 from .providers.base import CallIds, Provider
@@ -53,7 +57,6 @@ __all__ = ["HTTP_EXCHANGE", "Session", "session"]
 
 Mode = Literal["record", "replay", "fork", "rerun"]
 Match = Literal["exact", "sequence"]
-HTTP_EXCHANGE = "http_exchange"
 _PROVIDERS: tuple[Provider, ...] = (OpenAIChat(), OpenAIResponses(), AnthropicMessages())
 _SECRET_HEADERS = ("authorization", "x-api-key", "api-key", "proxy-authorization")
 _MIN_KEY_LEN = 8
@@ -74,26 +77,6 @@ def _json_body(request: HttpRequest) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
-
-
-def _body_value(body: bytes) -> Any:
-    """A body as JSON data: the text when it is UTF-8, else ``{"base64": ...}``."""
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(body).decode("ascii")}
-
-
-def _body_bytes(value: Any) -> bytes:
-    if isinstance(value, dict) and isinstance(value.get("base64"), str):
-        return base64.b64decode(value["base64"])
-    return str(value).encode("utf-8")
-
-
-def stored_request_body(body: bytes, redactor: Redactor) -> Any:
-    """A request body as an http_exchange step holds it: masked text, or base64 when not UTF-8."""
-    value = _body_value(body) if body else ""
-    return redactor.redact_text(value) if isinstance(value, str) else value
 
 
 def _header(headers: list[tuple[str, str]], name: str) -> str | None:
@@ -148,9 +131,10 @@ class Session:
                 for s, nxt in zip(self.cassette.steps, self.cassette.steps[1:], strict=False)
                 if s.type == "model_input" and nxt.type == "model_output"
             ]
-            self._exchanges = [s for s in self.cassette.steps if _is_exchange(s)]
+            # Exact: method, URL and body must match; sequence: method and URL (exchanges.py).
+            exchanges = recorded_exchanges(self.cassette, str(self.path))
+            self._exchanges = ExchangeBook(exchanges, compare_body=match == "exact")
             self._served_models = 0
-            self._served_exchanges: set[int] = set()
 
     # -- the interceptor ---------------------------------------------------------------------------
 
@@ -348,18 +332,12 @@ class Session:
         return HttpResponse(wire.status, wire.headers, wire.body)
 
     def _serve_exchange(self, request: HttpRequest) -> HttpResponse:
-        url = self._redactor.redact_text(request.url)
-        for position, step in enumerate(self._exchanges):
-            recorded = step.payload["request"]
-            if position not in self._served_exchanges and (recorded["method"], recorded["url"]) == (
-                request.method,
-                url,
-            ):
-                self._served_exchanges.add(position)
-                answer = step.payload["response"]
-                headers = [("content-type", answer["contentType"])] if answer.get("contentType") else []
-                return HttpResponse(int(answer["status"]), headers, _body_bytes(answer["body"]))
-        return self._diverge(f"no recorded HTTP exchange for {request.method} {url}")
+        """The first unused recorded exchange that matches, or a divergence naming the closest one."""
+        wanted = ExchangeRequest.of(request, self._redactor)  # masked as the recording masked it
+        found = self._exchanges.take(wanted)
+        if found is None:
+            return self._diverge(self._exchanges.miss(wanted).divergence())
+        return found.response()
 
     def _check_replay(self, error: BaseException | None) -> None:
         if self.error is not None:
@@ -442,21 +420,6 @@ def _tag_current_span(step_index: int) -> None:
         span.set_attribute(ATTR_CASSETTE_STEP, step_index)
         if _active.mode is not None:
             span.set_attribute(ATTR_SESSION_MODE, _active.mode)
-
-
-def _is_exchange(step: Step) -> bool:
-    return (
-        step.type == "metadata"
-        and isinstance(step.payload, dict)
-        and step.payload.get("event") == HTTP_EXCHANGE
-    )
-
-
-def _short(value: Any, limit: int = 120) -> str:
-    if value is ABSENT:
-        return "(absent)"
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @contextlib.contextmanager
