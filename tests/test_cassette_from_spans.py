@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anthropic
 import anthropic_agent  # examples/ is on sys.path (conftest.py)
@@ -202,3 +203,57 @@ def test_exporter_bounds_memory_and_flushes_unfinished_traces(tmp_path: Path) ->
     provider.shutdown()  # writes what is still buffered
     assert len(exporter.written) == 2
     other.end()
+
+
+def _llm_span(index: int, history: list[dict[str, Any]], answer: dict[str, Any]) -> SpanRecord:
+    """An OpenInference LLM span as the google-genai instrumentor writes one: calls without ids,
+    tool responses named but without ids."""
+    attributes: dict[str, Any] = {}
+    for prefix, messages in (("llm.input_messages", history), ("llm.output_messages", [answer])):
+        for n, message in enumerate(messages):
+            at = f"{prefix}.{n}.message"
+            attributes[f"{at}.role"] = message["role"]
+            for key in ("content", "name"):
+                if key in message:
+                    attributes[f"{at}.{key}"] = message[key]
+            for m, (name, arguments) in enumerate(message.get("calls", [])):
+                attributes[f"{at}.tool_calls.{m}.tool_call.function.name"] = name
+                attributes[f"{at}.tool_calls.{m}.tool_call.function.arguments"] = json.dumps(arguments)
+    start = 1_000_000_000 * (index + 1)
+    return SpanRecord(
+        trace_id="ab" * 16, span_id=f"{index + 1:016x}", parent_span_id=None, name="generate_content",
+        span_kind="INTERNAL", oi_span_kind="LLM", status="ok", status_message=None, start_ns=start,
+        end_ns=start + 1000, duration_ns=1000, written_ns=start + 1000, session_id=None, user_id=None,
+        model="gemini-2.5-flash", prompt_tokens=None, completion_tokens=None, total_tokens=None,
+        tool_name=None, pid=1, attributes=attributes,
+    )  # fmt: skip
+
+
+def test_calls_without_ids_link_to_their_results_by_name_and_occurrence() -> None:
+    weather = ("get_weather", {"city": "Lisbon"})
+    forecast = ("get_forecast", {"city": "Lisbon", "days": 2})
+    ask = {"role": "user", "content": "Lisbon? both"}
+    turn = {"role": "model", "calls": [weather, forecast]}
+    results = [
+        {"role": "tool", "name": "get_forecast", "content": '{"highs": [14, 17]}'},  # out of order
+        {"role": "tool", "name": "get_weather", "content": '{"temp": 11}'},
+    ]
+    again = {"role": "model", "calls": [weather]}  # the very same call, a turn later
+    spans = [
+        _llm_span(0, [ask], turn),
+        _llm_span(1, [ask, turn, *results], again),
+        _llm_span(2, [ask, turn, *results, again, results[1]], {"role": "model", "content": "done"}),
+    ]
+    cassette = cassette_from_spans(spans)
+    outputs = [s.payload for s in cassette.steps_of("model_output")]
+    assert [c["toolCallId"] for c in outputs[0]["calls"]] == ["call-0", "call-1"]
+    assert [c["toolCallId"] for c in outputs[1]["calls"]] == ["call-2"]  # not call-0 again
+    last_input = list(cassette.steps_of("model_input"))[2].payload["messages"]
+    uses = [p["toolCallId"] for m in last_input if isinstance(m["content"], list) for p in m["content"]
+            if p["type"] == "tool_use"]  # fmt: skip
+    answered = {(p["toolCallId"], p["toolName"]) for m in last_input if isinstance(m["content"], list)
+                for p in m["content"] if p["type"] == "tool_result"}  # fmt: skip
+    assert uses == ["call-0", "call-1", "call-2"]
+    assert [m["role"] for m in last_input] == ["user", "assistant", "user", "assistant", "user"]
+    assert answered == {("call-0", "get_weather"), ("call-1", "get_forecast"), ("call-2", "get_weather")}
+    assert verify_cassette(cassette).passed

@@ -19,6 +19,7 @@ from openinference.semconv.trace import OpenInferenceSpanKindValues, SpanAttribu
 from ..messages import (
     GEN_AI_TOOL_DEFINITIONS,
     Message,
+    ToolCall,
     input_messages,
     output_messages,
     system_instructions,
@@ -36,6 +37,7 @@ PROCESS_EXIT = "process_exit"
 _LLM = OpenInferenceSpanKindValues.LLM.value
 _TOOL = OpenInferenceSpanKindValues.TOOL.value
 _SYSTEM_ROLES = ("system", "developer")
+_ROLES = {"model": "assistant"}  # Gemini's name for the assistant
 # Request controls that change behaviour, under their neutral names (format v2 `params`).
 _PARAMS = {
     "max_tokens": "maxTokens",
@@ -76,10 +78,15 @@ def _json_or_text(value: Any) -> Any:
 
 @dataclass
 class _Calls:
-    """Provider tool-call ids -> neutral ids, numbered in the order the model produced them."""
+    """Provider tool-call ids -> neutral ids, numbered in the order the model produced them.
+
+    A call with no id (Gemini's usually have none) is known by its name, its arguments and which
+    of the identical calls of the conversation it is: history counts them from the start in each
+    request, a new answer continues after the ones seen (``seen``)."""
 
     neutral: dict[str, str] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
+    seen: dict[str, int] = field(default_factory=dict)
 
     def id_for(self, provider_id: str | None, name: str | None) -> str:
         key = provider_id or f"anonymous-{len(self.neutral)}"
@@ -89,16 +96,33 @@ class _Calls:
             self.names[self.neutral[key]] = name
         return self.neutral[key]
 
+    def of(self, call: ToolCall, counted: dict[str, int] | None = None) -> str:
+        """The neutral id of a call: by its id, else by what it is. ``counted`` is the history's
+        own count so far (a request's messages); without it the call is a new one (an answer)."""
+        if call.id:
+            return self.id_for(call.id, call.name)
+        what = f"{call.name}\x00{json.dumps(_json_or_text(call.arguments), sort_keys=True)}"
+        if counted is None:
+            occurrence = self.seen.get(what, 0)
+        else:
+            occurrence = counted[what] = counted.get(what, 0)
+            counted[what] += 1
+        self.seen[what] = max(self.seen.get(what, 0), occurrence + 1)
+        return self.id_for(f"{what}\x00{occurrence}", call.name)
+
 
 def _neutral_messages(messages: list[Message], calls: _Calls) -> tuple[list[dict[str, Any]], str | None]:
     """Provider-flavoured messages -> v2 messages and the system prompt."""
     system: list[str] = []
     out: list[dict[str, Any]] = []
+    counted: dict[str, int] = {}
+    unanswered: list[tuple[str, str | None]] = []  # (neutral id, name) of the last turn's calls
     for message in messages:
-        if message.role in _SYSTEM_ROLES and not out:
+        role = _ROLES.get(message.role, message.role)
+        if role in _SYSTEM_ROLES and not out:
             system.append(message.content or "")
-        elif message.role == "tool":
-            call_id = calls.id_for(message.tool_call_id, None)
+        elif role == "tool":
+            call_id = _answered(message, calls, unanswered)
             part = {
                 "type": "tool_result",
                 "toolCallId": call_id,
@@ -117,20 +141,35 @@ def _neutral_messages(messages: list[Message], calls: _Calls) -> tuple[list[dict
             parts += [
                 {
                     "type": "tool_use",
-                    "toolCallId": calls.id_for(c.id, c.name),
+                    "toolCallId": calls.of(c, counted),
                     "toolName": c.name or "unknown",
                     "toolInput": _json_or_text(c.arguments),
                 }
                 for c in message.tool_calls
             ]
+            asked = [(p["toolCallId"], p["toolName"]) for p in parts if p["type"] == "tool_use"]
             previous = out[-1] if out else None
-            if previous and previous["role"] == message.role == "assistant":
+            if previous and previous["role"] == role == "assistant":
                 out[-1] = _one_turn(previous["content"], parts)
+                unanswered += asked
             else:
-                out.append({"role": message.role, "content": parts})
+                out.append({"role": role, "content": parts})
+                unanswered = asked
         else:
-            out.append({"role": message.role, "content": message.content or ""})
+            out.append({"role": role, "content": message.content or ""})
     return out, ("\n\n".join(system) if system else None)
+
+
+def _answered(message: Message, calls: _Calls, unanswered: list[tuple[str, str | None]]) -> str:
+    """The call a tool message answers: by its id, else the first unanswered call of the last turn
+    with its name (Gemini's function responses carry a name, rarely an id)."""
+    if message.tool_call_id:
+        call_id = calls.id_for(message.tool_call_id, None)
+    else:
+        match = next((c for c in unanswered if message.name in (None, c[1])), None)
+        call_id = match[0] if match is not None else calls.id_for(None, message.name)
+    unanswered[:] = [c for c in unanswered if c[0] != call_id]
+    return call_id
 
 
 def _one_turn(earlier: Any, parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -204,7 +243,7 @@ def _model_output(span: SpanRecord, calls: _Calls) -> dict[str, Any] | None:
         "type": "tool_calls",
         "calls": [
             {
-                "toolCallId": calls.id_for(c.id, c.name),
+                "toolCallId": calls.of(c),
                 "toolName": c.name or "unknown",
                 "toolInput": _json_or_text(c.arguments),
             }
