@@ -1,7 +1,8 @@
-"""A fake OpenAI- and Anthropic-compatible LLM server for examples and tests (stdlib only).
+"""A fake OpenAI-, Anthropic- and Gemini-compatible LLM server for examples and tests (stdlib only).
 
 Endpoints: OpenAI Chat Completions (`POST /v1/chat/completions`) and Responses (`POST /v1/responses`),
-Anthropic Messages (`POST /v1/messages`); each answers JSON, or a stream when asked.
+Anthropic Messages (`POST /v1/messages`), Gemini (`POST /v1beta/models/MODEL:generateContent`, and
+`:streamGenerateContent?alt=sse`, the model named in the path); each answers JSON, or a stream when asked.
 
 The "model" is a deterministic script: when tools are offered and none has answered since the
 last user message it calls a tool (two in parallel if the user says "both"); otherwise it
@@ -12,6 +13,7 @@ as usual but answers without their results (a model that answers badly).
     with FakeLLMServer() as srv:
         OpenAI(base_url=srv.openai_base_url, api_key="sk-fake")
         Anthropic(base_url=srv.anthropic_base_url, api_key="sk-ant-fake")
+        genai.Client(api_key="fake", http_options=types.HttpOptions(base_url=srv.gemini_base_url))
 
 Run it in the foreground with `python examples/fake_llm.py --port 8765`.
 """
@@ -86,7 +88,7 @@ def build_arguments(question: str, schema: JSON) -> JSON:
     """Fill every property of a JSON schema from the question, deterministically."""
     args: JSON = {}
     for name, prop in schema.get("properties", {}).items():
-        kind = prop.get("type")
+        kind = str(prop.get("type", "")).lower()  # Gemini's schemas say STRING, INTEGER...
         if "enum" in prop:
             args[name] = prop["enum"][0]
         elif kind in ("integer", "number"):
@@ -112,9 +114,9 @@ def decide(question: str, tools: list[ToolSpec], tool_results: list[str] | None)
     return Reply(text=f"Final answer: you asked {question!r}")
 
 
-def as_model(body: JSON, reply: Reply) -> Reply:
+def as_model(model: Any, reply: Reply) -> Reply:
     """The careless model ignores the tool results it was sent when it answers."""
-    if body.get("model") == CARELESS_MODEL and not reply.tool_calls:
+    if model == CARELESS_MODEL and not reply.tool_calls:
         return Reply(text=CARELESS_ANSWER)
     return reply
 
@@ -458,6 +460,106 @@ def anthropic_error(message: str, kind: str = "api_error") -> JSON:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
+# --- Gemini generateContent ------------------------------------------------------------------
+
+# /v1beta/models/gemini-2.5-flash:generateContent; the SDK quotes nothing, so the name has no "/" or ":".
+GEMINI_PATH = re.compile(r"/(v1|v1beta|v1alpha)/models/([^/:]+):(generateContent|streamGenerateContent)")
+_GEMINI_PART_KINDS = (
+    "text", "inlineData", "fileData", "functionCall", "functionResponse", "executableCode",
+    "codeExecutionResult", "toolCall", "toolResponse",
+)  # fmt: skip
+_GEMINI_STATUS = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 500: "INTERNAL"}
+
+
+def _gemini_parts(content: Any) -> list[JSON]:
+    parts = content.get("parts") if isinstance(content, dict) else None
+    return [p for p in parts or [] if isinstance(p, dict)]
+
+
+def gemini_unknown_part(body: JSON) -> str | None:
+    """What the real API refuses (HTTP 400): a part holding none of the kinds it knows."""
+    for content in body.get("contents") or []:
+        for part in _gemini_parts(content):
+            if not any(kind in part for kind in _GEMINI_PART_KINDS):
+                return f"Invalid JSON payload received. Unknown part: {json.dumps(part)[:100]}"
+    return None
+
+
+def _gemini_result(response: Any) -> str:
+    # The SDK's automatic function calling sends {"result": ...}: quote what the tool returned.
+    if isinstance(response, dict) and len(response) == 1 and ("result" in response or "output" in response):
+        response = next(iter(response.values()))
+    return response if isinstance(response, str) else json.dumps(response, separators=(",", ":"))
+
+
+def gemini_reply(body: JSON) -> Reply:
+    question = ""
+    results: list[str] = []
+    # A user turn of function responses answers tools; any other user turn is a new question.
+    for content in body.get("contents") or []:
+        if not isinstance(content, dict) or content.get("role", "user") != "user":
+            continue
+        parts = _gemini_parts(content)
+        answers = [p["functionResponse"] for p in parts if isinstance(p.get("functionResponse"), dict)]
+        if answers:
+            results.extend(_gemini_result(a.get("response")) for a in answers)
+        else:
+            question, results = "".join(str(p.get("text", "")) for p in parts), []
+    # The SDK sends a Python function's schema as parameters_json_schema: JSON takes either spelling.
+    schemas = ("parameters", "parametersJsonSchema", "parameters_json_schema")
+    tools = [
+        ToolSpec(d["name"], next((d[k] for k in schemas if d.get(k)), {}))
+        for tool in body.get("tools") or []
+        for d in tool.get("functionDeclarations") or tool.get("function_declarations") or []
+    ]
+    if ((body.get("toolConfig") or {}).get("functionCallingConfig") or {}).get("mode") == "NONE":
+        tools = []
+    return decide(question, tools, results or None)
+
+
+def _gemini_chunk(model: str, parts: list[JSON], finish: bool, usage: JSON) -> JSON:
+    candidate: JSON = {"content": {"role": "model", "parts": parts}, "index": 0}
+    if finish:
+        candidate["finishReason"] = "STOP"
+    return {
+        "candidates": [candidate],
+        "usageMetadata": usage,
+        "modelVersion": model,
+        "responseId": new_id(""),
+    }
+
+
+def _gemini_usage(body: JSON, reply: Reply) -> JSON:
+    prompt = count_tokens(json.dumps([body.get("systemInstruction"), body.get("contents")]))
+    answer = count_tokens(reply.text + "".join(c.name + c.arguments_json for c in reply.tool_calls))
+    return {"promptTokenCount": prompt, "candidatesTokenCount": answer, "totalTokenCount": prompt + answer}
+
+
+def _gemini_calls(reply: Reply) -> list[JSON]:
+    # The Gemini API usually gives a call no id: clients match results to calls by name and order.
+    return [{"functionCall": {"name": c.name, "args": c.arguments}} for c in reply.tool_calls]
+
+
+def gemini_response(model: str, body: JSON, reply: Reply) -> JSON:
+    parts = [{"text": reply.text}] if reply.text else []
+    return _gemini_chunk(model, parts + _gemini_calls(reply), True, _gemini_usage(body, reply))
+
+
+def gemini_chunks(model: str, body: JSON, reply: Reply) -> Iterator[JSON]:
+    """Text over several chunks, the calls in one, the finish reason on the last."""
+    usage = _gemini_usage(body, reply)
+    pieces = split_text(reply.text) if reply.text else []
+    for position, piece in enumerate(pieces):
+        last = position == len(pieces) - 1 and not reply.tool_calls
+        yield _gemini_chunk(model, [{"text": piece}], last, usage)
+    if reply.tool_calls:
+        yield _gemini_chunk(model, _gemini_calls(reply), True, usage)
+
+
+def gemini_error(status: int, message: str) -> JSON:
+    return {"error": {"code": status, "message": message, "status": _GEMINI_STATUS.get(status, "UNKNOWN")}}
+
+
 # --- HTTP -------------------------------------------------------------------------------------
 
 
@@ -474,6 +576,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _error(self, status: int, message: str, kind: str) -> None:
         # Each provider has its own error shape; the SDKs read the message out of it.
+        if GEMINI_PATH.fullmatch(self.path.split("?", 1)[0]):
+            self._send_json(status, gemini_error(status, message))
+            return
         is_anthropic = self.path.startswith("/v1/messages")
         self._send_json(
             status, anthropic_error(message, kind) if is_anthropic else openai_error(message, kind)
@@ -493,38 +598,58 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.server.record(path, body)
 
-        if path not in ("/v1/chat/completions", "/v1/responses", "/v1/messages"):
+        gemini = GEMINI_PATH.fullmatch(path)
+        model = gemini.group(2) if gemini else body.get("model")
+        if gemini is None and path not in ("/v1/chat/completions", "/v1/responses", "/v1/messages"):
             self._error(404, f"unknown path {path}", "not_found_error")
             return
-        if body.get("model") == FAIL_MODEL:
+        if model == FAIL_MODEL:
             kind = "api_error" if path == "/v1/messages" else "server_error"
             self._error(500, f"injected failure: the fake model {FAIL_MODEL!r} always fails", kind)
             return
-        if body.get("model") == SLOW_MODEL:
+        if model == SLOW_MODEL:
             time.sleep(SLOW_SECONDS)
 
-        if path == "/v1/chat/completions":
-            reply = as_model(body, openai_reply(body))
+        if gemini is not None:
+            self._gemini(gemini.group(2), gemini.group(3) == "streamGenerateContent", body)
+        elif path == "/v1/chat/completions":
+            reply = as_model(model, openai_reply(body))
             if body.get("stream"):
                 # Only OpenAI ends its stream with a sentinel; its events have no names.
                 self._send_sse(((None, c) for c in openai_chunks(body, reply)), done_sentinel=True)
             else:
                 self._send_json(200, openai_completion(body, reply))
         elif path == "/v1/responses":
-            reply = as_model(body, responses_reply(body))
+            reply = as_model(model, responses_reply(body))
             if body.get("stream"):
                 # Named events and no [DONE] sentinel, as the Responses API streams.
                 self._send_sse(responses_events(body, reply), done_sentinel=False)
             else:
                 self._send_json(200, responses_object(body, reply))
         else:
-            reply = as_model(body, anthropic_reply(body))
+            reply = as_model(model, anthropic_reply(body))
             if body.get("stream"):
                 self._send_sse(anthropic_events(body, reply), done_sentinel=False)
             else:
                 self._send_json(200, anthropic_message(body, reply))
 
-    def _send_json(self, status: int, payload: JSON) -> None:
+    def _gemini(self, model: str, streamed: bool, body: JSON) -> None:
+        refused = gemini_unknown_part(body)
+        if refused is not None:
+            self._error(400, refused, "invalid_request_error")
+            return
+        reply = as_model(model, gemini_reply(body))
+        if not streamed:
+            self._send_json(200, gemini_response(model, body, reply))
+        elif "alt=sse" in self.path:
+            # Unnamed events, no sentinel; the API ends each event with CRLF CRLF.
+            self._send_sse(
+                ((None, c) for c in gemini_chunks(model, body, reply)), done_sentinel=False, crlf=True
+            )
+        else:  # without alt=sse the API streams one JSON array
+            self._send_json(200, list(gemini_chunks(model, body, reply)))
+
+    def _send_json(self, status: int, payload: JSON | list[JSON]) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -533,16 +658,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_sse(self, events: Iterator[tuple[str | None, JSON]], *, done_sentinel: bool) -> None:
+    def _send_sse(
+        self, events: Iterator[tuple[str | None, JSON]], *, done_sentinel: bool, crlf: bool = False
+    ) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("request-id", new_id("req_"))
         self.end_headers()
+        end = "\r\n\r\n" if crlf else "\n\n"
         for name, payload in events:
             prefix = f"event: {name}\n" if name else ""
-            self._write_chunk(f"{prefix}data: {json.dumps(payload)}\n\n".encode())
+            self._write_chunk(f"{prefix}data: {json.dumps(payload)}{end}".encode())
         if done_sentinel:
             self._write_chunk(b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
@@ -597,6 +725,11 @@ class FakeLLMServer:
     def anthropic_base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def gemini_base_url(self) -> str:
+        """For ``types.HttpOptions(base_url=...)``: the SDK adds ``/v1beta/models/...``."""
+        return f"http://127.0.0.1:{self.port}"
+
     def start(self) -> FakeLLMServer:
         if self._server is None:
             self._server = _Server(("127.0.0.1", self._port), self._quiet, self.requests)
@@ -630,6 +763,7 @@ def main() -> None:
     with FakeLLMServer(args.port, quiet=False) as srv:
         print(f"OpenAI base URL:    {srv.openai_base_url}", flush=True)
         print(f"Anthropic base URL: {srv.anthropic_base_url}", flush=True)
+        print(f"Gemini base URL:    {srv.gemini_base_url}", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()
 

@@ -67,6 +67,7 @@ def serve_reply(
     session.cassette.append("model_input", model_input, _now_ms())
     session.cassette.append("model_output", output, _now_ms())
     session._after_output(output)
+    session.ids.learn(output)  # its calls, for a program that sends them back without ids
     wire = provider.wire_response(output, body)
     return HttpResponse(wire.status, wire.headers, wire.body)
 

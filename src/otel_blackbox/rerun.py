@@ -33,7 +33,8 @@ from .cassette.model import Cassette
 from .errors import SessionError
 from .exchanges import ExchangeBook, ExchangeRequest, Miss, recorded_exchanges, short
 from .fork import check_replies, serve_reply
-from .http.exchange import HttpRequest, HttpResponse
+from .http.exchange import HttpRequest, HttpResponse, Rewrite
+from .providers.gemini import GeminiGenerateContent
 from .sessions import Session, _error_response, _json_body, _now_ms, _provider_for, stop_intercepting
 
 __all__ = ["RerunPlan", "RerunSession"]
@@ -70,14 +71,21 @@ class RerunSession(Session):
 
     # -- the interceptor ---------------------------------------------------------------------------
 
-    def rewrite(self, request: HttpRequest) -> bytes | None:
-        """With a model name, every model request names it before it is sent or recorded."""
-        if self.plan.model is None:
+    def rewrite(self, request: HttpRequest) -> Rewrite | None:
+        """With a model name, every model request names it before it is sent or recorded: in its
+        body, or in its URL for Gemini."""
+        provider = _provider_for(request)
+        if self.plan.model is None or provider is None:
             return None
-        body = _json_body(request) if _provider_for(request) else None
+        if isinstance(provider, GeminiGenerateContent):
+            url = provider.url_with_model(self.plan.model)
+            return None if url == request.url else Rewrite(url=url)
+        body = _json_body(request)
         if body is None or body.get("model") == self.plan.model:
             return None
-        return json.dumps({**body, "model": self.plan.model}, ensure_ascii=False).encode("utf-8")
+        return Rewrite(
+            body=json.dumps({**body, "model": self.plan.model}, ensure_ascii=False).encode("utf-8")
+        )
 
     def intercept(self, request: HttpRequest) -> HttpResponse | None:
         with self._lock:

@@ -30,7 +30,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from opentelemetry import trace
 
@@ -45,10 +44,8 @@ from .exchanges import HTTP_EXCHANGE, ExchangeBook, ExchangeRequest, recorded_ex
 from .exchanges import body_value as _body_value
 from .exchanges import short as _short
 from .http.exchange import HttpRequest, HttpResponse
-from .providers.anthropic import AnthropicMessages
 from .providers.base import CallIds, Provider
-from .providers.openai_chat import OpenAIChat
-from .providers.openai_responses import OpenAIResponses
+from .providers.registry import provider_for
 from .redact import Redactor
 from .semconv import ATTR_CASSETTE_STEP, ATTR_SESSION_MODE
 from .tool_spans import ToolRun
@@ -57,8 +54,7 @@ __all__ = ["HTTP_EXCHANGE", "Session", "session"]
 
 Mode = Literal["record", "replay", "fork", "rerun"]
 Match = Literal["exact", "sequence"]
-_PROVIDERS: tuple[Provider, ...] = (OpenAIChat(), OpenAIResponses(), AnthropicMessages())
-_SECRET_HEADERS = ("authorization", "x-api-key", "api-key", "proxy-authorization")
+_SECRET_HEADERS = ("authorization", "x-api-key", "api-key", "proxy-authorization", "x-goog-api-key")
 _MIN_KEY_LEN = 8
 
 
@@ -67,8 +63,7 @@ def _now_ms() -> int:
 
 
 def _provider_for(request: HttpRequest) -> Provider | None:
-    path = urlsplit(request.url).path
-    return next((p for p in _PROVIDERS if p.handles(request.method, path)), None)
+    return provider_for(request.method, request.url)
 
 
 def _json_body(request: HttpRequest) -> dict[str, Any] | None:
@@ -328,6 +323,7 @@ class Session:
         _tag_current_span(recorded_input.index)
         if recorded_output.payload.get("type") == "final_answer":
             self._final_answer = str(recorded_output.payload.get("text", ""))
+        self.ids.learn(recorded_output.payload)  # its calls, for a program that sends them back without ids
         wire = provider.wire_response(recorded_output.payload, body)
         return HttpResponse(wire.status, wire.headers, wire.body)
 

@@ -19,6 +19,7 @@ __all__ = [
     "HttpResponse",
     "InterceptError",
     "Interceptor",
+    "Rewrite",
     "RewritingInterceptor",
     "decode_body",
 ]
@@ -99,16 +100,26 @@ class ExchangeObserver(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Rewrite:
+    """What ``RewritingInterceptor.rewrite`` changes in a request: its body, its URL, or both (None
+    keeps it). The URL's path and query may change, not where it goes: a URL with another scheme,
+    host or port is not used."""
+
+    body: bytes | None = None
+    url: str | None = None
+
+
 class RewritingInterceptor(Interceptor, Protocol):
-    """An interceptor that may also change a request body before it is intercepted or sent.
+    """An interceptor that may also change a request before it is intercepted or sent.
 
     Optional: the hook calls ``rewrite`` only when the interceptor has it (the fork uses it to put
-    the replacement tool result into the agent's next request). Pool level only: the explicit
-    transports do not rewrite.
+    the replacement tool result into the agent's next request; a rerun to name another model, which
+    Gemini names in the URL). Pool level only: the explicit transports do not rewrite.
     """
 
-    def rewrite(self, request: HttpRequest) -> bytes | None:
-        """A new body to use instead of ``request.body``, or None to keep it."""
+    def rewrite(self, request: HttpRequest) -> bytes | Rewrite | None:
+        """A new body to use instead of ``request.body`` (or a ``Rewrite``), or None to keep it."""
         ...
 
 

@@ -32,6 +32,7 @@ from collections.abc import (
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol, SupportsBytes, TypeVar
+from urllib.parse import urlsplit
 
 # The module says `# type: ignore` at its top, so mypy sees nothing in it.
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
@@ -43,6 +44,7 @@ from .exchange import (
     HttpResponse,
     InterceptError,
     Interceptor,
+    Rewrite,
     decode_body,
 )
 from .streams import (
@@ -166,18 +168,20 @@ def _log_once(what: str, interceptor: object) -> None:
         )
 
 
-def rewritten_body(interceptor: Interceptor, request: HttpRequest) -> bytes | None:
-    """The body the interceptor wants sent instead (``RewritingInterceptor.rewrite``), or None."""
+def rewritten(interceptor: Interceptor, request: HttpRequest) -> Rewrite | None:
+    """What the interceptor wants changed in the request (``RewritingInterceptor.rewrite``), or None."""
     rewrite = getattr(interceptor, "rewrite", None)
     if rewrite is None:
         return None
     with suspended():
         try:
-            body = rewrite(request)
+            change = rewrite(request)
         except Exception:
             _log_once("rewrite", interceptor)
             return None
-    return body if isinstance(body, bytes) else None
+    if isinstance(change, bytes):
+        return Rewrite(body=change)
+    return change if isinstance(change, Rewrite) else None
 
 
 def _with_length(headers: RawHeaders, length: int) -> RawHeaders:
@@ -185,14 +189,36 @@ def _with_length(headers: RawHeaders, length: int) -> RawHeaders:
     return [*kept, (b"Content-Length", str(length).encode("ascii"))]
 
 
+def _target(url: _CoreURL, new_url: str) -> bytes | None:
+    """The request target (path and query) of ``new_url``, or None when it leaves ``url``'s origin."""
+    try:
+        new, old = urlsplit(new_url), urlsplit(bytes(url).decode("ascii"))
+        if (new.scheme, new.netloc) != (old.scheme, old.netloc):
+            return None
+        return ((new.path or "/") + (f"?{new.query}" if new.query else "")).encode("ascii")
+    except ValueError:  # not ASCII (UnicodeError is one), or not a URL
+        return None
+
+
 def _rewrite(interceptor: Interceptor, request: _CoreRequest, exchange: HttpRequest) -> HttpRequest:
-    """Put the interceptor's replacement body, if it has one, into the request about to be sent."""
-    new_body = rewritten_body(interceptor, exchange)
-    if new_body is None:
+    """Put the interceptor's changes, if it has any, into the request about to be sent."""
+    change = rewritten(interceptor, exchange)
+    if change is None:
         return exchange
-    request.stream = Chunks([new_body])
-    request.headers = _with_length(request.headers, len(new_body))
-    return exchange_request(request.method, bytes(request.url), request.headers, new_body)
+    if change.url is not None:
+        target = _target(request.url, change.url)
+        if target is None:
+            logger.warning(
+                "a rewrite to another origin or a URL that is not ASCII was not used: %r", change.url
+            )
+        else:
+            request.url.target = target
+    body = exchange.body
+    if change.body is not None:
+        body = change.body
+        request.stream = Chunks([body])
+        request.headers = _with_length(request.headers, len(body))
+    return exchange_request(request.method, bytes(request.url), request.headers, body)
 
 
 def ask(interceptor: Interceptor, request: HttpRequest) -> HttpResponse | None:
@@ -252,13 +278,17 @@ class Observation:
 # --- the pool patches ---------------------------------------------------------------------------
 
 
+class _CoreURL(SupportsBytes, Protocol):
+    target: bytes  # path and query
+
+
 class _CoreRequest(Protocol):
     method: bytes
     headers: RawHeaders
     stream: Iterable[bytes] | AsyncIterable[bytes]
 
     @property
-    def url(self) -> SupportsBytes: ...
+    def url(self) -> _CoreURL: ...
 
 
 class _CoreResponse(Protocol):

@@ -14,12 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, Protocol, TypeVar
 
+from ..cassette.canonical import canonical_or_none
+from ..cassette.model import tool_calls_of
+
 __all__ = [
     "CallIds",
     "Pieces",
     "Provider",
     "WireResponse",
     "add_piece",
+    "call_signature",
     "join_pieces",
     "replaced_content",
     "rewritten",
@@ -27,6 +31,14 @@ __all__ = [
 ]
 
 JsonObject = dict[str, Any]
+# Bounds on what ``CallIds.made`` keeps for a long-lived process (the processor's HTTP capture).
+_MAX_SIGNATURES = 50_000
+_MAX_PER_SIGNATURE = 1_000
+
+
+def call_signature(name: str, arguments: Any) -> str:
+    """What tells calls apart when they carry no id: the tool's name and its canonical arguments."""
+    return f"{name}\x00{canonical_or_none(arguments) or repr(arguments)}"
 
 
 @dataclass
@@ -36,11 +48,18 @@ class CallIds:
     One instance per run. Recording learns provider ids from responses; in replay the agent is
     handed the neutral ids themselves, which map to themselves, so its next request normalizes
     identically either way.
+
+    Calls can also come without an id (Gemini's usually do, and a program may drop the ids it was
+    handed). ``made`` keeps the neutral ids of the calls the model made, by ``call_signature``,
+    oldest first, so a translation can tell which of them a request's history holds (gemini.py
+    matches them from the latest back). Calls served from a cassette or a script never pass through
+    a translation: ``learn`` records them the same way.
     """
 
     to_neutral: dict[str, str] = field(default_factory=dict)
     # A fork continues after the ids its copied prefix already uses.
     start: int = 0
+    made: dict[str, list[str]] = field(default_factory=dict)
 
     def neutral(self, provider_id: str) -> str:
         if provider_id.startswith("call-") and provider_id[5:].isdigit():
@@ -51,6 +70,27 @@ class CallIds:
 
     def next_index(self) -> int:
         return self.start + len(self.to_neutral)
+
+    def made_call(self, signature: str, provider_id: str | None) -> str:
+        """The neutral id of a call in a model's response, remembered under its signature."""
+        neutral = self.neutral(provider_id or f"unnamed-{self.next_index()}")
+        self._remember(signature, neutral)
+        return neutral
+
+    def learn(self, output: JsonObject) -> None:
+        """A model output the program was served from a cassette or a script: its calls, remembered as
+        if a translation had read them from a response."""
+        for call in tool_calls_of(output):
+            self._remember(call_signature(call.tool_name, call.tool_input), call.tool_call_id)
+
+    def _remember(self, signature: str, neutral: str) -> None:
+        ids = self.made.setdefault(signature, [])
+        ids.append(neutral)
+        if len(ids) > _MAX_PER_SIGNATURE:  # a history is matched from its latest calls back
+            del ids[: len(ids) - _MAX_PER_SIGNATURE]
+        if len(self.made) > _MAX_SIGNATURES:  # the oldest signatures first
+            for old in list(self.made)[: len(self.made) // 2]:
+                del self.made[old]
 
 
 @dataclass
@@ -63,7 +103,10 @@ class WireResponse:
 
 
 class Provider(Protocol):
-    """One LLM API (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages).
+    """One LLM API (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages, Gemini).
+
+    Where an API names the model in the URL (Gemini), ``registry.provider_for`` hands out the
+    translation bound to the request's URL, so the methods below read it there.
 
     Whatever they are given (bytes that are not UTF-8 or not JSON, a stream cut short, unknown
     events, a field of the wrong type, nesting past the recursion limit), the translations raise

@@ -1,7 +1,4 @@
-"""Which translation reads a request: the one place that lists the providers and asks them.
-
-``sessions._provider_for`` does the same over its own list (it predates this module).
-"""
+"""Which translation reads a request: the one place that lists the providers and asks them."""
 
 from __future__ import annotations
 
@@ -9,15 +6,23 @@ from urllib.parse import urlsplit
 
 from .anthropic import AnthropicMessages
 from .base import Provider
+from .gemini import GeminiGenerateContent
 from .openai_chat import OpenAIChat
 from .openai_responses import OpenAIResponses
 
 __all__ = ["PROVIDERS", "provider_for"]
 
-PROVIDERS: tuple[Provider, ...] = (OpenAIChat(), OpenAIResponses(), AnthropicMessages())
+PROVIDERS: tuple[Provider, ...] = (
+    OpenAIChat(),
+    OpenAIResponses(),
+    AnthropicMessages(),
+    GeminiGenerateContent(),
+)
 
 
 def provider_for(method: str, url: str) -> Provider | None:
     """The translation for a request to this endpoint, or None when it is not a model call we read."""
     path = urlsplit(url).path
-    return next((p for p in PROVIDERS if p.handles(method, path)), None)
+    provider = next((p for p in PROVIDERS if p.handles(method, path)), None)
+    # Gemini names the model (and streaming) in the URL: its translation is bound to the request's.
+    return provider.at(url) if isinstance(provider, GeminiGenerateContent) else provider
