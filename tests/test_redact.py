@@ -26,6 +26,7 @@ SECRETS = {
         ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
     ),
     "url-password": "postgres://admin:hunter2secret@db.internal:5432/prod",
+    "url-key": "https://generativelanguage.googleapis.com/v1beta/models?key=AIzaSyD3mo-Ex4mple_K3y0123456789abcdef",
 }
 SECRET_CORES = [
     "abcdefghijklmnopqrstuvwxyz0123456789ABCD",
@@ -35,6 +36,7 @@ SECRET_CORES = [
     "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
     "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
     "hunter2secret",
+    "AIzaSyD3mo-Ex4mple_K3y0123456789abcdef",
 ]
 
 
@@ -45,6 +47,18 @@ def test_each_credential_shape_is_masked(kind: str) -> None:
     assert "[REDACTED" in masked and masked.startswith("calling with ") and masked.endswith(" now")
     for core in SECRET_CORES:
         assert core not in masked
+
+
+def test_a_key_in_a_url_query_is_masked_and_the_url_kept() -> None:
+    redactor = Redactor()
+    url = "http://127.0.0.1:9/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&key=AIzaSy-0123456789&x=1"
+    assert redactor.redact_text(url) == (
+        "http://127.0.0.1:9/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+        "?alt=sse&key=[REDACTED:url-key]&x=1"
+    )
+    assert redactor.redact_text("/models?key=AIzaSy-0123456789") == "/models?key=[REDACTED:url-key]"
+    for text in ("/search?monkey=bananas123", "primary key=12345678", "/models?key=short"):
+        assert redactor.redact_text(text) == text
 
 
 def test_ordinary_text_is_untouched() -> None:

@@ -47,6 +47,8 @@ _BUILTIN_PATTERNS: tuple[tuple[str, str], ...] = (
     ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
     ("jwt", r"\beyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"),
     ("url-password", r"(?<=://)[^/\s:@]+:[^/\s@]+@"),
+    # An API key given in a URL's query (Google's APIs take ?key=...): the value only.
+    ("url-key", r"(?<=[?&]key=)[^&#\s\"'<>]{8,}"),
 )
 
 
@@ -89,7 +91,7 @@ def _normalize_field(name: str) -> str:
 # One scan for them is several times cheaper than the full patterns, and most text has none.
 _TRIGGERS = (
     "sk-", "eyJ", "://", "bearer", "Bearer", "BEARER", "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA",
-    "ANVA", "AIPA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
+    "ANVA", "AIPA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "key=",
 )  # fmt: skip
 _FIELD_CACHE_MAX = 10_000
 
