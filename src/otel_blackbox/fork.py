@@ -3,7 +3,10 @@
 The program is replayed from the parent cassette up to step N (a ``tool_result``). The child
 cassette holds the parent's steps 0..N-1 verbatim (same timestamps, same hashes), then at N the
 replacement result with the parent's timestamp, then whatever the run does next: model calls sent
-to the real upstream (``live``) or answered from a script of neutral model outputs.
+to the real upstream (``live``) or answered from a script of neutral model outputs. The program's
+other HTTP requests are answered from the parent's exchanges as a replay answers them (same method,
+URL and body in exact mode; exchanges.py) up to the fork point and, with a script, after it too: a
+tool called with other arguments than the parent's diverges. Live, they go out after the fork.
 
 The replacement reaches the model, not the program: every request that carries the forked tool
 result is rewritten before it is matched or sent. The program's own variables still hold what
