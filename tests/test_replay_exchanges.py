@@ -28,6 +28,7 @@ import otel_blackbox
 from otel_blackbox.cassette.io import load_cassette, save_cassette
 from otel_blackbox.cassette.model import Cassette, terminal_outcome
 from otel_blackbox.errors import CassetteError, ReplayDivergence
+from otel_blackbox.rerun import RerunPlan, RerunSession
 from otel_blackbox.semconv import ATTR_HTTP_RESPONSE_BODY, ATTR_HTTP_STATUS, ATTR_HTTP_URL, HTTP_SPAN_NAME
 from otel_blackbox.sessions import HTTP_EXCHANGE, Match, Session
 from otel_blackbox.store.connection import connect_reader
@@ -353,6 +354,27 @@ def test_each_exchange_answers_once_the_first_unused_that_matches(tmp_path: Path
     # A body no unused exchange has: the closest is the first unused one of that method and URL.
     message, _ = diverges(path, lambda: send(1, 3))
     assert message == "[blackbox] step 1 (http_exchange) differs at $.order_id: recorded 2, got 3"
+
+
+def test_rerun_names_the_same_closest_exchange_in_its_refusal(tmp_path: Path, echo: EchoAPI) -> None:
+    path = tmp_path / "incident.json"
+    weather, forecast = f"{echo.url}/weather", f"{echo.url}/forecast"
+    record(
+        path, lambda: [httpx.get(weather, params={"city": "Lisbon"}), httpx.post(forecast, content=b"x=1")]
+    )
+    echo.stop()
+    rerun = RerunSession(path, RerunPlan(output=tmp_path / "child.json")).start()
+    try:
+        refused = [httpx.get(weather, params={"city": "Porto"}), httpx.post(forecast, content=b"x=2")]
+    finally:
+        rerun.finish()
+    assert [r.status_code for r in refused] == [400, 400]
+    head = "was not recorded by the incident, so it was not sent (--allow-network sends it)"
+    assert rerun.notes()[:2] == [
+        f"[blackbox] GET {weather}?city=Porto {head}; closest recorded: step 0, GET {weather}?city=Lisbon",
+        f'[blackbox] POST {forecast} {head}; closest recorded: step 1, whose body differs: recorded "x=1", '
+        'got "x=2"',
+    ]
 
 
 # --- the pytest plugin -------------------------------------------------------------------------------
