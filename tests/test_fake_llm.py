@@ -1,4 +1,5 @@
-"""The fake LLM server, driven by the real openai and anthropic SDKs (and, for the wire format, urllib)."""
+"""The fake LLM server, driven by the real openai, anthropic and google-genai SDKs (and, for the wire format,
+urllib)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,16 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from typing import cast
+from typing import Any, cast
 
 import anthropic
 import openai
 import pytest
 from anthropic.types import MessageParam, ToolParam
 from fake_llm import SLOW_SECONDS, FakeLLMServer  # examples/ is on sys.path (conftest.py)
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types as gtypes
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 from openai.types.responses import FunctionToolParam, ResponseInputItemParam
 
@@ -661,3 +665,120 @@ def test_responses_fail_500_raises_internal_server_error(srv: FakeLLMServer, oai
         oai.responses.create(model="fail-500", input="Hi")
     assert caught.value.status_code == 500 and caught.value.type == "server_error"
     assert len(srv.requests) == 1, "max_retries=0: no retry"
+
+
+# --- Gemini generateContent ------------------------------------------------------------------
+
+GEMINI = "gemini-2.5-flash"
+GEMINI_TOOLS = [
+    gtypes.Tool(
+        function_declarations=[
+            gtypes.FunctionDeclaration(
+                name=t["function"]["name"], parameters_json_schema=t["function"].get("parameters")
+            )
+            for t in OPENAI_TOOLS
+        ]
+    )
+]
+
+
+@pytest.fixture
+def gemini(srv: FakeLLMServer) -> Iterator[genai.Client]:
+    options = gtypes.HttpOptions(base_url=srv.gemini_base_url)
+    with genai.Client(api_key="AIzaSy-fake-0123456789", http_options=options) as client:
+        yield client
+
+
+def gemini_config(**settings: Any) -> gtypes.GenerateContentConfig:
+    return gtypes.GenerateContentConfig(
+        automatic_function_calling=gtypes.AutomaticFunctionCallingConfig(disable=True), **settings
+    )
+
+
+def test_gemini_text_answer_model_in_the_path(srv: FakeLLMServer, gemini: genai.Client) -> None:
+    assert srv.gemini_base_url == f"http://127.0.0.1:{srv.port}"
+    config = gemini_config(system_instruction="Be brief.", temperature=0.3)
+    response = gemini.models.generate_content(model=GEMINI, contents="Hello there", config=config)
+    assert response.text == "Final answer: you asked 'Hello there'"
+    assert response.model_version == GEMINI
+    assert response.candidates and response.candidates[0].finish_reason == gtypes.FinishReason.STOP
+    usage = response.usage_metadata
+    assert usage and usage.prompt_token_count and usage.total_token_count
+    [(path, body)] = srv.requests
+    assert path.endswith(f"/models/{GEMINI}:generateContent")
+    assert body["systemInstruction"]["parts"] == [{"text": "Be brief."}]
+
+
+def test_gemini_function_calls_then_an_answer_quoting_the_responses(gemini: genai.Client) -> None:
+    config = gemini_config(tools=GEMINI_TOOLS)
+    question = gtypes.Content(role="user", parts=[gtypes.Part(text=BOTH)])
+    first = gemini.models.generate_content(model=GEMINI, contents=[question], config=config)
+    calls = first.function_calls or []
+    assert [(c.name, c.args, c.id) for c in calls] == [
+        ("get_weather", {"city": "Oslo"}, None),  # the API gives no ids: results follow by name and order
+        ("get_forecast", {"city": "Oslo", "days": 4}, None),
+    ]
+    assert first.candidates and first.candidates[0].content
+    responses = [
+        gtypes.Part.from_function_response(name="get_weather", response={"result": "sunny, 21C"}),
+        gtypes.Part.from_function_response(name="get_forecast", response={"days": ["rain"]}),
+    ]
+    contents = [question, first.candidates[0].content, gtypes.Content(role="user", parts=responses)]
+    final = gemini.models.generate_content(model=GEMINI, contents=contents, config=config)
+    assert final.text == 'Final answer: sunny, 21C | {"days":["rain"]}'
+    careless = gemini.models.generate_content(model="careless", contents=contents, config=config)
+    assert careless.text == "Final answer: I could not find that out."
+    mode = gtypes.FunctionCallingConfig(mode=gtypes.FunctionCallingConfigMode.NONE)
+    none = gemini_config(tools=GEMINI_TOOLS, tool_config=gtypes.ToolConfig(function_calling_config=mode))
+    assert gemini.models.generate_content(model=GEMINI, contents=BOTH, config=none).function_calls is None
+
+
+def test_gemini_stream_text_over_chunks_and_calls_in_one(srv: FakeLLMServer, gemini: genai.Client) -> None:
+    chunks = list(gemini.models.generate_content_stream(model=GEMINI, contents="Hello there"))
+    assert (
+        len(chunks) > 2 and "".join(c.text or "" for c in chunks) == "Final answer: you asked 'Hello there'"
+    )
+    finishes = [c.candidates[0].finish_reason for c in chunks if c.candidates]
+    assert finishes[-1] == gtypes.FinishReason.STOP and not any(finishes[:-1])
+    calls = list(
+        gemini.models.generate_content_stream(
+            model=GEMINI, contents=BOTH, config=gemini_config(tools=GEMINI_TOOLS)
+        )
+    )
+    assert [[fc.name for fc in c.function_calls or []] for c in calls] == [["get_weather", "get_forecast"]]
+    # The wire: unnamed events ending in CRLF CRLF; without alt=sse, one JSON array.
+    url = f"{srv.gemini_base_url}/v1beta/models/{GEMINI}:streamGenerateContent"
+    body = json.dumps({"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]}).encode()
+    status, ctype, text = post_raw(f"{url}?alt=sse", body)
+    assert (status, ctype) == (200, "text/event-stream")
+    events = [e for e in text.split("\r\n\r\n") if e]
+    assert len(events) > 2 and all(e.startswith("data: {") for e in events)
+    status, ctype, text = post_raw(url, body)
+    assert (status, ctype) == (200, "application/json") and len(json.loads(text)) == len(events)
+
+
+def test_async_gemini_create_and_stream(srv: FakeLLMServer, gemini: genai.Client) -> None:
+    async def run() -> tuple[str | None, str]:
+        async with gemini.aio as client:
+            plain = await client.models.generate_content(model=GEMINI, contents="Hi")
+            stream = await client.models.generate_content_stream(model=GEMINI, contents="Hey")
+            return plain.text, "".join([c.text or "" async for c in stream])
+
+    assert asyncio.run(run()) == ("Final answer: you asked 'Hi'", "Final answer: you asked 'Hey'")
+    assert [path.rsplit(":", 1)[1] for path, _ in srv.requests] == [
+        "generateContent",
+        "streamGenerateContent",
+    ]
+
+
+def test_gemini_errors_in_the_apis_shape(srv: FakeLLMServer, gemini: genai.Client) -> None:
+    with pytest.raises(genai_errors.ServerError) as failed:
+        gemini.models.generate_content(model="fail-500", contents="Hi")
+    assert (failed.value.code, failed.value.status) == (500, "INTERNAL")
+    assert "injected failure" in (failed.value.message or "")
+    assert len(srv.requests) == 1, "no retry"
+    unknown = {"contents": [{"role": "user", "parts": [{"fooBar": 1}]}]}
+    status, _, text = post_raw(
+        f"{srv.gemini_base_url}/v1beta/models/{GEMINI}:generateContent", json.dumps(unknown).encode()
+    )
+    assert status == 400 and json.loads(text)["error"]["status"] == "INVALID_ARGUMENT"
