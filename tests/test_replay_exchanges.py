@@ -473,11 +473,6 @@ def test_a_malformed_exchange_through_the_launcher_and_rerun_ends_with_the_messa
         assert last.endswith("step 0 (http_exchange): the response's 'status' must be an HTTP status code")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="launch.py: a session that cannot start raises SystemExit inside sitecustomize, which Python "
-    "reports as 'Fatal Python error: init_import_site' with a traceback (a garbage cassette does the same)",
-)
 def test_a_malformed_exchange_through_the_launcher_is_one_line_and_exit_2(
     tmp_path: Path, echo: EchoAPI
 ) -> None:

@@ -140,6 +140,17 @@ def bootstrap_from_env() -> None:
     atexit.register(finish)
 
 
+def _check_cassette(path: Path) -> None:
+    """Read the cassette here, before the program starts: a file that is not a cassette (or holds
+    a malformed exchange) is one CassetteError line, not a failure inside the program's start-up."""
+    if not path.is_file():
+        raise CassetteError(f"{path}: no such cassette (record it first)")
+    from .cassette.io import load_cassette  # the session's modules: only for the commands that run one
+    from .exchanges import recorded_exchanges
+
+    recorded_exchanges(load_cassette(path), str(path))
+
+
 def run_program(
     mode: str,
     cassette: str | Path,
@@ -152,8 +163,8 @@ def run_program(
 
     A rerun whose program made no model call re-ran nothing: 1 when the program itself exited 0.
     """
-    if mode != "record" and not Path(cassette).is_file():
-        raise CassetteError(f"{cassette}: no such cassette (record it first)")
+    if mode != "record":
+        _check_cassette(Path(cassette))
     with tempfile.TemporaryDirectory(prefix="otel-blackbox-") as tmp:
         report_path = os.path.join(tmp, "report.json")
         env = dict(os.environ)
