@@ -18,13 +18,17 @@ import httpx2
 import openai
 import pytest
 from anthropic.types import MessageParam, ToolParam
+from google import genai
+from google.genai import types as genai_types
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 from openai.types.responses import FunctionToolParam, ResponseInputItemParam
 
 from otel_blackbox.providers.anthropic import AnthropicMessages
 from otel_blackbox.providers.base import CallIds, JsonObject, Provider
+from otel_blackbox.providers.gemini import GeminiGenerateContent
 from otel_blackbox.providers.openai_chat import OpenAIChat
 from otel_blackbox.providers.openai_responses import OpenAIResponses
+from otel_blackbox.providers.registry import provider_for
 
 CHAT: Provider = OpenAIChat()  # mypy checks each implements the protocol
 RESPONSES: Provider = OpenAIResponses()
@@ -358,3 +362,164 @@ def test_anthropic_an_error_result_becomes_a_success() -> None:
         "toolName": "get_weather",
         "result": "fine",
     }
+
+
+# --- Gemini: a functionResponse's response is an object -------------------------------------------
+
+GEMINI_URL = f"{BASE_URL}/v1beta/models/gemini-2.5-flash:generateContent"
+ERROR_RESULT = "the forecast service timed out"  # what the agent sent for call-1, as a failed call
+
+
+def gemini_at(url: str = GEMINI_URL) -> GeminiGenerateContent:
+    provider = provider_for("POST", url)
+    assert isinstance(provider, GeminiGenerateContent)
+    return provider
+
+
+def record_gemini(drop_ids: bool) -> list[JsonObject]:
+    """One tool round with google-genai: call-0 answered ``{result}``, call-1 ``{error}`` (as the SDK's
+    automatic function calling sends a failed call); the model's turn sent back as the SDK returned
+    it (with the ids it was handed), or rebuilt without them."""
+    requests: list[JsonObject] = []
+    outputs = [CALLS, ANSWER]
+
+    def serve(request: httpx2.Request) -> httpx2.Response:
+        requests.append(json.loads(request.content))
+        wire = gemini_at(str(request.url)).wire_response(outputs.pop(0), requests[-1])
+        return httpx2.Response(wire.status, headers=wire.headers, content=wire.body)
+
+    options = genai_types.HttpOptions(
+        base_url=BASE_URL, httpx_client=httpx2.Client(transport=httpx2.MockTransport(serve))
+    )
+    declarations = [
+        genai_types.FunctionDeclaration(name=n, parameters_json_schema=SCHEMA)
+        for n in ("get_weather", "get_forecast")
+    ]
+    config = genai_types.GenerateContentConfig(
+        tools=[genai_types.Tool(function_declarations=declarations)],
+        automatic_function_calling=genai_types.AutomaticFunctionCallingConfig(disable=True),
+    )  # fmt: skip
+    with genai.Client(api_key="AIzaSy-x-0123456789", http_options=options) as client:
+        contents = [genai_types.Content(role="user", parts=[genai_types.Part(text=QUESTION)])]
+        first = client.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)
+        calls = first.function_calls or []
+        assert first.candidates and first.candidates[0].content
+        turn = first.candidates[0].content
+        if drop_ids:
+            parts = [genai_types.Part.from_function_call(name=c.name or "", args=c.args or {}) for c in calls]
+            turn = genai_types.Content(role="model", parts=parts)
+        results = [
+            genai_types.Part.from_function_response(
+                name=c.name or "",
+                response={"result": STRING_RESULT} if c.id == "call-0" else {"error": ERROR_RESULT},
+            )
+            for c in calls
+        ]
+        contents += [turn, genai_types.Content(role="user", parts=results)]
+        client.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)
+    return requests
+
+
+def gemini_response(request: JsonObject, index: int) -> JsonObject:
+    """The ``index``-th functionResponse of the request (the agent sent them in the calls' order)."""
+    responses: list[JsonObject] = [
+        p["functionResponse"] for c in request["contents"] for p in c["parts"] if "functionResponse" in p
+    ]
+    return responses[index]
+
+
+def gemini_neutral(request: JsonObject, call_id: str) -> JsonObject:
+    messages = gemini_at().model_input(request, CallIds())["messages"]
+    parts = [p for m in messages if isinstance(m["content"], list) for p in m["content"]]
+    return next(p for p in parts if p["type"] == "tool_result" and p["toolCallId"] == call_id)
+
+
+@pytest.fixture(params=[False, True], ids=["ids-sent-back", "ids-dropped"], scope="module")
+def gemini_recorded(request: pytest.FixtureRequest) -> list[JsonObject]:
+    return record_gemini(request.param)
+
+
+@pytest.fixture
+def gemini_second(gemini_recorded: list[JsonObject]) -> JsonObject:
+    return copy.deepcopy(gemini_recorded[1])
+
+
+def test_gemini_the_recorded_request_links_each_response_to_its_call(gemini_second: JsonObject) -> None:
+    assert gemini_neutral(gemini_second, "call-0")["result"] == STRING_RESULT
+    assert gemini_neutral(gemini_second, "call-1") == {
+        "type": "tool_result",
+        "toolCallId": "call-1",
+        "toolName": "get_forecast",
+        "error": ERROR_RESULT,
+    }
+
+
+def test_gemini_a_result_is_replaced_under_the_field_the_agent_used(gemini_second: JsonObject) -> None:
+    new = gemini_at().replace_tool_result(gemini_second, "call-0", REPLACEMENT)
+    expected = copy.deepcopy(gemini_second)
+    gemini_response(expected, 0)["response"] = {"result": REPLACEMENT}
+    assert new == expected  # only that response changed
+    assert gemini_neutral(new, "call-0")["result"] == REPLACEMENT
+    assert gemini_neutral(new, "call-1") == gemini_neutral(gemini_second, "call-1")
+
+
+def test_gemini_an_error_becomes_a_success(gemini_second: JsonObject) -> None:
+    new = gemini_at().replace_tool_result(gemini_second, "call-1", "fine")
+    assert new is not None and gemini_response(new, 1)["response"] == {"result": "fine"}
+    assert gemini_neutral(new, "call-1") == {
+        "type": "tool_result",
+        "toolCallId": "call-1",
+        "toolName": "get_forecast",
+        "result": "fine",
+    }
+
+
+@pytest.mark.parametrize("value", [None, 0, True, [], "", 'déjà "vu"\n{not json', {"a": {"b": [1, 2.5]}}])
+def test_gemini_any_json_value_is_sent_as_itself(gemini_second: JsonObject, value: Any) -> None:
+    new = gemini_at().replace_tool_result(gemini_second, "call-0", value)
+    assert new is not None and gemini_response(new, 0)["response"] == {"result": value}
+    assert gemini_neutral(new, "call-0")["result"] == value
+
+
+def test_gemini_the_input_is_not_mutated_and_nothing_is_shared(gemini_second: JsonObject) -> None:
+    before = copy.deepcopy(gemini_second)
+    new = gemini_at().replace_tool_result(gemini_second, "call-0", REPLACEMENT)
+    assert gemini_second == before and new is not None
+    gemini_response(new, 0)["response"]["result"]["temp"] = "changed"
+    gemini_response(new, 1).clear()
+    new["contents"][1]["parts"].clear()
+    assert gemini_second == before
+    assert REPLACEMENT["temp"] == "31°C"
+
+
+def test_gemini_ids_with_no_result_and_calls_are_left_alone(gemini_recorded: list[JsonObject]) -> None:
+    first, second = gemini_recorded
+    provider = gemini_at()
+    assert provider.replace_tool_result(second, "call-2", REPLACEMENT) is None
+    assert provider.replace_tool_result(first, "call-0", REPLACEMENT) is None  # no results yet
+    new = provider.replace_tool_result(second, "call-0", "x")
+    assert new is not None and new["contents"][1] == second["contents"][1]  # the call is not its result
+    twice = provider.replace_tool_result(new, "call-1", 2)
+    assert twice is not None
+    assert (gemini_neutral(twice, "call-0")["result"], gemini_neutral(twice, "call-1")["result"]) == ("x", 2)
+
+
+def test_gemini_other_response_shapes_by_hand() -> None:
+    def request(response: Any, key: str = "functionResponse") -> JsonObject:
+        return {
+            "contents": [
+                {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}}}]},
+                {"role": "user", "parts": [{key: {"name": "f", "response": response}}]},
+            ]
+        }
+
+    provider = gemini_at()
+    assert provider.replace_tool_result(request({"output": "a"}), "call-0", 1) == request({"output": 1})
+    assert provider.replace_tool_result(request({"temp": 18, "sky": "sun"}), "call-0", {"t": 1}) == request(
+        {"t": 1}
+    )
+    assert provider.replace_tool_result(request({"temp": 18, "sky": "sun"}), "call-0", [1]) == request(
+        {"result": [1]}
+    )
+    snake = provider.replace_tool_result(request({"result": "a"}, "function_response"), "call-0", "b")
+    assert snake == request({"result": "b"}, "function_response")

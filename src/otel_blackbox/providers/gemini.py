@@ -56,6 +56,7 @@ text and no call that did not stop normally, or a stream with no ``finishReason`
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections import Counter
@@ -75,7 +76,6 @@ from .openai_chat import (
     error_text,
     pieces,
     sse_data,
-    tool_result,
     tool_use,
 )
 
@@ -182,7 +182,8 @@ class GeminiGenerateContent:
             return [response for response, call_id in answered if call_id == tool_call_id]
 
         def rewrite(response: JsonObject) -> None:
-            response["response"] = _replaced(response.get("response"), result)
+            # A copy each time: the new request shares nothing with the caller's value either.
+            response["response"] = _replaced(response.get("response"), copy.deepcopy(result))
 
         return rewritten(request, targets, rewrite)
 
@@ -384,9 +385,10 @@ class _Reader:
         self.answered.append((value, call_id))
         sent = response.get("response")
         key, inner = next(iter(sent.items())) if isinstance(sent, dict) and len(sent) == 1 else ("", None)
+        part: JsonObject = {"type": "tool_result", "toolCallId": call_id, "toolName": name}
         if key == "error":
-            return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "error": _text(inner)}
-        return tool_result(call_id, name, inner if key in _WRAPPERS else sent)
+            return {**part, "error": _text(inner)}
+        return {**part, "result": inner if key in _WRAPPERS else sent}  # JSON as sent, null included
 
 
 def _read_contents(value: Any, ids: CallIds) -> tuple[list[JsonObject], list[tuple[JsonObject, str]]]:
