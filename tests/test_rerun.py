@@ -30,7 +30,9 @@ from otel_blackbox.rerun import RerunPlan, RerunSession
 from otel_blackbox.sessions import HTTP_EXCHANGE, session
 
 AGENT = str(ROOT / "tests" / "rerun_agent.py")
+GEMINI_AGENT = str(ROOT / "tests" / "gemini_agent.py")
 GOOD_MODEL = "gpt-4o-mini"
+GEMINI_MODEL = "gemini-2.5-flash"
 ORDER = {"order_id": 42, "channel": "web"}
 REFUSED = "was not recorded by the incident, so it was not sent (--allow-network sends it)"
 
@@ -170,6 +172,43 @@ def test_rerun_with_another_model_fixes_the_incident_without_resending_the_tool_
     assert fixed.stdout.splitlines()[-1] == "outcome: failure fixed: parent error → child success"
     regressed = run_cli("diff", str(child_path), str(incident_path))
     assert regressed.stdout.splitlines()[-1] == "outcome: regression: parent success → child error"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_a_gemini_rerun_names_the_new_model_in_the_url(
+    tmp_path: Path, llm: FakeLLMServer, orders: OrderAPI, stream: bool
+) -> None:
+    """Gemini names the model in the URL path: --model rewrites the path, the query stays."""
+    command = [
+        sys.executable, GEMINI_AGENT, "--base-url", llm.gemini_base_url, "--tool-url", orders.url,
+        "--model", CARELESS_MODEL, "--check", *(["--stream"] if stream else []),
+    ]  # fmt: skip
+    incident_path = record_incident(tmp_path, command)
+    child_path = tmp_path / "child.json"
+    rerun = run_cli(
+        "rerun", str(incident_path), "--model", GEMINI_MODEL, "-o", str(child_path), "--", *command
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    assert "shipped" in rerun.stdout.splitlines()[-1] and rerun.stderr == ""
+    method = "streamGenerateContent" if stream else "generateContent"
+    assert [path for path, _ in llm.requests] == [
+        *[f"/v1/models/{CARELESS_MODEL}:{method}"] * 2,  # the SDK says v1 to a base_url of its own
+        *[f"/v1/models/{GEMINI_MODEL}:{method}"] * 2,
+    ]
+    assert len(orders.received) == 1  # the tool's request was answered from the incident
+    incident, child = load_cassette(incident_path), load_cassette(child_path)
+    assert verify_cassette(child).passed and terminal_outcome(child).status == "success"
+    assert tool_call_sequence(child) == tool_call_sequence(incident) == ["lookup_order", "get_eta"]
+    assert [s.payload["model"] for s in child.steps if s.type == "model_input"] == [GEMINI_MODEL] * 2
+    fixed = run_cli("diff", str(incident_path), str(child_path))
+    assert fixed.stdout.splitlines()[-1] == "outcome: failure fixed: parent error → child success"
+    # The fix in the program: it names the model itself, and the child replays with no network.
+    sent = len(llm.requests)
+    replayed = run_cli(
+        "replay", str(child_path), "--", *command, "--model", GEMINI_MODEL
+    )  # the last one counts
+    assert replayed.returncode == 0, replayed.stderr
+    assert len(llm.requests) == sent
 
 
 def test_the_child_replays_offline_once_the_program_names_the_new_model(
