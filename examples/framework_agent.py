@@ -14,7 +14,9 @@ Frameworks:
 - ``openai-v2``: the official opentelemetry-instrumentation-openai-v2, gen_ai spans with content
   (no root span either);
 - ``openinference-openai``, ``openinference-anthropic``: the SDKs under the OpenInference
-  instrumentors (the loop of examples/weather_agent.py, examples/anthropic_agent.py).
+  instrumentors (the loop of examples/weather_agent.py, examples/anthropic_agent.py);
+- ``openinference-google-genai``: the google-genai SDK (Gemini) under OpenInference, the tools run
+  by the agent's own loop (the SDK's automatic function calling would make one span of all rounds).
 
 With ``--tool-url`` the tools are HTTP calls to examples/weather_api.py; otherwise they compute the
 same answers in-process.
@@ -48,10 +50,12 @@ FRAMEWORKS = (
     "openai-v2",
     "openinference-openai",
     "openinference-anthropic",
+    "openinference-google-genai",
 )
 DEFAULT_QUESTION = "What's the weather in Lisbon, and the 2 day forecast? I need both."
 MODEL = "gpt-4o-mini"
 ANTHROPIC_MODEL = "claude-sonnet-4-5"
+GEMINI_MODEL = "gemini-2.5-flash"
 API_KEY = "sk-fake-not-a-real-key"
 INSTRUCTIONS = "You are a weather assistant. Use the tools to answer; quote their results."
 MAX_TURNS = 5
@@ -75,6 +79,14 @@ def get_forecast(city: str, days: int) -> str:
 
 
 TOOLS: dict[str, Callable[..., str]] = {"get_weather": get_weather, "get_forecast": get_forecast}
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "get_weather": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    "get_forecast": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city", "days"],
+    },
+}
 
 
 # --- the frameworks ---------------------------------------------------------------------------------
@@ -210,6 +222,60 @@ def run_openai(provider: TracerProvider, base_url: str, question: str, stream: b
     return _openai_chat_loop(base_url, question, stream)  # no instrumentation: HTTP capture alone
 
 
+def _parts(response: Any) -> list[Any]:
+    """The first candidate's parts of a google-genai response (or stream chunk)."""
+    candidates = response.candidates or []
+    content = candidates[0].content if candidates else None
+    return list(content.parts or []) if content is not None else []
+
+
+def run_openinference_google_genai(
+    provider: TracerProvider, base_url: str, question: str, stream: bool
+) -> str:
+    from google import genai
+    from google.genai import types
+    from openinference.instrumentation.google_genai import GoogleGenAIInstrumentor
+
+    GoogleGenAIInstrumentor().instrument(tracer_provider=provider)
+    client = genai.Client(api_key=API_KEY, http_options=types.HttpOptions(base_url=base_url))
+    # The agent runs the tools itself, one generate_content a round: with the SDK's automatic
+    # function calling, one span would cover every round and show none of them.
+    declarations = [
+        types.FunctionDeclaration(
+            name=name, description=function.__doc__, parameters_json_schema=SCHEMAS[name]
+        )
+        for name, function in TOOLS.items()
+    ]
+    config = types.GenerateContentConfig(
+        system_instruction=INSTRUCTIONS,
+        tools=[types.Tool(function_declarations=declarations)],
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+    contents: list[types.Content] = [types.Content(role="user", parts=[types.Part.from_text(text=question)])]
+    for _ in range(MAX_TURNS):
+        if stream:
+            chunks = client.models.generate_content_stream(
+                model=GEMINI_MODEL, contents=contents, config=config
+            )
+            parts = [part for chunk in chunks for part in _parts(chunk)]
+        else:
+            parts = _parts(
+                client.models.generate_content(model=GEMINI_MODEL, contents=contents, config=config)
+            )
+        calls = [part.function_call for part in parts if part.function_call]
+        if not calls:
+            return "".join(part.text or "" for part in parts)
+        contents.append(types.Content(role="model", parts=parts))
+        answers = [
+            types.Part.from_function_response(
+                name=str(call.name), response={"result": TOOLS[str(call.name)](**(call.args or {}))}
+            )
+            for call in calls
+        ]
+        contents.append(types.Content(role="user", parts=answers))
+    return "(no answer: too many tool rounds)"
+
+
 RUNNERS: dict[str, Callable[[TracerProvider, str, str, bool], str]] = {
     "openai": run_openai,
     "agents": run_agents,
@@ -218,6 +284,7 @@ RUNNERS: dict[str, Callable[[TracerProvider, str, str, bool], str]] = {
     "openai-v2": run_openai_v2,
     "openinference-openai": run_openinference_openai,
     "openinference-anthropic": run_openinference_anthropic,
+    "openinference-google-genai": run_openinference_google_genai,
 }
 
 

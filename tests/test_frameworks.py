@@ -41,6 +41,8 @@ CASES = [
     ("openai-v2", True),
     ("openinference-openai", True),
     ("openinference-anthropic", False),
+    ("openinference-google-genai", False),
+    ("openinference-google-genai", True),
 ]
 # What each source's spans show of the request, so what an exact replay compares.
 OBSERVED_BY = {
@@ -52,6 +54,7 @@ OBSERVED_BY = {
                   "params.topP", "systemPrompt"],  # no tool definitions
     "openinference-openai": ["messages", "model", "params", "systemPrompt", "tools"],
     "openinference-anthropic": ["messages", "model", "params", "systemPrompt", "tools"],
+    "openinference-google-genai": ["messages", "systemPrompt", "tools"],  # no invocation parameters
 }  # fmt: skip
 
 
@@ -74,6 +77,8 @@ def _cassette_of_the_run(db: Path, path: Path) -> None:
 
 
 def _base_url(server: FakeLLMServer, framework: str) -> str:
+    if framework.endswith("google-genai"):
+        return server.gemini_base_url
     return server.anthropic_base_url if framework.endswith("anthropic") else server.openai_base_url
 
 
@@ -102,6 +107,11 @@ def test_a_processor_run_replays_exactly_offline(tmp_path: Path, framework: str,
     assert run["status"] == "ok" and run["spans"] >= 2
     if framework in ("langchain", "openai-v2", "openinference-openai"):
         assert run["traces"] >= 2  # no root span: each call is a trace of its own
+
+    # show -v: the first model call's messages and the calls it asked for.
+    first = json.loads(run_cli("list", "--json", db=db, check=True).stdout)[-1]["trace_id"]
+    shown = run_cli("show", first, "-v", db=db, check=True).stdout
+    assert QUESTION in shown and '→ get_weather({"city": "Lisbon"})' in shown
 
     cassette_path = tmp_path / "incident.json"
     _cassette_of_the_run(db, cassette_path)

@@ -23,6 +23,7 @@ from openinference.semconv.trace import (
 __all__ = [
     "Message",
     "ToolCall",
+    "function_response_outcome",
     "indexed",
     "input_messages",
     "output_messages",
@@ -183,3 +184,20 @@ def tool_name(definition: dict[str, Any]) -> str:
     function = definition.get("function")
     name = function.get("name") if isinstance(function, dict) else definition.get("name")
     return str(name) if name else "?"
+
+
+FUNCTION_OUTPUT_FIELDS = ("result", "output")  # Gemini's fields for a function's output
+
+
+def function_response_outcome(sent: Any) -> dict[str, Any]:
+    """What a Gemini ``functionResponse.response`` says, as a tool_result's ``result`` or ``error``:
+    the value of its only field when that is ``result`` or ``output`` (the SDK's automatic function
+    calling sends ``{result: ...}``), the text of a lone ``error``, else the response as sent."""
+    key, inner = next(iter(sent.items())) if isinstance(sent, dict) and len(sent) == 1 else ("", None)
+    if key == "error":
+        return {
+            "error": inner
+            if isinstance(inner, str)
+            else json.dumps(inner, ensure_ascii=False, separators=(",", ":"))
+        }
+    return {"result": inner if key in FUNCTION_OUTPUT_FIELDS else sent}

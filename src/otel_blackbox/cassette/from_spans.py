@@ -20,6 +20,7 @@ from ..messages import (
     GEN_AI_TOOL_DEFINITIONS,
     Message,
     ToolCall,
+    function_response_outcome,
     input_messages,
     output_messages,
     system_instructions,
@@ -60,6 +61,7 @@ _GEN_AI_PARAMS = {
 # Instrumentors whose llm.invocation_parameters are the response's echo (the Agents SDK's spans
 # carry the temperature, top_p and tool_choice the Responses API answered with), not the request.
 _ECHOING_SCOPES = frozenset({"openinference.instrumentation.openai_agents"})
+_GOOGLE_GENAI_SCOPE = "openinference.instrumentation.google_genai"
 
 
 def _ms(ns: int | None) -> int:
@@ -111,8 +113,11 @@ class _Calls:
         return self.id_for(f"{what}\x00{occurrence}", call.name)
 
 
-def _neutral_messages(messages: list[Message], calls: _Calls) -> tuple[list[dict[str, Any]], str | None]:
-    """Provider-flavoured messages -> v2 messages and the system prompt."""
+def _neutral_messages(
+    messages: list[Message], calls: _Calls, *, function_responses: bool = False
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Provider-flavoured messages -> v2 messages and the system prompt. ``function_responses``:
+    a tool message holds a Gemini functionResponse's ``response`` as JSON (google-genai's spans)."""
     system: list[str] = []
     out: list[dict[str, Any]] = []
     counted: dict[str, int] = {}
@@ -127,7 +132,7 @@ def _neutral_messages(messages: list[Message], calls: _Calls) -> tuple[list[dict
                 "type": "tool_result",
                 "toolCallId": call_id,
                 "toolName": calls.names.get(call_id, message.name or "unknown"),
-                "result": message.content if message.content is not None else "",
+                **_outcome(message.content, function_responses),
             }
             previous = out[-1] if out else None
             if previous and previous["role"] == "user" and isinstance(previous["content"], list):
@@ -158,6 +163,12 @@ def _neutral_messages(messages: list[Message], calls: _Calls) -> tuple[list[dict
         else:
             out.append({"role": role, "content": message.content or ""})
     return out, ("\n\n".join(system) if system else None)
+
+
+def _outcome(content: str | None, function_response: bool) -> dict[str, Any]:
+    if not function_response or content is None:
+        return {"result": content if content is not None else ""}
+    return function_response_outcome(_json_or_text(content))
 
 
 def _answered(message: Message, calls: _Calls, unanswered: list[tuple[str, str | None]]) -> str:
@@ -201,7 +212,8 @@ def _neutral_tools(attributes: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _model_input(span: SpanRecord, calls: _Calls) -> dict[str, Any]:
     attrs = span.attributes
-    messages, system = _neutral_messages(input_messages(attrs), calls)
+    gemini = span.scope.get("name") == _GOOGLE_GENAI_SCOPE
+    messages, system = _neutral_messages(input_messages(attrs), calls, function_responses=gemini)
     payload: dict[str, Any] = {"messages": messages, "tools": _neutral_tools(attrs)}
     if not messages and SpanAttributes.INPUT_VALUE in attrs:
         payload["messages"] = [{"role": "user", "content": str(attrs[SpanAttributes.INPUT_VALUE])}]
