@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, Protocol, TypeVar
@@ -51,9 +52,8 @@ class CallIds:
 
     Calls can also come without an id (Gemini's usually do, and a program may drop the ids it was
     handed). ``made`` keeps the neutral ids of the calls the model made, by ``call_signature``,
-    oldest first, so a translation can tell which of them a request's history holds (gemini.py
-    matches them from the latest back). Calls served from a cassette or a script never pass through
-    a translation: ``learn`` records them the same way.
+    oldest first; ``in_history`` tells which of them a request's history holds. Calls served from a
+    cassette or a script never pass through a translation: ``learn`` records them the same way.
     """
 
     to_neutral: dict[str, str] = field(default_factory=dict)
@@ -76,6 +76,28 @@ class CallIds:
         neutral = self.neutral(provider_id or f"unnamed-{self.next_index()}")
         self._remember(signature, neutral)
         return neutral
+
+    def in_history(self, calls: list[tuple[str, str | None]]) -> list[str]:
+        """The neutral ids of a request's history calls, given as (signature, provider id or None).
+
+        A call with an id uses it. The others are matched with the calls of the same signature the
+        model made, from the latest back: a history that dropped its oldest turns still matches, and
+        two conversations that made the same call each get their own. A call the model never made
+        in this run (a history written by the program) is numbered on, once.
+        """
+        total, seen = Counter(signature for signature, _ in calls), Counter[str]()
+        found = []
+        for signature, provider_id in calls:
+            made = self.made.get(signature, [])
+            position = len(made) - total[signature] + seen[signature]
+            seen[signature] += 1
+            if provider_id is not None:
+                found.append(self.neutral(provider_id))
+            elif position >= 0:
+                found.append(made[position])
+            else:
+                found.append(self.neutral(f"{signature}\x00#{seen[signature]}"))
+        return found
 
     def learn(self, output: JsonObject) -> None:
         """A model output the program was served from a cassette or a script: its calls, remembered as
