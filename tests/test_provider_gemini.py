@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ import pytest
 from fake_llm import FakeLLMServer
 from google import genai
 from google.genai import errors, types
-from helpers import Recorder, blocked_network
+from helpers import Recorder, blocked_network, run_cli
 
 import otel_blackbox
 from otel_blackbox.cassette.captured import captured_model_call
@@ -28,6 +30,8 @@ from otel_blackbox.cassette.io import load_cassette, save_cassette
 from otel_blackbox.cassette.model import terminal_outcome, tool_call_sequence
 from otel_blackbox.cassette.verify import verify_cassette
 from otel_blackbox.errors import CredentialLeak, ReplayDivergence
+from otel_blackbox.http.exchange import HttpRequest, HttpResponse, Rewrite
+from otel_blackbox.http.hook import BlackboxHTTPInstrumentor
 from otel_blackbox.providers.base import CallIds, JsonObject, Provider
 from otel_blackbox.providers.gemini import GeminiGenerateContent
 from otel_blackbox.providers.registry import provider_for
@@ -792,3 +796,59 @@ def test_http_capture_translates_gemini_calls_into_a_cassette_that_replays(
     save_cassette(cassette_from_spans(spans), path)
     checked(path)
     assert replay_offline(path, stop(fake), lambda url: gemini_agent.run(url, stream=True)) == recorded
+
+
+def test_the_cli_reports_a_request_it_cannot_read_in_one_line(tmp_path: Path, fake: FakeLLMServer) -> None:
+    path = tmp_path / "run.json"
+    record(path, fake, gemini_agent.run)
+    url = f"{stop(fake)}/v1beta/models/gemini-2.5-flash:generateContent"
+    body = {"contents": [{"role": "user", "parts": [{"fooBar": 1}]}]}
+    program = f"import httpx2; print(httpx2.post({url!r}, json={body!r}).status_code)"
+    replayed = run_cli("replay", str(path), "--", sys.executable, "-c", program)
+    assert replayed.returncode == 1 and replayed.stdout.strip() == "400"
+    assert "Traceback" not in replayed.stderr
+    reason = "ValueError: a part of a kind Gemini does not have: fooBar"
+    assert (
+        replayed.stderr.strip().splitlines()[-1].endswith(f"[blackbox] could not answer POST {url}: {reason}")
+    )
+
+
+# --- the hook's URL rewrite (rerun --model for Gemini) -------------------------------------------------
+
+
+@dataclass
+class Renaming:
+    """An interceptor that asks the hook to send every request to ``url`` (and ``body``) instead."""
+
+    change: Rewrite
+    seen: list[tuple[str, bytes]] = field(default_factory=list)
+
+    def rewrite(self, request: HttpRequest) -> Rewrite:
+        return self.change
+
+    def intercept(self, request: HttpRequest) -> HttpResponse | None:
+        self.seen.append((request.url, request.body))
+        return None
+
+    def observe(self, request: HttpRequest, response: HttpResponse) -> None:
+        pass
+
+
+def test_the_hook_rewrites_a_requests_path_and_query_never_where_it_goes(fake: FakeLLMServer) -> None:
+    base, path = fake.gemini_base_url, "/v1/models/gemini-2.0-flash:generateContent"
+    renamed = f"{base}/v1/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
+    body = json.dumps({"contents": [user("Hi")]}).encode()
+    cases = [
+        (Rewrite(url=renamed), renamed, b"{}", "/v1/models/gemini-2.5-pro:streamGenerateContent"),
+        (Rewrite(url=renamed, body=body), renamed, body, "/v1/models/gemini-2.5-pro:streamGenerateContent"),
+        (Rewrite(url=f"http://10.0.0.1:9{path}"), f"{base}{path}", b"{}", path),  # another origin: not used
+    ]
+    for change, url, sent, received in cases:
+        interceptor = Renaming(change)
+        BlackboxHTTPInstrumentor().instrument(interceptor=interceptor)
+        try:
+            assert httpx2.post(f"{base}{path}", content=b"{}").status_code == 200
+        finally:
+            BlackboxHTTPInstrumentor().uninstrument()
+        assert interceptor.seen == [(url, sent)]
+        assert fake.requests[-1] == (received, json.loads(sent))
