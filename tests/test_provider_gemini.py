@@ -777,8 +777,10 @@ def test_http_capture_translates_gemini_calls_into_a_cassette_that_replays(
     tmp_path: Path, fake: FakeLLMServer
 ) -> None:
     rec = Recorder(tmp_path / "bb.db", capture_http=True)
+    key = "AIzaSyQ-query-key-0123456789"
     try:
         with rec.tracer.start_as_current_span("support-agent"):
+            httpx.get(f"{fake.gemini_base_url}/v1beta/models?key={key}")
             recorded = gemini_agent.run(fake.gemini_base_url, stream=True)
         rec.flush()
     finally:
@@ -789,8 +791,10 @@ def test_http_capture_translates_gemini_calls_into_a_cassette_that_replays(
     finally:
         conn.close()
     calls = [s for s in spans if s.name == HTTP_SPAN_NAME]
-    assert [s.attributes[ATTR_MODEL_PROVIDER] for s in calls] == ["gemini", "gemini"]
-    model_call = captured_model_call(calls[0])
+    assert [s.attributes.get(ATTR_MODEL_PROVIDER) for s in calls] == [None, "gemini", "gemini"]
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("bb.db*"))  # with the WAL, if any
+    assert key.encode() not in stored and gemini_agent.API_KEY.encode() not in stored
+    model_call = captured_model_call(calls[1])
     assert model_call is not None and model_call[0]["model"] == "gemini-2.5-flash"
     path = tmp_path / "captured.json"
     save_cassette(cassette_from_spans(spans), path)
