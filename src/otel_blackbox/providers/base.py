@@ -82,8 +82,9 @@ class CallIds:
 
         A call with an id uses it. The others are matched with the calls of the same signature the
         model made, from the latest back: a history that dropped its oldest turns still matches, and
-        two conversations that made the same call each get their own. A call the model never made
-        in this run (a history written by the program) is numbered on, once.
+        so does a later conversation that makes a call an earlier one made (two conversations that
+        take turns making the same call do not). A call the model never made in this run (a history
+        the program wrote) is numbered on, once.
         """
         total, seen = Counter(signature for signature, _ in calls), Counter[str]()
         found = []
