@@ -40,13 +40,13 @@ from openai.types.responses import FunctionToolParam, Response, ResponseInputIte
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import Tracer
+from opentelemetry.trace import NoOpTracer, Tracer
 
 import otel_blackbox
 from otel_blackbox import BlackboxConfig, capture
 from otel_blackbox.cassette.captured import captured_exchange, captured_model_call, captured_replayed
 from otel_blackbox.cassette.from_spans import cassette_from_spans
-from otel_blackbox.cassette.io import load_cassette
+from otel_blackbox.cassette.io import load_cassette, save_cassette
 from otel_blackbox.errors import ConfigError
 from otel_blackbox.http import hook
 from otel_blackbox.http.exchange import ExchangeWatch, HttpRequest, HttpResponse
@@ -746,3 +746,25 @@ def test_captured_readers_ignore_other_spans(make_recorder: MakeRecorder) -> Non
         pass
     (span,) = stored(rec)
     assert captured_exchange(span) is None and captured_model_call(span) is None
+
+
+def test_a_later_traces_cassette_numbers_its_calls_from_zero_and_replays(
+    make_recorder: MakeRecorder, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    """The capture numbers calls over the process's life; a cassette of its second run starts over."""
+    rec = capturing(make_recorder)
+    run_model_agent("chat", fake_llm.port, rec.tracer, False)
+    answer = run_model_agent("chat", fake_llm.port, rec.tracer, False)
+    spans = stored(rec)
+    second = max((s for s in spans if s.name.endswith("agent")), key=lambda s: s.start_ns).trace_id
+    ids_seen = [c["toolCallId"] for s in exchanges(rec) if s.trace_id == second
+                for c in (captured_model_call(s) or ({}, {}))[1].get("calls", [])]  # fmt: skip
+    assert ids_seen == ["call-2", "call-3"]  # as captured: after the first run's two
+    cassette = cassette_from_spans([s for s in spans if s.trace_id == second])
+    output = next(cassette.steps_of("model_output")).payload
+    assert [c["toolCallId"] for c in output["calls"]] == ["call-0", "call-1"]
+    path = tmp_path / "second.json"
+    save_cassette(cassette, path)
+    with blocked_network() as attempts, otel_blackbox.session(mode="replay", cassette=path):
+        assert run_model_agent("chat", fake_llm.port, NoOpTracer(), False) == answer
+    assert attempts == []

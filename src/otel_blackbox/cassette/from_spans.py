@@ -10,7 +10,7 @@ order the model produced them; ids, token usage and stop metadata never enter a 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,7 @@ from ..messages import (
 )
 from ..semconv import ATTR_MODEL_PROVIDER
 from ..store.queries import SpanRecord
+from .call_ids import CallIds, call_signature
 from .captured import captured_exchange, captured_model_call
 from .model import OBSERVED, Cassette
 
@@ -80,37 +81,36 @@ def _json_or_text(value: Any) -> Any:
 
 @dataclass
 class _Calls:
-    """Provider tool-call ids -> neutral ids, numbered in the order the model produced them.
+    """Provider tool-call ids -> neutral ids, numbered in the order the model produced them (the
+    wire translations' ``CallIds``, so a call without an id is numbered as a replay numbers it),
+    and the tool name of each."""
 
-    A call with no id (Gemini's usually have none) is known by its name, its arguments and which
-    of the identical calls of the conversation it is: history counts them from the start in each
-    request, a new answer continues after the ones seen (``seen``)."""
-
-    neutral: dict[str, str] = field(default_factory=dict)
+    ids: CallIds = field(default_factory=CallIds)
     names: dict[str, str] = field(default_factory=dict)
-    seen: dict[str, int] = field(default_factory=dict)
 
     def id_for(self, provider_id: str | None, name: str | None) -> str:
-        key = provider_id or f"anonymous-{len(self.neutral)}"
-        if key not in self.neutral:
-            self.neutral[key] = f"call-{len(self.neutral)}"
+        neutral = self.ids.neutral(provider_id or f"anonymous-{self.ids.next_index()}")
         if name:
-            self.names[self.neutral[key]] = name
-        return self.neutral[key]
+            self.names[neutral] = name
+        return neutral
 
-    def of(self, call: ToolCall, counted: dict[str, int] | None = None) -> str:
-        """The neutral id of a call: by its id, else by what it is. ``counted`` is the history's
-        own count so far (a request's messages); without it the call is a new one (an answer)."""
-        if call.id:
-            return self.id_for(call.id, call.name)
-        what = f"{call.name}\x00{json.dumps(_json_or_text(call.arguments), sort_keys=True)}"
-        if counted is None:
-            occurrence = self.seen.get(what, 0)
-        else:
-            occurrence = counted[what] = counted.get(what, 0)
-            counted[what] += 1
-        self.seen[what] = max(self.seen.get(what, 0), occurrence + 1)
-        return self.id_for(f"{what}\x00{occurrence}", call.name)
+    def made(self, call: ToolCall) -> str:
+        """A call in a model's answer."""
+        neutral = self.ids.made_call(_signature(call), call.id)
+        self.names[neutral] = call.name or "unknown"
+        return neutral
+
+    def in_history(self, messages: list[Message]) -> Iterator[str]:
+        """The ids of a request's history calls, in order (matched with the calls the model made)."""
+        history = [call for message in messages for call in message.tool_calls]
+        found = self.ids.in_history([(_signature(call), call.id) for call in history])
+        for call, neutral in zip(history, found, strict=True):
+            self.names[neutral] = call.name or "unknown"
+        return iter(found)
+
+
+def _signature(call: ToolCall) -> str:
+    return call_signature(call.name or "unknown", _json_or_text(call.arguments))
 
 
 def _neutral_messages(
@@ -120,7 +120,7 @@ def _neutral_messages(
     a tool message holds a Gemini functionResponse's ``response`` as JSON (google-genai's spans)."""
     system: list[str] = []
     out: list[dict[str, Any]] = []
-    counted: dict[str, int] = {}
+    history_ids = calls.in_history(messages)
     unanswered: list[tuple[str, str | None]] = []  # (neutral id, name) of the last turn's calls
     for message in messages:
         role = _ROLES.get(message.role, message.role)
@@ -146,7 +146,7 @@ def _neutral_messages(
             parts += [
                 {
                     "type": "tool_use",
-                    "toolCallId": calls.of(c, counted),
+                    "toolCallId": next(history_ids),
                     "toolName": c.name or "unknown",
                     "toolInput": _json_or_text(c.arguments),
                 }
@@ -255,7 +255,7 @@ def _model_output(span: SpanRecord, calls: _Calls) -> dict[str, Any] | None:
         "type": "tool_calls",
         "calls": [
             {
-                "toolCallId": calls.of(c),
+                "toolCallId": calls.made(c),
                 "toolName": c.name or "unknown",
                 "toolInput": _json_or_text(c.arguments),
             }
@@ -363,7 +363,9 @@ def _renumbered(payload: Any, calls: _Calls) -> Any:
     out = {key: _renumbered(value, calls) for key, value in payload.items()}
     if isinstance(payload.get("toolCallId"), str):
         name = payload.get("toolName")
-        out["toolCallId"] = calls.id_for(payload["toolCallId"], name if isinstance(name, str) else None)
+        # Prefixed: CallIds keeps a "call-N" as it is, and these must be numbered anew.
+        captured = f"captured\x00{payload['toolCallId']}"
+        out["toolCallId"] = calls.id_for(captured, name if isinstance(name, str) else None)
     return out
 
 
