@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -856,3 +858,29 @@ def test_the_hook_rewrites_a_requests_path_and_query_never_where_it_goes(fake: F
             BlackboxHTTPInstrumentor().uninstrument()
         assert interceptor.seen == [(url, sent)]
         assert fake.requests[-1] == (received, json.loads(sent))
+
+
+def test_an_offline_replay_gives_a_program_that_reads_its_key_from_the_environment_a_placeholder(
+    tmp_path: Path, fake: FakeLLMServer
+) -> None:
+    """genai.Client() with no key argument reads GEMINI_API_KEY (or GOOGLE_API_KEY), as in production;
+    a replay needs no key, so the launcher sets a placeholder where neither is set."""
+    program = (
+        "from google import genai; from google.genai import types; import sys\n"
+        "client = genai.Client(http_options=types.HttpOptions(base_url=sys.argv[1]))\n"
+        "print(client.models.generate_content(model='gemini-2.5-flash', contents='Say hi').text)\n"
+    )
+    path = tmp_path / "run.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "GEMINI_", "GOOGLE_"))}
+    command = [sys.executable, "-m", "otel_blackbox.cli"]
+    argv = ["--", sys.executable, "-c", program, fake.gemini_base_url]
+    recorded = subprocess.run(
+        [*command, "record", "-o", str(path), *argv], env={**env, "GEMINI_API_KEY": "AIza-record-0123456789"},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert recorded.returncode == 0, recorded.stderr
+    replayed = subprocess.run(
+        [*command, "replay", str(path), *argv], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout == recorded.stdout and "hi" in replayed.stdout

@@ -176,6 +176,8 @@ def run_program(
         if _offline(mode, plan):
             for name, value in PLACEHOLDER_KEYS.items():
                 env.setdefault(name, value)
+            if not env.get("GOOGLE_API_KEY"):  # google-genai reads either; GOOGLE_API_KEY wins
+                env.setdefault("GEMINI_API_KEY", "blackbox-placeholder")
         try:
             completed = subprocess.run(list(command), env=env, check=False)
         except FileNotFoundError:

@@ -21,6 +21,7 @@ from openinference.semconv.trace import (
 )
 
 __all__ = [
+    "FUNCTION_OUTPUT_FIELDS",
     "Message",
     "ToolCall",
     "function_response_outcome",

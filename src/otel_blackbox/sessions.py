@@ -79,8 +79,10 @@ def _header(headers: list[tuple[str, str]], name: str) -> str | None:
 
 
 def _error_response(message: str) -> HttpResponse:
-    # Both SDKs read error.message from this shape; a 400 is never retried.
-    body = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    # Every SDK reads error.message from this shape (google-genai also error.status); a 400 is
+    # never retried.
+    error = {"type": "invalid_request_error", "status": "INVALID_ARGUMENT", "message": message}
+    body = {"type": "error", "error": error}
     return HttpResponse(400, [("content-type", "application/json")], json.dumps(body).encode())
 
 

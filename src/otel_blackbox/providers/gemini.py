@@ -46,8 +46,9 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..cassette.model import tool_calls_of
+from ..messages import FUNCTION_OUTPUT_FIELDS
 from .base import CallIds, JsonObject, WireResponse, call_signature, rewritten, wire_errors
-from .gemini_contents import WRAPPERS, call_of, fields, objects, part_kind, read_contents, texts
+from .gemini_contents import call_of, fields, objects, part_kind, read_contents, texts
 from .openai_chat import JSON_HEADERS, SSE_HEADERS, digest, dumps, error_text, pieces, sse_data
 
 __all__ = ["GeminiGenerateContent"]
@@ -194,7 +195,7 @@ def _replaced(sent: Any, result: Any) -> JsonObject:
     """A functionResponse's ``response`` carrying ``result``, in the shape the agent used."""
     if isinstance(sent, dict) and len(sent) == 1:
         key = next(iter(sent))
-        if key in WRAPPERS:
+        if key in FUNCTION_OUTPUT_FIELDS:
             return {key: result}
         if key == "error":
             return {"result": result}  # the replacement is a successful result

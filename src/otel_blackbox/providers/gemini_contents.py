@@ -28,15 +28,15 @@ that call; without, the first unanswered call of its name in the model turn befo
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..messages import function_response_outcome
 from .base import CallIds, JsonObject, call_signature
 from .openai_chat import add_tool_result, tool_use
 
-__all__ = ["WRAPPERS", "call_of", "fields", "objects", "part_kind", "read_contents", "texts"]
+__all__ = ["call_of", "fields", "objects", "part_kind", "read_contents", "texts"]
 
 _DATA = (
     "text", "functionCall", "functionResponse", "inlineData", "fileData", "executableCode",
@@ -46,7 +46,6 @@ _METADATA = frozenset({
     "thought", "thoughtSignature", "videoMetadata", "mediaResolution", "partMetadata", "audioTranscription",
     "mediaProcessing", "speechMetadata", "documentMetadata", "spreadsheetMetadata", "audioMetadata",
 })  # fmt: skip
-WRAPPERS = ("result", "output")  # the API's fields for a function's output
 
 
 def _camel(name: str) -> str:
@@ -187,14 +186,5 @@ class _Reader:
                 call_id = self.ids.neutral(f"{name}\x00answer#{self.orphans}")
         self.pending = [(n, c) for n, c in self.pending if c != call_id]
         self.answered.append((value, call_id))
-        sent = response.get("response")
-        key, inner = next(iter(sent.items())) if isinstance(sent, dict) and len(sent) == 1 else ("", None)
         part: JsonObject = {"type": "tool_result", "toolCallId": call_id, "toolName": name}
-        if key == "error":
-            error = (
-                inner
-                if isinstance(inner, str)
-                else json.dumps(inner, ensure_ascii=False, separators=(",", ":"))
-            )
-            return {**part, "error": error}
-        return {**part, "result": inner if key in WRAPPERS else sent}  # JSON as sent, null included
+        return {**part, **function_response_outcome(response.get("response"))}  # JSON as sent, null kept
