@@ -386,34 +386,39 @@ import httpx
 import pytest
 
 
-@pytest.mark.blackbox{marker}
-def test_lookup():
-    body = {{"order_id": 42, "channel": os.environ.get("BLACKBOX_EXCHANGE_CHANNEL", "web")}}
+def lookup():
+    body = {"order_id": 42, "channel": os.environ.get("BLACKBOX_EXCHANGE_CHANNEL", "web")}
     response = httpx.post(os.environ["BLACKBOX_EXCHANGE_URL"] + "/orders/lookup", json=body)
     assert response.json()["status"] == "shipped"
+
+
+@pytest.mark.blackbox
+def test_exact():
+    lookup()
+
+
+@pytest.mark.blackbox(match="sequence")
+def test_sequence():
+    lookup()
 """
 
 
-@pytest.mark.parametrize("match", ["exact", "sequence"])
-def test_the_pytest_plugin_fails_a_test_whose_tool_body_changed(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, match: str
+def test_the_pytest_plugin_fails_a_test_whose_tool_body_changed_unless_it_matches_in_sequence(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    marker = "" if match == "exact" else '(match="sequence")'
-    pytester.makepyfile(test_tool=TOOL_TEST.format(marker=marker))
+    pytester.makepyfile(test_tool=TOOL_TEST)
     pytester.makeini("[pytest]\nfilterwarnings = error\n")
     with OrderAPI() as orders:
         monkeypatch.setenv("BLACKBOX_EXCHANGE_URL", orders.url)
         pytester.runpytest_subprocess("-p", "no:cacheprovider", "--blackbox-mode=record").assert_outcomes(
-            passed=1
+            passed=2
         )
-    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=2)
     monkeypatch.setenv("BLACKBOX_EXCHANGE_CHANNEL", "mobile")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    if match == "sequence":
-        result.assert_outcomes(passed=1)
-        return
-    result.assert_outcomes(failed=1)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA")
+    result.assert_outcomes(passed=1, failed=1)
     text = "\n".join(result.outlines + result.errlines)
+    assert "PASSED test_tool.py::test_sequence" in text and "FAILED test_tool.py::test_exact" in text
     assert '[blackbox] step 0 (http_exchange) differs at $.channel: recorded "web", got "mobile"' in text
     assert "INTERNALERROR" not in text
 
