@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ def run_tool(name: str, arguments: dict[str, Any]) -> str:
 # --- one agent loop per API; `send` makes one model call, sync or async, JSON or streamed --------
 
 Send = Callable[[dict[str, Any]], Awaitable[Any]]
+Sender = Callable[[str, str, bool], tuple[Send, Callable[[], Awaitable[None]]]]
 
 
 async def chat_loop(send: Send, question: str) -> str:
@@ -178,85 +180,59 @@ def _parts(response: types.GenerateContentResponse) -> list[types.Part]:
 # --- the clients, per mode --------------------------------------------------------------------------
 
 
-def chat_sender(base_url: str, mode: str, stream: bool) -> tuple[Send, Callable[[], Awaitable[None]]]:
-    if mode == "sync":
-        client = openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0)
+def sdk_sender(
+    sync_client: Callable[[str], Any], async_client: Callable[[str], Any], api: str, final: str
+) -> Sender:
+    """A sender over an OpenAI-style SDK: ``client.<api>.create`` for JSON, ``client.<api>.stream``
+    and its ``final`` method for SSE."""
 
-        async def send(kwargs: dict[str, Any]) -> Any:
+    def sender(base_url: str, mode: str, stream: bool) -> tuple[Send, Callable[[], Awaitable[None]]]:
+        if mode == "sync":
+            client = sync_client(base_url)
+            endpoint = attrgetter(api)(client)
+
+            async def send(kwargs: dict[str, Any]) -> Any:
+                if not stream:
+                    return endpoint.create(**kwargs)
+                with endpoint.stream(**kwargs) as events:
+                    return getattr(events, final)()
+
+            async def close() -> None:
+                client.close()
+
+            return send, close
+        aclient = async_client(base_url)
+        aendpoint = attrgetter(api)(aclient)
+
+        async def asend(kwargs: dict[str, Any]) -> Any:
             if not stream:
-                return client.chat.completions.create(**kwargs)
-            with client.chat.completions.stream(**kwargs) as events:
-                return events.get_final_completion()
+                return await aendpoint.create(**kwargs)
+            async with aendpoint.stream(**kwargs) as events:
+                return await getattr(events, final)()
 
-        async def close() -> None:
-            client.close()
+        return asend, aclient.close
 
-        return send, close
-    aclient = openai.AsyncOpenAI(base_url=base_url, api_key=KEY, max_retries=0)
-
-    async def asend(kwargs: dict[str, Any]) -> Any:
-        if not stream:
-            return await aclient.chat.completions.create(**kwargs)
-        async with aclient.chat.completions.stream(**kwargs) as events:
-            return await events.get_final_completion()
-
-    return asend, aclient.close
+    return sender
 
 
-def responses_sender(base_url: str, mode: str, stream: bool) -> tuple[Send, Callable[[], Awaitable[None]]]:
-    if mode == "sync":
-        client = openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0)
-
-        async def send(kwargs: dict[str, Any]) -> Any:
-            if not stream:
-                return client.responses.create(**kwargs)
-            with client.responses.stream(**kwargs) as events:
-                return events.get_final_response()
-
-        async def close() -> None:
-            client.close()
-
-        return send, close
-    aclient = openai.AsyncOpenAI(base_url=base_url, api_key=KEY, max_retries=0)
-
-    async def asend(kwargs: dict[str, Any]) -> Any:
-        if not stream:
-            return await aclient.responses.create(**kwargs)
-        async with aclient.responses.stream(**kwargs) as events:
-            return await events.get_final_response()
-
-    return asend, aclient.close
+def _openai(base_url: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0)
 
 
-def anthropic_sender(base_url: str, mode: str, stream: bool) -> tuple[Send, Callable[[], Awaitable[None]]]:
-    if mode == "sync":
-        client = anthropic.Anthropic(base_url=base_url, api_key=ANTHROPIC_KEY, max_retries=0)
+def _async_openai(base_url: str) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=base_url, api_key=KEY, max_retries=0)
 
-        async def send(kwargs: dict[str, Any]) -> Any:
-            if not stream:
-                return client.messages.create(**kwargs)
-            with client.messages.stream(**kwargs) as events:
-                return events.get_final_message()
 
-        async def close() -> None:
-            client.close()
+def _anthropic(base_url: str) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=base_url, api_key=ANTHROPIC_KEY, max_retries=0)
 
-        return send, close
-    aclient = anthropic.AsyncAnthropic(base_url=base_url, api_key=ANTHROPIC_KEY, max_retries=0)
 
-    async def asend(kwargs: dict[str, Any]) -> Any:
-        if not stream:
-            return await aclient.messages.create(**kwargs)
-        async with aclient.messages.stream(**kwargs) as events:
-            return await events.get_final_message()
-
-    return asend, aclient.close
+def _async_anthropic(base_url: str) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(base_url=base_url, api_key=ANTHROPIC_KEY, max_retries=0)
 
 
 def gemini_sender(base_url: str, mode: str, stream: bool) -> tuple[Send, Callable[[], Awaitable[None]]]:
-    client = genai.Client(
-        api_key="AIza-fake-matrix-0123456789", http_options=types.HttpOptions(base_url=base_url)
-    )
+    client = genai.Client(api_key=GEMINI_KEY, http_options=types.HttpOptions(base_url=base_url))
 
     async def send(kwargs: dict[str, Any]) -> Any:
         if mode == "sync" and not stream:
@@ -277,11 +253,22 @@ def gemini_sender(base_url: str, mode: str, stream: bool) -> tuple[Send, Callabl
     return send, close
 
 
-Sender = Callable[[str, str, bool], tuple[Send, Callable[[], Awaitable[None]]]]
 PROVIDERS: dict[str, tuple[Callable[[Send, str], Awaitable[str]], Sender, Callable[[FakeLLMServer], str]]] = {
-    "chat": (chat_loop, chat_sender, lambda fake: fake.openai_base_url),
-    "responses": (responses_loop, responses_sender, lambda fake: fake.openai_base_url),
-    "anthropic": (anthropic_loop, anthropic_sender, lambda fake: fake.anthropic_base_url),
+    "chat": (
+        chat_loop,
+        sdk_sender(_openai, _async_openai, "chat.completions", "get_final_completion"),
+        lambda fake: fake.openai_base_url,
+    ),
+    "responses": (
+        responses_loop,
+        sdk_sender(_openai, _async_openai, "responses", "get_final_response"),
+        lambda fake: fake.openai_base_url,
+    ),
+    "anthropic": (
+        anthropic_loop,
+        sdk_sender(_anthropic, _async_anthropic, "messages", "get_final_message"),
+        lambda fake: fake.anthropic_base_url,
+    ),
     "gemini": (gemini_loop, gemini_sender, lambda fake: fake.gemini_base_url),
 }
 CELLS = [(p, m, s) for p in PROVIDERS for m in ("sync", "async") for s in ("json", "sse")]
