@@ -194,3 +194,11 @@ def blocked_network() -> Iterator[list[Any]]:
         patch.setattr(socket.socket, "connect", refuse)
         patch.setattr(socket, "create_connection", refuse)
         yield attempts
+
+
+# For tests under opentelemetry-instrument: it loads every installed instrumentor, and the framework
+# ones (installed for tests/test_frameworks.py) import their frameworks at start-up, 4.5 s against
+# 1.8 s a process here. None of them is what those tests are about.
+FRAMEWORK_INSTRUMENTORS_OFF = {
+    "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "openai_agents,langchain,google_genai"
+}

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from fake_llm import FakeLLMServer
-from helpers import EXAMPLES
+from helpers import EXAMPLES, FRAMEWORK_INSTRUMENTORS_OFF
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -92,6 +92,7 @@ def run_instrumented(
         OTEL_TRACES_EXPORTER="none",
         OTEL_METRICS_EXPORTER="none",
         OTEL_LOGS_EXPORTER="none",
+        **FRAMEWORK_INSTRUMENTORS_OFF,
     )
     environ.update(env)
     argv = [_instrument_command(), sys.executable, str(script), *args]

@@ -35,7 +35,7 @@ import openai
 import pytest
 import weather_agent
 from fake_llm import FAIL_MODEL, FakeLLMServer
-from helpers import Recorder, blocked_network
+from helpers import FRAMEWORK_INSTRUMENTORS_OFF, Recorder, blocked_network
 from openai.types.responses import FunctionToolParam, Response, ResponseInputItemParam
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -553,6 +553,7 @@ def test_capture_under_opentelemetry_instrument(
         OTEL_LOGS_EXPORTER="none",
         OTEL_BLACKBOX_DB=str(db),
         OTEL_BLACKBOX_CAPTURE_HTTP="true",
+        **FRAMEWORK_INSTRUMENTORS_OFF,
     )
     done = subprocess.run(
         [command, sys.executable, str(script)],
