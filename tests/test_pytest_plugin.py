@@ -205,7 +205,7 @@ def test_a_refused_recording_fails_the_test_and_a_skipped_one_writes_nothing(
         @pytest.mark.blackbox
         def test_skipped():
             ask()
-            pytest.skip("not today")
+            pytest.skip("not today")  # intentional: the inner test skips, its cassette must not be written
         """
     )
     result = run(project, "--blackbox-mode=record")

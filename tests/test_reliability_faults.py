@@ -184,7 +184,7 @@ def small_filesystem(tmp_path: Path) -> Iterator[Path]:
         ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)], capture_output=True, text=True
     )
     if mounted.returncode != 0:
-        pytest.skip(
+        pytest.skip(  # intentional: no mount here (an unprivileged sandbox); RLIMIT_FSIZE covers the case
             f"cannot mount a small filesystem here ({mounted.stderr.strip()}); RLIMIT_FSIZE covers it"
         )
     try:

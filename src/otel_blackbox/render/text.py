@@ -62,7 +62,7 @@ def bidi_escaped(text: str) -> str:
 
 
 def safe_json(text: str) -> str:
-    """JSON text with the characters ``safe`` neutralizes written as ``\\uXXXX`` escapes: the same
+    """JSON text with the characters ``safe`` neutralizes written as ``\\u`` + 4 hex digit escapes: the same
     JSON value, fit for a terminal (JSON already escapes C0 controls; a lone surrogate, which UTF-8
     cannot encode, becomes the escape JSON.stringify writes)."""
     if text.isascii() and text.isprintable():  # the common case: nothing to escape, no regex
