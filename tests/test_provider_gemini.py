@@ -499,6 +499,13 @@ def get_forecast(city: str, days: int) -> str:
     return f"{days} days of rain in {city}"
 
 
+# Evaluated annotations: this module's are strings (`from __future__ import annotations`), and
+# google-genai 2.x, the last release for Python 3.10, checks a call's arguments with isinstance
+# against them.
+get_weather.__annotations__ = {"city": str, "return": str}
+get_forecast.__annotations__ = {"city": str, "days": int, "return": str}
+
+
 DECLARED = types.Tool(
     function_declarations=[
         types.FunctionDeclaration.from_callable_with_api_option(callable=f)
