@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import json
 import os
 import shutil
 import socket
@@ -11,10 +12,10 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -202,3 +203,52 @@ def blocked_network() -> Iterator[list[Any]]:
 FRAMEWORK_INSTRUMENTORS_OFF = {
     "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "openai_agents,langchain,google_genai"
 }
+
+
+Answer = Callable[[str, str, bytes], tuple[int, Any]]
+_API = TypeVar("_API", bound="LoopbackAPI")
+
+
+class LoopbackAPI:
+    """A small JSON API on 127.0.0.1, in a thread, for a program's tool to call: ``answer(method,
+    path, body)`` gives (status, JSON payload); every request is kept in ``received``."""
+
+    def __init__(self, answer: Answer) -> None:
+        self.received: list[tuple[str, str, bytes]] = []  # (method, path, body) of every request
+        api = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _handle(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                api.received.append((self.command, self.path, body))
+                status, payload = answer(self.command, self.path, body)
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = _handle
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self: _API) -> _API:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Nothing listens any more (stopping again is harmless)."""
+        self.server.shutdown()
+        self.server.server_close()

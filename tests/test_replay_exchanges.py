@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from fake_llm import FakeLLMServer
-from helpers import ROOT, run_cli
+from helpers import ROOT, LoopbackAPI, run_cli
 from test_rerun import OrderAPI
 
 import otel_blackbox
@@ -40,48 +38,16 @@ AGENT = str(ROOT / "tests" / "rerun_agent.py")
 MODEL = "gpt-4o-mini"  # the fake answers quoting the tool result: the program's check passes
 
 
-class EchoAPI:
+class EchoAPI(LoopbackAPI):
     """Any request on 127.0.0.1 answered with what it was: method, path and query, body."""
 
     def __init__(self) -> None:
-        self.received: list[tuple[str, str, bytes]] = []
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _echo(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                api.received.append((self.command, self.path, body))
-                shown = body.decode("utf-8", "replace")
-                data = json.dumps({"method": self.command, "path": self.path, "body": shown}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_PUT = _echo
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> EchoAPI:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        """Nothing listens any more (the fixture's exit stops it again, harmlessly)."""
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(
+            lambda method, path, body: (
+                200,
+                {"method": method, "path": path, "body": body.decode("utf-8", "replace")},
+            )
+        )
 
 
 def exchanges(cassette: Cassette) -> list[dict[str, Any]]:

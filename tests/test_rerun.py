@@ -11,16 +11,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from fake_llm import CARELESS_MODEL, FakeLLMServer
-from helpers import ROOT, run_cli
+from helpers import ROOT, LoopbackAPI, run_cli
 
 from otel_blackbox.cassette.io import load_cassette
 from otel_blackbox.cassette.model import Cassette, terminal_outcome, tool_call_sequence
@@ -37,56 +35,23 @@ ORDER = {"order_id": 42, "channel": "web"}
 REFUSED = "was not recorded by the incident, so it was not sent (--allow-network sends it)"
 
 
-class OrderAPI:
+class OrderAPI(LoopbackAPI):
     """The tool's HTTP API on 127.0.0.1: POST /orders/lookup answers the order's status."""
 
     def __init__(self) -> None:
-        self.received: list[tuple[str, str, bytes]] = []  # (method, path, body) of every request
-        api = self
+        super().__init__(self._lookup)
 
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                api.received.append(("POST", self.path, body))
-                if self.path != "/orders/lookup":
-                    self._answer(404, {"error": "not found"})
-                    return
-                try:
-                    order = json.loads(body or b"{}")
-                except ValueError:
-                    self._answer(400, {"error": "not JSON"})
-                    return
-                self._answer(200, {"order_id": order.get("order_id"), "status": "shipped"})
-
-            def do_GET(self) -> None:
-                api.received.append(("GET", self.path, b""))
-                self._answer(200, {"path": self.path})
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> OrderAPI:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    @staticmethod
+    def _lookup(method: str, path: str, body: bytes) -> tuple[int, Any]:
+        if method == "GET":
+            return 200, {"path": path}
+        if path != "/orders/lookup":
+            return 404, {"error": "not found"}
+        try:
+            order = json.loads(body or b"{}")
+        except ValueError:
+            return 400, {"error": "not JSON"}
+        return 200, {"order_id": order.get("order_id"), "status": "shipped"}
 
 
 @pytest.fixture
