@@ -32,7 +32,6 @@ from .sessions import (
     _now_ms,
     _Pending,
     _provider_for,
-    stop_intercepting,
 )
 
 __all__ = ["ForkPlan", "ForkSession", "check_replies", "serve_reply"]
@@ -168,17 +167,12 @@ class ForkSession(Session):
 
     # -- the end -----------------------------------------------------------------------------------
 
-    def finish(self, error: BaseException | None = None) -> None:
-        if self._finished:
-            return
-        self._finished = True
-        stop_intercepting()
-        with self._lock:
-            if self.error is not None:
-                raise self.error
-            if not self._continued:
-                raise SessionError(
-                    f"the run ended before the fork point: it made {self._served_models} of the "
-                    f"{len(self._model_steps)} model calls before step {self.plan.at}"
-                )
-            self._close_recording(error)
+    def _conclude(self, error: BaseException | None) -> None:
+        if self.error is not None:
+            raise self.error
+        if not self._continued:
+            raise SessionError(
+                f"the run ended before the fork point: it made {self._served_models} of the "
+                f"{len(self._model_steps)} model calls before step {self.plan.at}"
+            )
+        self._close_recording(error)

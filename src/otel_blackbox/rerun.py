@@ -35,7 +35,7 @@ from .exchanges import ExchangeBook, ExchangeRequest, Miss, recorded_exchanges, 
 from .fork import check_replies, serve_reply
 from .http.exchange import HttpRequest, HttpResponse, Rewrite
 from .providers.gemini import GeminiGenerateContent
-from .sessions import Session, _error_response, _json_body, _now_ms, _provider_for, stop_intercepting
+from .sessions import Session, _error_response, _json_body, _now_ms, _provider_for
 
 __all__ = ["RerunPlan", "RerunSession"]
 
@@ -131,15 +131,10 @@ class RerunSession(Session):
         tool_spans.watch(self._on_tool_run)  # tool rounds from TOOL spans, as a recording takes them
         return self
 
-    def finish(self, error: BaseException | None = None) -> None:
-        if self._finished:
-            return
-        self._finished = True
-        stop_intercepting()
-        with self._lock:
-            if self.error is not None:
-                raise self.error
-            self._close_recording(error)
+    def _conclude(self, error: BaseException | None) -> None:
+        if self.error is not None:
+            raise self.error
+        self._close_recording(error)
 
     def notes(self) -> list[str]:
         """What the launcher reports on stderr: each refused request, and a run that re-ran nothing."""

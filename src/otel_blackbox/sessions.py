@@ -373,10 +373,14 @@ class Session:
         self._finished = True
         stop_intercepting()
         with self._lock:
-            if self.mode == "record":
-                self._close_recording(error)
-            else:
-                self._check_replay(error)
+            self._conclude(error)
+
+    def _conclude(self, error: BaseException | None) -> None:
+        """What ending the run means for this mode (the lock held, the hook removed)."""
+        if self.mode == "record":
+            self._close_recording(error)
+        else:
+            self._check_replay(error)
 
 
 def stop_intercepting() -> None:
