@@ -17,7 +17,7 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["DEFAULT_DB_PATH", "ENV_VARS", "BlackboxConfig", "parse_duration"]
+__all__ = ["DEFAULT_DB_PATH", "ENV_VARS", "WRITERS", "BlackboxConfig", "parse_duration"]
 
 DEFAULT_DB_PATH = "blackbox.db"
 
@@ -42,7 +42,12 @@ ENV_VARS: dict[str, tuple[str, str]] = {
         "capture_http",
         "record each HTTP exchange (method, URL, status, bodies; no headers) as a span (false)",
     ),
+    "OTEL_BLACKBOX_WRITER": (
+        "writer",
+        "where rows are built and written: process (a companion writer process) or thread (process)",
+    ),
 }
+WRITERS = ("process", "thread")
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([dhms]?)\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "": 86400.0}
@@ -95,6 +100,9 @@ class BlackboxConfig:
     cleanup_interval_s: float = 300.0
     # The processor observes every httpx / httpx2 exchange of the process (capture.py); off by default.
     capture_http: bool = False
+    # "process": a companion process builds and writes the rows, off the agent's GIL (store/companion.py);
+    # "thread": a thread of the agent's process does (the fallback where no process can be started).
+    writer: str = "process"
     retention_seconds: float | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
@@ -107,6 +115,8 @@ class BlackboxConfig:
         _positive_int("busy_timeout_ms", self.busy_timeout_ms, minimum=0)
         if not isinstance(self.capture_http, bool):
             raise ConfigError(f"capture_http: expected true or false, got {self.capture_http!r}")
+        if self.writer not in WRITERS:
+            raise ConfigError(f"writer: expected process or thread, got {self.writer!r}")
         if (
             isinstance(self.max_db_mb, bool)
             or not isinstance(self.max_db_mb, (int, float))
@@ -147,6 +157,8 @@ class BlackboxConfig:
 def _from_env_text(var: str, name: str, raw: str) -> Any:
     if name in ("db_path", "retention"):
         return raw
+    if name == "writer":
+        return raw.lower()
     if name in ("redact", "capture_http"):
         lowered = raw.lower()
         if lowered in ("true", "1", "yes", "on"):
