@@ -247,6 +247,8 @@ def run_serve(args: argparse.Namespace) -> None:
         elif command == "rlimit":
             limit = resource.RLIM_INFINITY if rest[0] == "unlimited" else int(rest[0])
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+            if processor.writer_pid is not None:  # the process that writes is the writer process
+                resource.prlimit(processor.writer_pid, resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
             emit({"rlimit": rest[0]})
         elif command == "exit":
             break

@@ -261,8 +261,9 @@ def test_unwritable_database_never_raises_into_the_agent(
     assert processor.write_errors == 3  # held for a retry that never came, counted at shutdown
 
 
+@pytest.mark.parametrize("writer", ["thread", "process"])
 def test_writer_runs_with_instrumentation_suppressed(
-    recorder: Recorder, monkeypatch: pytest.MonkeyPatch, db_path: Path
+    writer: str, monkeypatch: pytest.MonkeyPatch, db_path: Path
 ) -> None:
     seen: list[bool] = []
     real_connect = sqlite3.connect
@@ -274,12 +275,16 @@ def test_writer_runs_with_instrumentation_suppressed(
         return conn
 
     monkeypatch.setattr(sqlite3, "connect", spying_connect)
-    rec = Recorder(db_path.with_name("other.db"))
+    rec = Recorder(db_path, writer=writer)
     with rec.tracer.start_as_current_span("x"):
         pass
     rec.flush()
     rec.provider.shutdown()
-    assert seen == [False]
+    monkeypatch.undo()
+    assert [r["name"] for r in rec.rows()] == ["x"]
+    # In-thread, the one connection is opened with instrumentation suppressed; with the writer
+    # process, the agent's interpreter opens no SQLite connection at all.
+    assert seen == ([False] if writer == "thread" else [])
 
 
 def test_otel_sdk_disabled(monkeypatch: pytest.MonkeyPatch, db_path: Path) -> None:

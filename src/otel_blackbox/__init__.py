@@ -6,14 +6,14 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
-from .cassette.exporter import CassetteSpanExporter
-from .config import BlackboxConfig
-from .exporter import BlackboxSpanExporter
-from .processor import BlackboxSpanProcessor
-
-if TYPE_CHECKING:  # for type checkers only; at run time __getattr__ loads it on first use
+if TYPE_CHECKING:  # for type checkers only; at run time __getattr__ loads each name on first use
+    from .cassette.exporter import CassetteSpanExporter
+    from .config import BlackboxConfig
+    from .exporter import BlackboxSpanExporter
+    from .processor import BlackboxSpanProcessor
     from .sessions import session
 
 __all__ = [
@@ -24,14 +24,24 @@ __all__ = [
     "session",
 ]
 
+# Loaded on first use: the writer process imports store modules of this package and must not pay
+# for the OpenTelemetry SDK; the session pulls in the HTTP hook and the provider translations.
+_HOMES = {
+    "BlackboxConfig": ".config",
+    "BlackboxSpanExporter": ".exporter",
+    "BlackboxSpanProcessor": ".processor",
+    "CassetteSpanExporter": ".cassette.exporter",
+    "session": ".sessions",
+}
+
 
 def __getattr__(name: str) -> object:
-    # The session pulls in the HTTP hook and the provider translations: load it only when asked.
-    if name == "session":
-        from .sessions import session
-
-        return session
-    raise AttributeError(f"module 'otel_blackbox' has no attribute {name!r}")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'otel_blackbox' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value
+    return value
 
 
 __version__ = "0.1.0"

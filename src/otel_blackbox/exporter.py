@@ -7,7 +7,6 @@ died in); use BlackboxSpanProcessor where that matters. Same store, same rows, s
 from __future__ import annotations
 
 import threading
-from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .config import BlackboxConfig
+from .store.snapshot import Snapshotter
 from .store.writer import SpanWriter
 
 __all__ = ["BlackboxSpanExporter"]
@@ -29,15 +29,23 @@ class BlackboxSpanExporter(SpanExporter):
             config = config.replace(db_path=db_path)
         self.config = config
         self._lock = threading.Lock()
-        # The writer's thread is never started: export() writes on the exporting thread.
-        self._writer = SpanWriter(config, deque(), threading.Event(), lambda: 0)
+        # export() writes on the exporting thread (the BatchSpanProcessor's own).
+        self._writer = SpanWriter(config)
+        self._snapshotter = Snapshotter()
         self._shutdown = False
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if self._shutdown:
             return SpanExportResult.FAILURE
         with self._lock:
-            ok = self._writer.write_finished(spans)
+            snapshots = []
+            for span in spans:
+                try:
+                    snapshots.append(self._snapshotter.snapshot(span, is_open=False))
+                except Exception:  # not a recordable SDK span: counted, the batch goes on
+                    self._writer.skip(span.name)
+            self._writer.receive(self._snapshotter.take_definitions(), (), ())
+            ok = self._writer.write_now(snapshots)
             self._writer.maintain()
         return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
 

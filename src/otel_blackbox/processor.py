@@ -1,9 +1,12 @@
 """BlackboxSpanProcessor: every span on disk from the moment it starts.
 
 ``on_start`` and ``on_end`` run on the agent's thread, so they only append the span to a bounded
-deque (a few hundred nanoseconds, no lock, no I/O); the writer thread (store.writer) does the
-serialization, redaction and SQLite work. When the deque is full spans are dropped and counted,
-never waited for: the agent comes first.
+deque (a few hundred nanoseconds, no lock, no I/O). A shipper thread (store.shipper) snapshots
+what is queued into plain data and hands it to the writer: by default a companion process
+(store.companion, store.writer_process) that does the serialization, redaction and SQLite work
+outside the agent's interpreter; an in-thread writer where no process can be started or
+``writer="thread"`` asks for it. Nothing starts until the first span arrives. When the deque is
+full spans are dropped and counted, never waited for: the agent comes first.
 
 With ``capture_http`` on, it also records each HTTP exchange of the process as a span of its own
 (capture.py); the hook and the provider translations are imported only then.
@@ -28,7 +31,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from . import _active
 from .config import BlackboxConfig
 from .semconv import ATTR_SESSION_MODE
-from .store.writer import FlushMarker, SpanWriter
+from .store.shipper import FlushMarker, InThreadSink, Shipper
 
 if TYPE_CHECKING:
     from .capture import HttpCapture
@@ -63,9 +66,8 @@ class BlackboxSpanProcessor(SpanProcessor):
         self._open_rows_dropped = 0
         self._spans_dropped = 0
         self._drop_lock = threading.Lock()
+        self._start_lock = threading.Lock()
         self._new_writer()
-        if not self.disabled:
-            self._writer.start()
         ref = weakref.ref(self)
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(
@@ -91,9 +93,18 @@ class BlackboxSpanProcessor(SpanProcessor):
             return None
 
     def _new_writer(self) -> None:
+        """A fresh queue and shipper, started with the first span (lazily: creating a processor
+        starts no thread and no process)."""
         self._queue: deque[Any] = deque()
         self._wake = threading.Event()
-        self._writer = SpanWriter(self.config, self._queue, self._wake, self.dropped_count)
+        self._writer = Shipper(self.config, self._queue, self._wake, self.dropped_count)
+        self._started = False
+
+    def _start(self) -> None:
+        with self._start_lock:
+            if not self._started and not self._shutdown:
+                self._writer.start()
+                self._started = True
 
     # -- SpanProcessor (caller's thread: append only) -----------------------------------------------
 
@@ -102,6 +113,8 @@ class BlackboxSpanProcessor(SpanProcessor):
             return
         if _active.mode is not None:  # a record / replay / fork session is running here
             span.set_attribute(ATTR_SESSION_MODE, _active.mode)
+        if not self._started:
+            self._start()
         if len(self._queue) < self._max_starts:
             self._queue.append(span)
         else:
@@ -111,6 +124,8 @@ class BlackboxSpanProcessor(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         if self._shutdown or self.disabled:
             return
+        if not self._started:
+            self._start()
         queue = self._queue
         if len(queue) < self._max_items:
             queue.append(span)
@@ -140,7 +155,9 @@ class BlackboxSpanProcessor(SpanProcessor):
                 self._capture.stop()
             except Exception:  # never raise into the host
                 logger.warning("otel-blackbox: could not stop HTTP capture", exc_info=True)
-        if not self.disabled and not self._writer.stop(_EXIT_FLUSH_TIMEOUT_S * 6):
+        if self.disabled or not self._started:
+            return
+        if not self._writer.stop(_EXIT_FLUSH_TIMEOUT_S * 6):
             logger.warning("otel-blackbox writer did not finish within %ss", _EXIT_FLUSH_TIMEOUT_S * 6)
 
     # -- counters ----------------------------------------------------------------------------------
@@ -163,25 +180,50 @@ class BlackboxSpanProcessor(SpanProcessor):
         """Spans lost because the database could not be written (or the span serialized)."""
         return self._writer.write_errors
 
+    @property
+    def writer_mode(self) -> str | None:
+        """Where rows are written: "process", "thread" (asked for, or the fallback), None before the
+        first span."""
+        if self._started:
+            self._writer.ready.wait(_EXIT_FLUSH_TIMEOUT_S)
+        return self._writer.mode
+
+    @property
+    def writer_pid(self) -> int | None:
+        """The writer process's pid (None in thread mode, or before the first span)."""
+        if self._started:
+            self._writer.ready.wait(_EXIT_FLUSH_TIMEOUT_S)
+        return self._writer.pid
+
     # -- process events ----------------------------------------------------------------------------
 
     def _before_fork(self) -> None:
-        # Wait for the writer to finish its current SQLite call (bounded: never hang the fork).
-        self._fork_locked = self._writer.io_lock.acquire(timeout=_EXIT_FLUSH_TIMEOUT_S)
+        # Wait for the writer to finish its current SQLite call, or the shipper to finish starting
+        # the writer process (bounded: never hang the fork). Then the child inherits no connection
+        # in the middle of a call and no pipe half set up.
+        self._fork_locks = []
+        lock = self._writer.start_lock
+        if lock.acquire(timeout=_EXIT_FLUSH_TIMEOUT_S):
+            self._fork_locks.append(lock)
+        sink = self._writer.sink
+        if isinstance(sink, InThreadSink) and sink.io_lock.acquire(timeout=_EXIT_FLUSH_TIMEOUT_S):
+            self._fork_locks.append(sink.io_lock)
 
     def _after_fork_in_parent(self) -> None:
-        if getattr(self, "_fork_locked", False):
-            self._fork_locked = False
-            self._writer.io_lock.release()
+        for lock in getattr(self, "_fork_locks", ()):
+            lock.release()
+        self._fork_locks = []
 
     def _after_fork_in_child(self) -> None:
-        # The parent's queue, thread and SQLite connection belong to the parent: start afresh.
+        # The parent's queue, thread, writer process and SQLite connection belong to the parent:
+        # let go of its pipes and start afresh (with the child's first span).
+        self._writer.abandon()
+        self._fork_locks = []
         self._open_rows_dropped = 0
         self._spans_dropped = 0
         self._drop_lock = threading.Lock()
+        self._start_lock = threading.Lock()
         self._new_writer()
-        if not self._shutdown and not self.disabled:
-            self._writer.start()
 
     def _at_exit(self) -> None:
         # A clean exit or an unhandled exception: flush, even if nobody calls shutdown().

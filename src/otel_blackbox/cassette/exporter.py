@@ -87,7 +87,7 @@ class CassetteSpanExporter(SpanExporter):
         self.spans_dropped += 1
 
     def _record(self, span: ReadableSpan) -> SpanRecord:
-        row = self._rows.row(span, span.end_time or 0, is_open=False)
+        row = self._rows.span_row(span, span.end_time or 0, is_open=False)
         return SpanRecord.from_row(dict(zip(SPAN_COLUMNS, row, strict=True)))
 
     def _write(self, trace_id: str) -> None:

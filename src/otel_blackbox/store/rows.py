@@ -1,7 +1,7 @@
-"""Turning an OpenTelemetry span into the row written to the spans table.
+"""Turning a span snapshot (store.snapshot) into the row written to the spans table.
 
-Runs on the writer thread: serialization, redaction and column mapping all happen here, never
-on the caller's thread.
+Runs in the writer (the writer process, or the writer thread): serialization, redaction and column
+mapping all happen here, never on the caller's thread.
 """
 
 from __future__ import annotations
@@ -10,17 +10,19 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-from opentelemetry.sdk.trace import Event, ReadableSpan
-from opentelemetry.trace import Link, StatusCode
+from typing import TYPE_CHECKING, Any
 
 from ..redact import Redactor
 from ..semconv import columns_from_attributes
+from .snapshot import Definition, Snapshot, Snapshotter
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
 
 __all__ = ["ATTR_DROPPED", "ATTR_DROPPED_BYTES", "RowBuilder", "dumps", "span_bytes_limit"]
 
-_STATUS = {StatusCode.OK: "ok", StatusCode.ERROR: "error", StatusCode.UNSET: "unset"}
+_STATUSES = frozenset(("ok", "error", "unset"))
+_MAX_SHARED = 1024  # resources and scopes kept by number; past it, the oldest is forgotten
 
 # A span's attributes together are stored in at most this many bytes of JSON: the larger of 4 MiB and
 # 16 values at max_attribute_bytes. Past it, the attributes that do not fit are left out and counted
@@ -85,25 +87,34 @@ def dumps(value: Any) -> str:
 
 
 class RowBuilder:
-    """Builds row tuples (in SPAN_COLUMNS order); caches the JSON of shared resources and scopes."""
+    """Builds row tuples (in SPAN_COLUMNS order) from span snapshots (store.snapshot).
+
+    Resources and scopes arrive once, as definitions; their redacted JSON is kept by number.
+    """
 
     def __init__(self, redactor: Redactor, pid: int) -> None:
         self.redactor = redactor
         self.pid = pid
         self.max_span_bytes = span_bytes_limit(redactor.max_bytes)
-        # Keyed by id() with the object kept alive in the value, so an id is never reused wrongly.
-        self._resource_json: dict[int, tuple[object, str]] = {}
-        self._scope_json: dict[int, tuple[object, str]] = {}
+        self._shared: dict[tuple[str, int], str] = {}
+        self._snapshotter: Snapshotter | None = None  # for span_row(): one-off rows of SDK spans
 
-    def _shared_json(self, cache: dict[int, tuple[object, str]], obj: object) -> str | None:
-        hit = cache.get(id(obj))
-        return hit[1] if hit is not None and hit[0] is obj else None
+    def define(self, definition: Definition) -> None:
+        """Remember a resource's or scope's JSON (redacted) under its number."""
+        kind, ref, data = definition
+        if len(self._shared) >= _MAX_SHARED:
+            del self._shared[next(iter(self._shared))]  # the oldest: dicts keep insertion order
+        values = self._attributes(data) if kind == "resource" else data
+        self._shared[(kind, ref)] = dumps(values)
 
-    def _remember(self, cache: dict[int, tuple[object, str]], obj: object, text: str) -> str:
-        if len(cache) > 64:
-            cache.clear()
-        cache[id(obj)] = (obj, text)
-        return text
+    def span_row(self, span: ReadableSpan, written_ns: int, *, is_open: bool) -> tuple[Any, ...]:
+        """The row of an SDK span, here and now (for exporters that hold no writer)."""
+        if self._snapshotter is None:
+            self._snapshotter = Snapshotter()
+        snapshot = self._snapshotter.snapshot(span, is_open=is_open)
+        for definition in self._snapshotter.take_definitions():
+            self.define(definition)
+        return self.row(snapshot, written_ns)
 
     def _attributes(self, attributes: Mapping[str, Any] | None) -> dict[str, Any]:
         # A live span's attributes may change on another thread while we copy them: retry.
@@ -141,14 +152,18 @@ class RowBuilder:
             text = self.redactor.bounded(text)
         return _valid_utf8(self.redactor.redact_text(text))
 
-    def row(self, span: ReadableSpan, written_ns: int, *, is_open: bool) -> tuple[Any, ...]:
-        context = span.context
-        assert context is not None  # SDK spans always have one
+    def row(self, snapshot: Snapshot, written_ns: int) -> tuple[Any, ...]:
+        """The row of a snapshot: an open row when the snapshot was taken of a live span."""
+        (
+            trace_id, span_id, parent_id, name, kind, status, message, start_ns, end_ns,
+            raw_attributes, events, links, resource_ref, scope_ref,
+        ) = snapshot  # fmt: skip
+        if not isinstance(name, str) or not isinstance(kind, str):
+            raise TypeError(f"not a span snapshot: name {name!r}, kind {kind!r}")
         left_out: dict[str, int] = {}  # what of the events and links did not fit
-        events, links = span.events, span.links
         events_json = self._events_json(events, left_out) if events else "[]"
         links_json = self._links_json(links, left_out) if links else "[]"
-        attributes = self._attributes(_attribute_storage(span))
+        attributes = self._attributes(raw_attributes)
         if left_out:  # first, so that the attributes' own limit cannot leave them out
             attributes = {**left_out, **attributes}
         attributes_json = self._attributes_json(attributes)
@@ -157,37 +172,20 @@ class RowBuilder:
         if valid is not attributes_json:  # rare: the columns hold attribute values, fix them too
             attributes_json = valid
             columns = {k: _valid_utf8(v) if isinstance(v, str) else v for k, v in columns.items()}
-        start_ns = span.start_time or written_ns
-        if is_open:
-            end_ns, status, message = None, "open", None
+        start_ns = start_ns or written_ns
+        if status is None:
+            status, message = "open", None
         else:
-            end_ns = span.end_time
-            status = _STATUS.get(span.status.status_code, "unset")
-            message = span.status.description
-        parent = span.parent
-        resource = span.resource
-        resource_json = self._shared_json(self._resource_json, resource) or self._remember(
-            self._resource_json, resource, dumps(self._attributes(resource.attributes))
-        )
-        scope = span.instrumentation_scope
-        scope_json = self._shared_json(self._scope_json, scope) or self._remember(
-            self._scope_json,
-            scope,
-            dumps(
-                {"name": scope.name, "version": scope.version, "schema_url": scope.schema_url}
-                if scope
-                else {}
-            ),
-        )
+            status = status if status in _STATUSES else "unset"
         return (
-            format(context.trace_id, "032x"),
-            format(context.span_id, "016x"),
-            format(parent.span_id, "016x") if parent is not None else None,
-            self._text(span.name),
-            span.kind.name,
+            format(trace_id, "032x"),
+            format(span_id, "016x"),
+            format(parent_id, "016x") if parent_id is not None else None,
+            self._text(name),
+            kind,
             columns["oi_span_kind"],
             status,
-            self._text(message) if message else message,
+            self._text(message) if message else None,
             start_ns,
             end_ns,
             None if end_ns is None else end_ns - start_ns,
@@ -203,25 +201,25 @@ class RowBuilder:
             attributes_json,
             events_json,
             links_json,
-            resource_json,
-            scope_json,
+            self._shared.get(("resource", resource_ref), "{}"),
+            self._shared.get(("scope", scope_ref), "{}"),
         )
 
-    def _events_json(self, events: Sequence[Event], left_out: dict[str, int]) -> str:
+    def _events_json(self, events: Sequence[tuple[Any, ...]], left_out: dict[str, int]) -> str:
         items = [
-            {"name": e.name, "timestamp_ns": e.timestamp, "attributes": self._attributes(e.attributes)}
-            for e in events
+            {"name": name, "timestamp_ns": timestamp, "attributes": self._attributes(attributes)}
+            for name, timestamp, attributes in events
         ]
         return self._bounded_list_json(items, "events", left_out)
 
-    def _links_json(self, links: Sequence[Link], left_out: dict[str, int]) -> str:
+    def _links_json(self, links: Sequence[tuple[Any, ...]], left_out: dict[str, int]) -> str:
         items = [
             {
-                "trace_id": format(link.context.trace_id, "032x"),
-                "span_id": format(link.context.span_id, "016x"),
-                "attributes": self._attributes(link.attributes),
+                "trace_id": format(trace_id, "032x"),
+                "span_id": format(span_id, "016x"),
+                "attributes": self._attributes(attributes),
             }
-            for link in links
+            for trace_id, span_id, attributes in links
         ]
         return self._bounded_list_json(items, "links", left_out)
 
@@ -244,14 +242,3 @@ class RowBuilder:
         count_key, bytes_key = _LEFT_OUT_KEYS[part]
         left_out[count_key], left_out[bytes_key] = dropped, dropped_bytes
         return "[" + ",".join(kept) + "]"
-
-
-def _attribute_storage(span: ReadableSpan) -> Mapping[str, Any] | None:
-    """The span's attributes, read from the SDK's own dict where it has one.
-
-    ``span.attributes`` is a read-only proxy over BoundedAttributes, whose every lookup takes a
-    lock; its backing dict gives the same items several times faster. Any other shape falls back
-    to the public property.
-    """
-    storage = getattr(getattr(span, "_attributes", None), "_dict", None)
-    return storage if isinstance(storage, dict) else span.attributes

@@ -1,11 +1,12 @@
-"""The writer thread: drains the processor's queue and writes rows in batched transactions.
+"""The writer: span snapshots in, rows written in batched transactions.
 
-The caller's thread only appends span objects to a deque. Each tick (half the flush interval) the
-writer takes what is queued and:
+It runs wherever the rows are built: in the companion writer process (store.writer_process), or
+on the agent's own shipper thread when no process can be started (store.shipper). It receives
+snapshots (store.snapshot) in batches and:
 
 * a span that has ended gets its final row (an upsert on trace id + span id);
 * a span that is still open gets an open row (insert-if-absent), so a process killed now still
-  shows it; a span that started and ended between two ticks never needs an open row at all.
+  shows it; a span that started and ended between two batches never needs an open row at all.
 
 A final row is never overwritten by an open one, whatever order the rows arrive in.
 
@@ -23,16 +24,11 @@ import logging
 import os
 import secrets
 import sqlite3
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable
 from itertools import islice
 from pathlib import Path
 from typing import Any
-
-from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, set_value
-from opentelemetry.sdk.trace import ReadableSpan, Span
 
 from ..config import BlackboxConfig
 from ..errors import StoreError
@@ -41,8 +37,9 @@ from .connection import connect_writer
 from .inserts import insert_spans
 from .retention import apply_retention, database_bytes, evict_oldest, give_space_back, size_cap_target
 from .rows import RowBuilder
+from .snapshot import Definition, Snapshot
 
-__all__ = ["FlushMarker", "SpanWriter"]
+__all__ = ["SpanWriter"]
 
 logger = logging.getLogger("otel_blackbox")
 
@@ -54,30 +51,26 @@ _VACUUM_PAGES_PER_TICK = 2048  # 16 MB of 8 KiB pages given back to the filesyst
 # Failures caused by a batch's content, not by the file: trying again cannot help.
 _NOT_RETRYABLE = (sqlite3.IntegrityError, sqlite3.DataError, sqlite3.InterfaceError, sqlite3.ProgrammingError)
 
-
-class FlushMarker:
-    """Queued by force_flush: set once everything queued before it is written (or failed)."""
-
-    __slots__ = ("done", "ok")
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.ok = True
+Key = tuple[int, int]  # (trace id, span id)
 
 
 class SpanWriter:
-    """Owns the SQLite connection and the thread that writes to it. One per process."""
+    """Owns the SQLite connection of one recording process (one run) and writes its rows.
+
+    ``pid`` and ``started_ns`` are the agent's: they name the run (the recorders row), whichever
+    process does the writing.
+    """
 
     def __init__(
         self,
         config: BlackboxConfig,
-        queue: deque[Any],
-        wake: threading.Event,
-        dropped: Callable[[], int],
+        *,
+        pid: int | None = None,
+        started_ns: int | None = None,
+        dropped: Callable[[], int] = lambda: 0,
     ) -> None:
         self.config = config
-        self.queue = queue
-        self.wake = wake
+        self.pid = os.getpid() if pid is None else pid
         self._dropped = dropped
         self.redactor = Redactor(
             enabled=config.redact,
@@ -85,10 +78,10 @@ class SpanWriter:
             fields=config.redact_fields,
             max_bytes=config.max_attribute_bytes,
         )
-        self.rows = RowBuilder(self.redactor, os.getpid())
+        self.rows = RowBuilder(self.redactor, self.pid)
         self.spans_written = 0
         self.write_errors = 0
-        self._stopping = False
+        self.outside_errors = 0  # spans lost before they reached this writer (reported by the agent)
         self._conn: sqlite3.Connection | None = None
         self._recorder_id: int | None = None
         self._warned: set[str] = set()
@@ -98,132 +91,103 @@ class SpanWriter:
         self._freed = False  # pages to give back to the filesystem once eviction is done
         self._last_heartbeat = 0.0
         self._heartbeat_s = config.flush_interval_ms / 1000
-        self._open_on_disk: set[Any] = set()
-        # A batch that could not be written, kept for the next tick (bounded by max_queue_size).
-        self._retry_finals: dict[tuple[int, int], ReadableSpan] = {}
-        self._retry_opens: dict[tuple[int, int], ReadableSpan] = {}
+        self._open_on_disk: set[Key] = set()
+        # Received and not yet written: the next batch, or one that failed and waits for a retry
+        # (bounded by max_queue_size). Dicts keep arrival order: rows go in the order spans ended.
+        self._finals: dict[Key, Snapshot] = {}
+        self._opens: dict[Key, Snapshot] = {}
         self._failing = False
         self._file_id: tuple[int, int] | None = None  # (st_dev, st_ino) of the file we write
         self._recorded_dropped = 0
-        self._started_ns = time.time_ns()
-        # Held around all SQLite work; os.fork() takes it first, so a child never inherits a
-        # connection (or SQLite's own mutexes) in the middle of a call.
-        self.io_lock = threading.Lock()
-        self.thread = threading.Thread(target=self._run, name="otel-blackbox-writer", daemon=True)
+        self._started_ns = time.time_ns() if started_ns is None else started_ns
 
-    # -- lifecycle -------------------------------------------------------------------------------
+    # -- receiving ---------------------------------------------------------------------------------
 
-    def start(self) -> None:
-        self.thread.start()
+    def receive(
+        self, definitions: Iterable[Definition], finals: Iterable[Snapshot], opens: Iterable[Snapshot]
+    ) -> None:
+        """Take a batch: resources and scopes first seen, ended spans, spans still open."""
+        for definition in definitions:
+            self.rows.define(definition)
+        pending_finals, pending_opens = self._finals, self._opens
+        for snapshot in opens:
+            key = (snapshot[0], snapshot[1])
+            if key not in pending_finals:
+                pending_opens[key] = snapshot
+        for snapshot in finals:
+            key = (snapshot[0], snapshot[1])
+            pending_finals[key] = snapshot
+            pending_opens.pop(key, None)
 
-    def stop(self, timeout_s: float) -> bool:
-        """Write what is queued, then end the thread. False if it did not finish in time."""
-        self._stopping = True
-        self.wake.set()
-        self.thread.join(timeout_s)
-        return not self.thread.is_alive()
-
-    def _run(self) -> None:
-        # Our own SQLite I/O must not show up as spans of the agent.
-        attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
-        tick = self.config.flush_interval_ms / 2000
-        while True:
-            self.wake.wait(tick)
-            self.wake.clear()
-            stopping = self._stopping
-            try:
-                with self.io_lock:
-                    self._check_file()
-                    self.write_pending()
-                    self._heartbeat()
-                    self.maintain()
-            except Exception:  # the writer must survive anything: log and keep going
-                self._warn_once("writer", "otel-blackbox writer error; continuing", exc_info=True)
-            if stopping:
-                self.write_errors += len(self._retry_finals)  # still held at exit: lost
-                self._retry_finals.clear()
-                self.close()
-                return
+    @property
+    def pending(self) -> bool:
+        return bool(self._finals or self._opens)
 
     # -- writing ---------------------------------------------------------------------------------
 
-    def write_pending(self) -> None:
-        """Write everything queued right now, in transactions of at most max_batch_size rows."""
-        while self.queue or self._retry_finals or self._retry_opens:
-            # A batch that failed last tick goes first, so rows stay in the order spans ended.
-            finals, opens = self._retry_finals, self._retry_opens
-            self._retry_finals, self._retry_opens = {}, {}
-            markers: list[FlushMarker] = []
-            for _ in range(self.config.max_batch_size):
-                try:
-                    item = self.queue.popleft()
-                except IndexError:
-                    break
-                if isinstance(item, Span):  # queued by on_start: the live span
-                    if item.end_time is not None:
-                        continue  # ended since: on_end queued its final snapshot after it
-                    context = item.context
-                    key = (context.trace_id, context.span_id)
-                    if key not in finals:
-                        opens[key] = item
-                elif isinstance(item, FlushMarker):
-                    markers.append(item)
-                elif item.context is None:  # not a recordable SDK span: count it, keep the batch
-                    self._skip(item)
-                else:  # queued by on_end: the final snapshot
-                    key = (item.context.trace_id, item.context.span_id)
-                    finals[key] = item
-                    opens.pop(key, None)
-            error = self._write(finals, opens)
-            for marker in markers:
-                marker.ok = error is None
-                marker.done.set()
-            if error is not None:
-                if isinstance(error, _NOT_RETRYABLE):
-                    self.write_errors += len(finals)
-                else:
-                    self._keep_for_retry(finals, opens)
-                return  # the fault may last: try again next tick, not in a tight loop
+    def write_pending(self) -> Exception | None:
+        """Write everything received, in one transaction; None when it committed, else the error.
 
-    def write_finished(self, spans: Iterable[ReadableSpan]) -> bool:
-        """Write these spans' final rows now, on the calling thread (the exporter's path)."""
-        finals = {}
-        for span in spans:
-            if span.context is None:
-                self._skip(span)
+        A failed batch is kept for the next call, up to max_queue_size spans (a failure caused by
+        the batch's content is not: its spans are counted as lost).
+        """
+        if not self.pending:
+            return None
+        finals, opens = self._finals, self._opens
+        self._finals, self._opens = {}, {}
+        error = self._write(finals, opens)
+        if error is not None:
+            if isinstance(error, _NOT_RETRYABLE):
+                self.write_errors += len(finals)
             else:
-                finals[(span.context.trace_id, span.context.span_id)] = span
-        self._check_file()
-        if self._write(finals, {}) is None:
+                self._keep_for_retry(finals, opens)
+        return error
+
+    def write_now(self, finals: Iterable[Snapshot]) -> bool:
+        """Write these final rows now, nothing held for later (the exporter's path)."""
+        batch = {(s[0], s[1]): s for s in finals}
+        self.check_file()
+        if self._write(batch, {}) is None:
             return True
-        self.write_errors += len(finals)  # the exporter's caller does not retry: these are lost
+        self.write_errors += len(batch)  # the exporter's caller does not retry: these are lost
         return False
 
-    def _keep_for_retry(self, finals: dict[Any, ReadableSpan], opens: dict[Any, ReadableSpan]) -> None:
-        """Hold a failed batch for the next tick; past max_queue_size the oldest final rows are lost."""
+    def finish(self) -> None:
+        """The end of the run: whatever is still held for a retry is lost, and counted."""
+        self.write_errors += len(self._finals)
+        self._finals.clear()
+        self._opens.clear()
+
+    def skip(self, name: object) -> None:
+        """A span that could not be snapshotted or serialized: counted, warned about once."""
+        self.write_errors += 1
+        self._warn_once("row", f"otel-blackbox could not serialize span {name!r}", exc_info=True)
+
+    def _keep_for_retry(self, finals: dict[Key, Snapshot], opens: dict[Key, Snapshot]) -> None:
+        """Hold a failed batch for the next try; past max_queue_size the oldest final rows are lost."""
+        finals.update(self._finals)  # anything received meanwhile comes after
+        for key, snapshot in self._opens.items():
+            if key not in finals:
+                opens[key] = snapshot
         room = self.config.max_queue_size
         if len(finals) > room:
             lost = len(finals) - room
             self.write_errors += lost
-            finals = dict(islice(finals.items(), lost, None))  # dicts keep arrival order: drop the oldest
+            finals = dict(islice(finals.items(), lost, None))  # drop the oldest
         room -= len(finals)
         # An open row that is not kept costs nothing lasting: the span's final row comes later.
-        self._retry_opens = dict(
-            islice(((k, s) for k, s in opens.items() if s.end_time is None and k not in finals), room)
-        )
-        self._retry_finals = finals
+        self._opens = dict(islice(((k, s) for k, s in opens.items() if k not in finals), room))
+        self._finals = finals
 
-    def _write(self, finals: dict[Any, ReadableSpan], opens: dict[Any, ReadableSpan]) -> Exception | None:
+    def _write(self, finals: dict[Key, Snapshot], opens: dict[Key, Snapshot]) -> Exception | None:
         """One transaction; None when it committed, else the error (warned once per kind of fault)."""
         if not finals and not opens:
             return None
         try:
             conn = self._connection()
             now = time.time_ns()  # after connecting: the recorder row must not be newer than its rows
-            final_rows = self._rows(finals.values(), now, is_open=False)
-            # A span may have ended since it was queued: its final row is on its way, skip the open one.
-            still_open = {key: s for key, s in opens.items() if s.end_time is None}
-            open_rows = self._rows(still_open.values(), now, is_open=True)
+            final_rows = self._rows(finals.values(), now)
+            open_rows = self._rows((s for k, s in opens.items() if k not in finals), now)
             conn.execute("BEGIN IMMEDIATE")
             try:
                 insert_spans(conn, final_rows, final=True)
@@ -235,7 +199,7 @@ class SpanWriter:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
-            self._track_open(still_open, finals)
+            self._track_open(opens, finals)
             if self._failing:
                 self._failing = False
                 logger.info("otel-blackbox is writing to %s again", self.config.db_path)
@@ -254,51 +218,45 @@ class SpanWriter:
         )
         self.close()  # the file may have been replaced or fixed by the next try
 
-    def _rows(self, spans: Iterable[ReadableSpan], now: int, *, is_open: bool) -> list[tuple[Any, ...]]:
+    def _rows(self, snapshots: Iterable[Snapshot], now: int) -> list[tuple[Any, ...]]:
         """Row tuples; a span whose row cannot be built is skipped and counted, not the whole batch."""
         rows = []
-        for span in spans:
-            for attempt in range(3):
-                try:
-                    rows.append(self.rows.row(span, now, is_open=is_open))
-                    break
-                except RuntimeError:  # a live span changed under us (dict / deque mutated): try again
-                    if attempt == 2:
-                        self._skip(span)
-                except Exception:
-                    self._skip(span)
-                    break
+        row = self.rows.row
+        for snapshot in snapshots:
+            try:
+                rows.append(row(snapshot, now))
+            except Exception:
+                self.skip(snapshot[3] if len(snapshot) > 3 else snapshot)
         return rows
 
-    def _skip(self, span: ReadableSpan) -> None:
-        self.write_errors += 1
-        self._warn_once("row", f"otel-blackbox could not serialize span {span.name!r}", exc_info=True)
-
-    def _track_open(self, opened: dict[Any, ReadableSpan], finals: dict[Any, ReadableSpan]) -> None:
+    def _track_open(self, opened: dict[Key, Snapshot], finals: dict[Key, Snapshot]) -> None:
         """Remember which open rows are on disk, so the heartbeat runs only while there are some."""
         self._open_on_disk.update(opened)
         self._open_on_disk.difference_update(finals)
         if len(self._open_on_disk) > _MAX_TRACKED_OPEN:  # leaked spans that never end: stop tracking
             self._open_on_disk.clear()
 
-    def _heartbeat(self) -> None:
-        """Keep this process's recorder row current between batches.
+    def heartbeat(self, now_ns: int | None = None) -> None:
+        """Keep this run's recorder row current between batches.
 
-        While open rows are on disk it says, every flush interval, that the process is still alive:
+        While open rows are on disk it says, every flush interval, that the agent is still alive:
         that moment (recorders.last_seen_ns) is where a killed run's open spans are shown to end.
         It also records drops that happened since the last batch, so `stats` sees them at once.
+        ``now_ns`` given: record that moment now (the writer process saw its agent die then).
         """
         now = time.monotonic()
         alive_due = bool(self._open_on_disk) and now - self._last_heartbeat >= self._heartbeat_s
-        if self._conn is None or not (alive_due or self._dropped() != self._recorded_dropped):
+        if now_ns is None and not (alive_due or self._dropped() != self._recorded_dropped):
+            return
+        if self._conn is None and (now_ns is None or self._recorder_id is None):
             return
         self._last_heartbeat = now
         try:
-            self._update_recorder(self._conn, time.time_ns())
-        except sqlite3.Error as exc:
+            self._update_recorder(self._connection(), now_ns or time.time_ns())
+        except (sqlite3.Error, StoreError, OSError) as exc:
             self._warn_once(f"heartbeat:{type(exc).__name__}", f"otel-blackbox heartbeat failed: {exc}")
 
-    def _check_file(self) -> None:
+    def check_file(self) -> None:
         """Let go of a file that was deleted or replaced under us (one stat a tick)."""
         if self._conn is None or self._file_id is None:
             return
@@ -322,21 +280,25 @@ class SpanWriter:
             if self._file_id is not None and not path.exists():
                 _unlink_wal_files(path)
             conn = connect_writer(path, busy_timeout_ms=self.config.busy_timeout_ms)
-            stat = os.stat(path)
-            self._file_id = (stat.st_dev, stat.st_ino)
-            # One recorder row per process: after a reconnect, carry on with the same row if the
-            # file still has it (a replaced file gets a new one).
-            found = conn.execute(
-                "SELECT id FROM recorders WHERE pid = ? AND started_ns = ?", (os.getpid(), self._started_ns)
-            ).fetchone()
-            if found is not None:
-                self._recorder_id = found[0]
-            else:
-                cursor = conn.execute(
-                    "INSERT INTO recorders (run_id, pid, started_ns, last_seen_ns) VALUES (?, ?, ?, ?)",
-                    (secrets.token_hex(8), os.getpid(), self._started_ns, time.time_ns()),
-                )
-                self._recorder_id = cursor.lastrowid
+            try:
+                stat = os.stat(path)
+                self._file_id = (stat.st_dev, stat.st_ino)
+                # One recorder row per run: after a reconnect, carry on with the same row if the
+                # file still has it (a replaced file gets a new one).
+                found = conn.execute(
+                    "SELECT id FROM recorders WHERE pid = ? AND started_ns = ?", (self.pid, self._started_ns)
+                ).fetchone()
+                if found is not None:
+                    self._recorder_id = found[0]
+                else:
+                    cursor = conn.execute(
+                        "INSERT INTO recorders (run_id, pid, started_ns, last_seen_ns) VALUES (?, ?, ?, ?)",
+                        (secrets.token_hex(8), self.pid, self._started_ns, time.time_ns()),
+                    )
+                    self._recorder_id = cursor.lastrowid
+            except BaseException:
+                conn.close()
+                raise
             self._conn = conn
         return self._conn
 
@@ -345,7 +307,7 @@ class SpanWriter:
         conn.execute(
             "UPDATE recorders SET last_seen_ns = ?, spans_written = ?, spans_dropped = ?, write_errors = ? "
             "WHERE id = ?",
-            (now, self.spans_written, dropped, self.write_errors, self._recorder_id),
+            (now, self.spans_written, dropped, self.write_errors + self.outside_errors, self._recorder_id),
         )
         self._recorded_dropped = dropped
 

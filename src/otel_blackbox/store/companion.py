@@ -1,0 +1,261 @@
+"""The agent's side of the writer process: starting it, feeding it, hearing back from it.
+
+The process (store.writer_process) is started lazily by the shipper thread, never by the agent's
+own threads, as ``python -I`` (isolated: no PYTHONPATH, so no OpenTelemetry auto-instrumentation
+and no launcher sitecustomize; no user site) with every ``OTEL_*`` variable removed, in a session
+of its own (a Ctrl-C or a signal to the agent's process group does not reach it).
+
+Two anonymous pipes: batches go down the child's stdin; acknowledgements, progress and the
+child's log lines come back on its stdout, read by a small thread here. The child exits at the
+end of its stdin: when the agent stops it, exits, or is killed (the kernel closes the pipe).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..config import BlackboxConfig
+from .frames import FrameReader, encode, write_all
+from .shipper import FlushMarker, SinkFailed, fail_markers
+from .snapshot import Definition, Snapshot
+
+__all__ = ["WRITER_TAG", "ProcessSink"]
+
+logger = logging.getLogger("otel_blackbox")
+
+WRITER_TAG = "otel-blackbox-writer"  # in the process's command line, to tell it apart in ps
+_START_TIMEOUT_S = 10.0
+_REAP_TIMEOUT_S = 5.0
+_BOOT = "import sys; sys.path[:0] = sys.argv[2:]; from otel_blackbox.store.writer_process import main; main()"
+
+
+class ProcessSink:
+    """One writer process, fed by one shipper."""
+
+    mode = "process"
+
+    def __init__(self, pid: int, to_child: int, from_child: int, dropped: Callable[[], int],
+                 outside: Callable[[], int], wake: threading.Event) -> None:  # fmt: skip
+        self.pid: int | None = pid
+        self._to_child: int | None = to_child
+        self._from_child: int | None = from_child
+        self._dropped = dropped
+        self._outside = outside
+        self._wake = wake
+        self.failed = False
+        self._written = 0
+        self._errors = 0
+        self._shipped = 0  # final snapshots sent
+        self._sent_counts = (0, 0)
+        self._next_flush = 0
+        self._waiting: dict[int, list[FlushMarker]] = {}
+        self._lock = threading.Lock()  # _waiting and the counters, shared with the reader thread
+        self._ready = threading.Event()
+        self._ready_ok = False
+        self._stopped = threading.Event()
+        self._reader = threading.Thread(target=self._read, name="otel-blackbox-writer-acks", daemon=True)
+
+    @classmethod
+    def start(
+        cls,
+        config: BlackboxConfig,
+        started_ns: int,
+        dropped: Callable[[], int],
+        outside: Callable[[], int],
+        wake: threading.Event,
+    ) -> ProcessSink:
+        """Start the process and wait for it to say it is ready; raises when it cannot be had."""
+        if not hasattr(os, "posix_spawn") or not sys.executable:
+            raise OSError("no way to start a process here")
+        down_r, down_w = os.pipe()
+        up_r, up_w = os.pipe()
+        try:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+            package_root = str(Path(__file__).resolve().parents[2])
+            argv = [sys.executable, "-I", "-c", _BOOT, WRITER_TAG, package_root]
+            actions = [(os.POSIX_SPAWN_DUP2, down_r, 0), (os.POSIX_SPAWN_DUP2, up_w, 1)]
+            pid = os.posix_spawn(sys.executable, argv, env, file_actions=actions)
+        except BaseException:
+            for fd in (down_r, down_w, up_r, up_w):
+                os.close(fd)
+            raise
+        os.close(down_r)
+        os.close(up_w)
+        sink = cls(pid, down_w, up_r, dropped, outside, wake)
+        sink._reader.start()
+        try:
+            sink._send(("config", config, os.getpid(), started_ns))
+            if not sink._ready.wait(_START_TIMEOUT_S) or sink.failed or not sink._ready_ok:
+                raise OSError("the writer process did not start")
+        except BaseException:
+            sink._kill()
+            raise
+        return sink
+
+    # -- the shipper's side ------------------------------------------------------------------------
+
+    def deliver(
+        self,
+        definitions: list[Definition],
+        finals: list[Snapshot],
+        opens: list[Snapshot],
+        markers: list[FlushMarker],
+    ) -> None:
+        flush_id = None
+        if markers:
+            with self._lock:
+                self._next_flush += 1
+                flush_id = self._next_flush
+                self._waiting[flush_id] = markers
+        counts = (self._dropped(), self._outside())
+        self._sent_counts = counts
+        try:
+            self._send(("batch", definitions, finals, opens, counts, flush_id))
+        except SinkFailed:
+            with self._lock:  # these markers go, with the batch, to the writer that takes over
+                self._waiting.pop(flush_id or 0, None)
+            self._fail()
+            raise
+        self._shipped += len(finals)
+
+    def tick(self) -> None:
+        counts = (self._dropped(), self._outside())
+        if counts != self._sent_counts:  # drops since the last batch: let the run's row say so now
+            self._sent_counts = counts
+            try:
+                self._send(("batch", [], [], [], counts, None))
+            except SinkFailed:
+                self._fail()
+
+    def stop(self, timeout_s: float) -> None:
+        """Let the process write everything and exit; wait for it (bounded)."""
+        deadline = time.monotonic() + timeout_s
+        try:
+            self._send(("stop",))
+            if not self._stopped.wait(max(0.0, deadline - time.monotonic())):
+                logger.warning("otel-blackbox: the writer process did not finish within %ss", timeout_s)
+        except SinkFailed:
+            pass
+        self._close_to_child()
+        self._reap(min(_REAP_TIMEOUT_S, max(0.1, deadline - time.monotonic())))
+        self._reader.join(1.0)
+
+    def counts(self) -> tuple[int, int]:
+        return self._written, self._errors
+
+    def unconfirmed(self) -> int:
+        return max(0, self._shipped - self._written - self._errors)
+
+    def abandon(self) -> None:
+        """In a forked child: let go of the parent's process without touching it."""
+        for fd in (self._to_child, self._from_child):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._to_child = self._from_child = None
+        self.pid = None
+
+    def _send(self, message: tuple[Any, ...]) -> None:
+        fd = self._to_child
+        if fd is None or self.failed:
+            raise SinkFailed("the writer process is gone")
+        try:
+            write_all(fd, encode(message))
+        except OSError as exc:  # EPIPE: the process died
+            self.failed = True
+            raise SinkFailed(str(exc)) from None
+
+    # -- the reader thread -----------------------------------------------------------------------
+
+    def _read(self) -> None:
+        fd = self._from_child
+        assert fd is not None
+        frames = FrameReader()
+        try:
+            while True:
+                try:
+                    data = os.read(fd, 65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    break
+                for message in frames.feed(data):
+                    self._handle(message)
+        except Exception:  # a garbled message: the process cannot be trusted any more
+            logger.warning("otel-blackbox: unreadable message from the writer process", exc_info=True)
+        finally:
+            if not self._stopped.is_set():
+                self._fail()
+            if self._from_child is not None:  # abandon() in a forked child does not run here
+                self._from_child = None
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def _handle(self, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == "log":
+            logger.log(message[1], "%s", message[2])
+        elif kind == "ready":
+            self._ready_ok = True
+            self._ready.set()
+        elif kind in ("progress", "ack", "stopped"):
+            with self._lock:
+                self._written, self._errors = message[1], message[2]
+                markers = self._waiting.pop(message[4], []) if kind == "ack" else []
+            for marker in markers:
+                marker.ok = message[3]
+                marker.done.set()
+            if kind == "stopped":
+                self._stopped.set()
+
+    def _fail(self) -> None:
+        """The process is gone: every flush still waiting fails, the shipper switches writers."""
+        self.failed = True
+        with self._lock:
+            waiting, self._waiting = self._waiting, {}
+        for markers in waiting.values():
+            fail_markers(markers)
+        self._ready.set()
+        self._wake.set()
+        self._close_to_child()
+        self._reap(0.5)
+
+    def _close_to_child(self) -> None:
+        fd, self._to_child = self._to_child, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def _kill(self) -> None:
+        if self.pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+        self._close_to_child()
+        self._reap(_REAP_TIMEOUT_S)
+
+    def _reap(self, timeout_s: float) -> None:
+        """Collect the exited process (bounded): no zombie left behind."""
+        pid = self.pid
+        if pid is None:
+            return
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # already collected (a SIGCHLD handler of the host's)
+                done = pid
+            if done:
+                self.pid = None
+                return
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.01)

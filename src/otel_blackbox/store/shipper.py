@@ -1,0 +1,307 @@
+"""The agent-side thread: takes what on_start / on_end queued, snapshots it, hands it to the writer.
+
+Each tick (half the flush interval), or sooner when a batch's worth is queued, it turns the
+queued spans into plain-data snapshots (store.snapshot) and delivers them to a sink:
+
+* the writer process (store.companion, the default): pickled down a pipe, so row building,
+  redaction and SQLite run outside the agent's interpreter and never take its GIL;
+* an in-thread writer (InThreadSink): the same SpanWriter, run right here. Used when asked
+  (``writer="thread"``), where no process can be started, and if the process dies.
+
+A span still open at shipping time gets an open snapshot (its row shows it running); one that
+has ended since it started needs none, its final snapshot follows in the queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, set_value
+from opentelemetry.sdk.trace import Span
+
+from ..config import BlackboxConfig
+from .snapshot import Definition, Snapshot, Snapshotter
+from .writer import SpanWriter
+
+__all__ = ["FlushMarker", "InThreadSink", "Shipper"]
+
+logger = logging.getLogger("otel_blackbox")
+
+
+class FlushMarker:
+    """Queued by force_flush: set once everything queued before it is written (or failed)."""
+
+    __slots__ = ("done", "ok")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.ok = True
+
+
+class SinkFailed(Exception):
+    """The writer process is gone: the batch in hand was not delivered."""
+
+
+class Sink(Protocol):
+    mode: str
+    pid: int | None
+    failed: bool
+
+    def deliver(
+        self,
+        definitions: list[Definition],
+        finals: list[Snapshot],
+        opens: list[Snapshot],
+        markers: list[FlushMarker],
+    ) -> None: ...
+
+    def tick(self) -> None: ...
+
+    def stop(self, timeout_s: float) -> None: ...
+
+    def counts(self) -> tuple[int, int]:
+        """(spans written, spans lost in writing) so far."""
+        ...
+
+    def unconfirmed(self) -> int:
+        """Final snapshots delivered and neither written nor counted lost (lost if the sink fails)."""
+        ...
+
+
+class InThreadSink:
+    """The SpanWriter on the shipper's own thread."""
+
+    mode = "thread"
+    pid: int | None = None
+    failed = False
+
+    def __init__(
+        self, config: BlackboxConfig, started_ns: int, dropped: Callable[[], int], outside: Callable[[], int]
+    ) -> None:
+        self.writer = SpanWriter(config, started_ns=started_ns, dropped=dropped)
+        self._outside = outside
+        # Held around all SQLite work; os.fork() takes it first, so a child never inherits a
+        # connection (or SQLite's own mutexes) in the middle of a call.
+        self.io_lock = threading.Lock()
+
+    def deliver(
+        self,
+        definitions: list[Definition],
+        finals: list[Snapshot],
+        opens: list[Snapshot],
+        markers: list[FlushMarker],
+    ) -> None:
+        writer = self.writer
+        with self.io_lock:
+            writer.outside_errors = self._outside()
+            writer.check_file()
+            writer.receive(definitions, finals, opens)
+            error = writer.write_pending()
+        for marker in markers:
+            marker.ok = error is None
+            marker.done.set()
+
+    def tick(self) -> None:
+        writer = self.writer
+        with self.io_lock:
+            writer.outside_errors = self._outside()
+            writer.check_file()
+            writer.write_pending()  # a batch held for a retry
+            writer.heartbeat()
+            writer.maintain()
+
+    def stop(self, timeout_s: float) -> None:
+        with self.io_lock:
+            self.writer.write_pending()
+            self.writer.finish()
+            self.writer.heartbeat()
+            self.writer.close()
+
+    def counts(self) -> tuple[int, int]:
+        return self.writer.spans_written, self.writer.write_errors
+
+    def unconfirmed(self) -> int:
+        return 0
+
+
+class Shipper:
+    """One per processor (and per process: a forked child starts its own)."""
+
+    def __init__(
+        self, config: BlackboxConfig, queue: deque[Any], wake: threading.Event, dropped: Callable[[], int]
+    ) -> None:
+        self.config = config
+        self.queue = queue
+        self.wake = wake
+        self._dropped = dropped
+        self._started_ns = time.time_ns()
+        self._snapshotter = Snapshotter()
+        self.outside_errors = 0  # spans that could not be snapshotted, or were lost with a dead writer
+        self._warned: set[str] = set()
+        self._resend_definitions = False
+        self._stopping = False
+        self.sink: Sink | None = None
+        self.ready = threading.Event()  # set once the sink is chosen (and the process started)
+        # Taken by os.fork() (processor._before_fork) while a sink is being made: a child must not
+        # inherit a pipe half set up.
+        self.start_lock = threading.Lock()
+        self.thread = threading.Thread(target=self._run, name="otel-blackbox-shipper", daemon=True)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self, timeout_s: float) -> bool:
+        """Deliver what is queued, let the writer finish, end the thread. False if not in time."""
+        self._stopping = True
+        self._stop_timeout_s = timeout_s
+        self.wake.set()
+        self.thread.join(timeout_s)
+        return not self.thread.is_alive()
+
+    def abandon(self) -> None:
+        """In a forked child: let go of the parent's writer process (its pipes), touching nothing else."""
+        abandon = getattr(self.sink, "abandon", None)
+        if abandon is not None:
+            abandon()
+
+    @property
+    def mode(self) -> str | None:
+        return self.sink.mode if self.sink is not None else None
+
+    @property
+    def pid(self) -> int | None:
+        return self.sink.pid if self.sink is not None else None
+
+    @property
+    def spans_written(self) -> int:
+        return self.sink.counts()[0] if self.sink is not None else 0
+
+    @property
+    def write_errors(self) -> int:
+        return (self.sink.counts()[1] if self.sink is not None else 0) + self.outside_errors
+
+    def _run(self) -> None:
+        # Our own I/O (SQLite here, the pipe, the process start) must not show up as spans of the agent.
+        attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+        with self.start_lock:
+            self.sink = self._open_sink()
+        self.ready.set()
+        tick = self.config.flush_interval_ms / 2000
+        while True:
+            self.wake.wait(tick)
+            self.wake.clear()
+            stopping = self._stopping
+            try:
+                self._ship()
+                self._sink().tick()
+            except Exception:  # the shipper must survive anything: log and keep going
+                self._warn_once("shipper", "otel-blackbox writer error; continuing", exc_info=True)
+            if stopping:
+                try:
+                    self._sink().stop(getattr(self, "_stop_timeout_s", 30.0))
+                except Exception:
+                    self._warn_once("stop", "otel-blackbox writer did not stop cleanly", exc_info=True)
+                return
+
+    def _open_sink(self) -> Sink:
+        if self.config.writer == "process":
+            try:
+                # Imported here: the thread writer never loads the process machinery.
+                from .companion import ProcessSink
+
+                return ProcessSink.start(
+                    self.config, self._started_ns, self._dropped, lambda: self.outside_errors, self.wake
+                )
+            except Exception as exc:
+                logger.warning(
+                    "otel-blackbox: the writer process could not be started (%s); "
+                    "writing from a thread of this process instead",
+                    exc,
+                )
+        return self._in_thread_sink()
+
+    def _in_thread_sink(self) -> InThreadSink:
+        return InThreadSink(self.config, self._started_ns, self._dropped, lambda: self.outside_errors)
+
+    def _sink(self) -> Sink:
+        """The sink, replaced by an in-thread writer if the writer process died."""
+        sink = self.sink
+        assert sink is not None
+        if sink.failed:
+            lost = sink.unconfirmed()
+            self.outside_errors += lost
+            logger.warning(
+                "otel-blackbox: the writer process exited unexpectedly (%d spans in it lost); "
+                "writing from a thread of this process instead",
+                lost,
+            )
+            self.sink = sink = self._in_thread_sink()
+            self._resend_definitions = True  # the new writer knows no resource or scope yet
+        return sink
+
+    # -- shipping --------------------------------------------------------------------------------
+
+    def _ship(self) -> None:
+        """Deliver everything queued right now, in batches of at most max_batch_size spans."""
+        queue = self.queue
+        snapshot = self._snapshotter.snapshot
+        batch_size = self.config.max_batch_size
+        while queue:
+            finals: list[Snapshot] = []
+            opens: dict[tuple[int, int], Snapshot] = {}
+            markers: list[FlushMarker] = []
+            for _ in range(batch_size):
+                try:
+                    item = queue.popleft()
+                except IndexError:
+                    break
+                try:
+                    if isinstance(item, Span):  # queued by on_start: the live span
+                        if item.end_time is None:
+                            taken = snapshot(item, is_open=True)
+                            opens[(taken[0], taken[1])] = taken
+                    elif isinstance(item, FlushMarker):
+                        markers.append(item)
+                    else:  # queued by on_end: the final snapshot
+                        taken = snapshot(item, is_open=False)
+                        finals.append(taken)
+                        opens.pop((taken[0], taken[1]), None)
+                except Exception:  # not a recordable SDK span: count it, keep the batch
+                    self.outside_errors += 1
+                    self._warn_once(
+                        "row", f"otel-blackbox could not serialize span {item.name!r}", exc_info=True
+                    )
+            self._deliver(finals, list(opens.values()), markers)
+
+    def _deliver(self, finals: list[Snapshot], opens: list[Snapshot], markers: list[FlushMarker]) -> None:
+        definitions = self._snapshotter.take_definitions()
+        while True:
+            sink = self._sink()
+            if self._resend_definitions:
+                self._resend_definitions = False
+                definitions = self._snapshotter.all_definitions()
+            try:
+                sink.deliver(definitions, finals, opens, markers)
+                return
+            except SinkFailed:
+                # Nothing of this batch reached the process: the in-thread writer that takes over
+                # gets it, with every resource and scope it refers to.
+                continue
+
+    def _warn_once(self, key: str, message: str, **kwargs: Any) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            logger.warning(message, **kwargs)
+
+
+def fail_markers(markers: Sequence[FlushMarker]) -> None:
+    for marker in markers:
+        marker.ok = False
+        marker.done.set()
