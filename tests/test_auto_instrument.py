@@ -55,7 +55,7 @@ with tracer.start_as_current_span("agent-run"):
 report = {
     "answer": reply.choices[0].message.content,
     "instrumented": OpenAIInstrumentor().is_instrumented_by_opentelemetry,
-    "writer_threads": sum(t.name == "otel-blackbox-writer" for t in threading.enumerate()),
+    "shipper_threads": sum(t.name == "otel-blackbox-shipper" for t in threading.enumerate()),
 }
 if os.environ.get("AGENT_OWN_RECORDER"):
     from otel_blackbox import auto
@@ -148,7 +148,7 @@ def test_hook_records_spans_and_the_span_a_killed_process_left_open(
     db = tmp_path / "traces.db"
     done = run_instrumented(tmp_path, fake_llm, OTEL_BLACKBOX_DB=str(db), AGENT_ENDING="killed")
     report = report_of(done)
-    assert report["instrumented"] and report["writer_threads"] == 1
+    assert report["instrumented"] and report["shipper_threads"] == 1
     assert_llm_span(db)
     open_span_id = done.stdout.splitlines()[1]
     (still_running,) = rows(db, "SELECT * FROM spans WHERE name = 'still-running'")
@@ -166,8 +166,8 @@ def test_blackbox_exporter_records_ended_spans_only(tmp_path: Path, fake_llm: Fa
         OTEL_BLACKBOX_DB=str(db),
         AGENT_ENDING="leave-open",
     )
-    # The exporter writes on the batch processor's thread: the hook added no processor (no writer thread).
-    assert report_of(done)["writer_threads"] == 0
+    # The exporter writes on the batch processor's thread: the hook added no processor (no shipper thread).
+    assert report_of(done)["shipper_threads"] == 0
     assert_llm_span(db)
     assert rows(db, "SELECT name FROM spans WHERE status = 'open' OR name = 'never-ended'") == []
     assert len(rows(db, "SELECT * FROM recorders")) == 1
@@ -179,7 +179,7 @@ def test_programs_own_processor_on_the_global_provider_takes_over(
     db = tmp_path / "traces.db"
     report = report_of(run_instrumented(tmp_path, fake_llm, OTEL_BLACKBOX_DB=str(db), AGENT_OWN_RECORDER="1"))
     # One writer left, and it is the program's: the hook's processor stood down.
-    assert report == report | {"writer_threads": 1, "auto_recording": False}
+    assert report == report | {"shipper_threads": 1, "auto_recording": False}
     assert_llm_span(db)
     counts = rows(db, "SELECT span_id, count(*) AS n FROM spans GROUP BY span_id")
     assert len(counts) >= 3 and {row["n"] for row in counts} == {1}

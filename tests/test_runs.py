@@ -359,9 +359,12 @@ def test_ambiguous_run_id_and_a_run_without_spans(tmp_path: Path) -> None:
     for command in ("cassette", "report"):
         result = run_cli(command, "--run", shared, "-o", str(tmp_path / "x"), db=db)
         _one_line_error(result, 1, f"run id '{shared}' is ambiguous: it matches")
-    # A recorder that recorded nothing is still a run, with nothing to build from.
+    # A run whose spans retention has taken is still a run, with nothing to build from.
     recorder = Recorder(db)
+    long_ago = time.time_ns() - 30 * 86_400 * 10**9
+    recorder.tracer.start_span("expired", start_time=long_ago).end(end_time=long_ago + 1)
     recorder.provider.shutdown()
+    run_cli("cleanup", "--retention", "7d", db=db, check=True)
     empty = _runs_json(db)[0]
     assert empty["spans"] == 0 and empty["traces"] == 0 and empty["status"] == "ok"
     result = run_cli("cassette", "--run", empty["run_id"], "-o", str(tmp_path / "x"), db=db)
