@@ -24,6 +24,7 @@ Snapshot = tuple[Any, ...]
 # ("resource", ref, attributes) or ("scope", ref, {name, version, schema_url})
 Definition = tuple[str, int, dict[str, Any]]
 
+_STATUS_NAMES = {"OK": "ok", "ERROR": "error", "UNSET": "unset"}
 _MAX_SHARED = 256  # distinct resources or scopes remembered; past it, numbering starts over
 
 
@@ -48,42 +49,46 @@ class Snapshotter:
 
     def snapshot(self, span: ReadableSpan, *, is_open: bool) -> Snapshot:
         """The span as plain data. Raises on a span that is not a recordable SDK span."""
-        context = span.context
+        try:
+            # The SDK's own fields: each public property is a Python call, and events / links
+            # copy their list. This is the agent's interpreter, where every microsecond counts.
+            context, parent, name, kind = span._context, span._parent, span._name, span._kind
+            start_ns, end_ns, status = span._start_time, span._end_time, span._status
+            events, links = span._events, span._links
+            resource, scope = span._resource, span._instrumentation_scope
+        except AttributeError:  # another ReadableSpan implementation: its public face
+            context, parent, name, kind = span.context, span.parent, span.name, span.kind
+            start_ns, end_ns, status = span.start_time, span.end_time, span.status
+            events, links = span.events, span.links
+            resource, scope = span.resource, span.instrumentation_scope
         if context is None:
-            raise ValueError(f"span {span.name!r} has no context")
-        parent = span.parent
+            raise ValueError(f"span {name!r} has no context")
         storage = attribute_storage(span)
         # A live span's attributes may change on another thread: copy them (dict() of a dict with
         # string keys runs without releasing the GIL). An ended span's never change.
         attributes = storage if isinstance(storage, dict) and not is_open else dict(storage or {})
         if is_open:
-            status, message, end_ns = None, None, None
+            status_name, message, end_ns = None, None, None
         else:
-            span_status = span.status
-            status = span_status.status_code.name.lower()
-            message = span_status.description
-            end_ns = span.end_time
-        events = span.events
-        links = span.links
+            status_name = _STATUS_NAMES[status.status_code._name_]
+            message = status.description
         return (
             context.trace_id,
             context.span_id,
             parent.span_id if parent is not None else None,
-            span.name,
-            span.kind.name,
-            status,
+            name,
+            kind._name_,
+            status_name,
             message,
-            span.start_time,
+            start_ns,
             end_ns,
             attributes,
             tuple((e.name, e.timestamp, dict(e.attributes or {})) for e in events) if events else (),
-            tuple(
-                (link.context.trace_id, link.context.span_id, dict(link.attributes or {})) for link in links
-            )
+            tuple((k.context.trace_id, k.context.span_id, dict(k.attributes or {})) for k in links)
             if links
             else (),
-            self._ref("resource", span.resource),
-            self._ref("scope", span.instrumentation_scope),
+            self._ref("resource", resource),
+            self._ref("scope", scope),
         )
 
     def _ref(self, kind: str, obj: Any) -> int:
