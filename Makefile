@@ -29,8 +29,9 @@ lint: setup
 typecheck: setup
 	$(VENV)/bin/mypy
 
+# Then no writer process of the run may be left behind (tests/writers_left.py).
 unit: setup browser
-	$(PY) -m pytest -q
+	BLACKBOX_TEST_RUN=$$$$ $(PY) -m pytest -q && $(PY) tests/writers_left.py $$$$
 
 test: lint typecheck unit
 
