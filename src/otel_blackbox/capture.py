@@ -9,9 +9,10 @@ kind CLIENT, status UNSET. The span goes to this processor's writer only, never 
 other processors or exporters.
 
 The caller pays for the two timestamps and one object. What costs (bodies to text or base64, the
-provider translation to the neutral model_input / model_output) runs on the writer thread, the first
-time the writer reads the span's attributes; redaction and the max_attribute_bytes bound are the
-writer's, as for every span. No request header is kept, so no Authorization, API key or cookie.
+provider translation to the neutral model_input / model_output) runs the first time the span's
+attributes are read: on the shipper thread (store.shipper), never the caller's. Redaction and the
+max_attribute_bytes bound are the writer's, as for every span. No request header is kept, so no
+Authorization, API key or cookie.
 """
 
 from __future__ import annotations
