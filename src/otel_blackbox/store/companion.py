@@ -33,6 +33,7 @@ __all__ = ["WRITER_TAG", "ProcessSink"]
 logger = logging.getLogger("otel_blackbox")
 
 WRITER_TAG = "otel-blackbox-writer"  # in the process's command line, to tell it apart in ps
+_CHILD_MARKER = "BLACKBOX_WRITER_PROCESS"
 _START_TIMEOUT_S = 10.0
 _REAP_TIMEOUT_S = 5.0
 _BOOT = "import sys; sys.path[:0] = sys.argv[2:]; from otel_blackbox.store.writer_process import main; main()"
@@ -76,10 +77,15 @@ class ProcessSink:
         """Start the process and wait for it to say it is ready; raises when it cannot be had."""
         if not hasattr(os, "posix_spawn") or not sys.executable:
             raise OSError("no way to start a process here")
+        if getattr(sys, "frozen", False):  # sys.executable is the application, not a Python
+            raise OSError("a frozen application has no Python to run the writer with")
+        if os.environ.get(_CHILD_MARKER):  # never a writer process of a writer process
+            raise OSError("this process was started as a writer process")
         down_r, down_w = os.pipe()
         up_r, up_w = os.pipe()
         try:
             env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+            env[_CHILD_MARKER] = "1"
             package_root = str(Path(__file__).resolve().parents[2])
             argv = [sys.executable, "-I", "-c", _BOOT, WRITER_TAG, package_root]
             actions = [(os.POSIX_SPAWN_DUP2, down_r, 0), (os.POSIX_SPAWN_DUP2, up_w, 1)]
