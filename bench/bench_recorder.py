@@ -41,7 +41,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from importlib import metadata
@@ -49,8 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import ai_blackbox_recorder as abr  # type: ignore[import-untyped, unused-ignore]
-from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Tracer
@@ -91,18 +89,26 @@ TARGET_CALLER_RATIO = 1.25  # added(Blackbox) / added(BatchSpanProcessor) <= thi
 TARGET_VS_ABR = 3.0  # persisted rate: Blackbox / ai-blackbox-recorder >= this
 TARGET_VS_BATCH = 0.75  # persisted rate: Blackbox / BatchSpanProcessor(no-op exporter) >= this
 
-CALLER_CONTENDERS = ("bare-sdk", "batch", "batch-noop", "blackbox", "ai-blackbox-recorder")
-OTEL_PROCESSORS = ("batch", "batch-noop", "blackbox")  # the ones with an "added" cost
+TARGET_BYTES_PER_SPAN = 400  # on disk after a checkpoint, Blackbox: <= this
+
+CALLER_CONTENDERS = ("bare-sdk", "batch", "batch-noop", "blackbox", "blackbox-thread", "ai-blackbox-recorder")
+OTEL_PROCESSORS = ("batch", "batch-noop", "blackbox", "blackbox-thread")  # the ones with an "added" cost
 PERSIST_CONTENDERS = (
-    "batch-noop", "blackbox", "blackbox-noredact", "blackbox-secrets", "blackbox-secrets-noredact",
-    "ai-blackbox-recorder",
+    "batch-noop", "blackbox", "blackbox-thread", "blackbox-noredact", "blackbox-secrets",
+    "blackbox-secrets-noredact", "ai-blackbox-recorder",
 )  # fmt: skip
-BLACKBOX_CONTENDERS = ("blackbox", "blackbox-noredact", "blackbox-secrets", "blackbox-secrets-noredact")
+BLACKBOX_CONTENDERS = (
+    "blackbox", "blackbox-thread", "blackbox-noredact", "blackbox-secrets", "blackbox-secrets-noredact",
+)  # fmt: skip
+# The two writers, each held to the same targets: "blackbox" is the default (writer="process").
+WRITERS = {"blackbox": "process", "blackbox-thread": "thread"}
+ON_DISK = ("blackbox", "blackbox-thread", "ai-blackbox-recorder")  # bytes per span reported for these
 LABELS = {
     "bare-sdk": "bare SDK (no processor)",
     "batch": "BatchSpanProcessor(InMemorySpanExporter)",
     "batch-noop": "BatchSpanProcessor(no-op exporter)",
-    "blackbox": "BlackboxSpanProcessor",
+    "blackbox": 'BlackboxSpanProcessor (writer="process")',
+    "blackbox-thread": 'BlackboxSpanProcessor(writer="thread")',
     "blackbox-noredact": "BlackboxSpanProcessor(redact=False)",
     "blackbox-secrets": "BlackboxSpanProcessor, secret-heavy spans",
     "blackbox-secrets-noredact": "BlackboxSpanProcessor(redact=False), secret-heavy",
@@ -113,9 +119,16 @@ LABELS = {
 # -- the workload ----------------------------------------------------------------------------------
 
 
-def otel_pairs(tracer: Tracer, pairs: int, text: str = INPUT_TEXT) -> None:
-    """A parent AGENT span with one LLM child, ``pairs`` times: 5 attributes per span."""
+def otel_pairs(
+    tracer: Tracer, pairs: int, text: str = INPUT_TEXT, work: Callable[[int], object] | None = None
+) -> None:
+    """A parent AGENT span with one LLM child, ``pairs`` times: 5 attributes per span.
+
+    ``work(i)``, when given, runs before each pair: the host's own work (bench_cpu_host.py).
+    """
     for i in range(pairs):
+        if work is not None:
+            work(i)
         with (
             tracer.start_as_current_span(
                 "agent.step",
@@ -189,6 +202,11 @@ class Sample:
     persisted: int  # spans accounted for afterwards: final rows on disk / spans exported or kept
     rows: int  # rows in SQLite (-1 when there is no database)
     valid: bool
+    bytes_on_disk: int = -1  # db + -wal after shutdown and a TRUNCATE checkpoint (persisted runs)
+    writer_mode: str | None = None  # BlackboxSpanProcessor.writer_mode, when it has one
+    writer_pid: int | None = None  # BlackboxSpanProcessor.writer_pid, when it has one
+    writer_rss_kb: int | None = None  # VmRSS of the writer process after the flush (persisted runs)
+    writer_hwm_kb: int | None = None  # VmHWM (peak RSS) of the writer process
 
     @property
     def us_per_span(self) -> float:
@@ -201,6 +219,10 @@ class Sample:
     @property
     def spans_per_s(self) -> float:
         return self.spans / (self.elapsed_ns / 1e9)
+
+    @property
+    def bytes_per_span(self) -> float:
+        return self.bytes_on_disk / self.spans if self.bytes_on_disk >= 0 else float("nan")
 
 
 def count_rows(db: Path, final_sql: str) -> tuple[int, int]:
@@ -218,9 +240,52 @@ def remove_db(db: Path) -> None:
         Path(f"{db}{suffix}").unlink(missing_ok=True)
 
 
-def blackbox_config(db: Path, spans: int, *, redact: bool = True) -> BlackboxConfig:
+def size_on_disk(db: Path) -> int:
+    """db + -wal bytes after a TRUNCATE checkpoint through a fresh connection (the writer has closed)."""
+    conn = sqlite3.connect(db)
+    try:
+        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            print(f"  ! {db.name}: the checkpoint was blocked (another connection is open)", file=sys.stderr)
+        wal = Path(f"{db}-wal")
+        return db.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+    finally:
+        conn.close()
+
+
+def proc_status(pid: int) -> dict[str, int]:
+    """The kB fields of /proc/<pid>/status (VmRSS, VmHWM, ...); empty if it cannot be read."""
+    fields = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if value.strip().endswith(" kB"):
+                fields[key] = int(value.split()[0])
+    except (OSError, ValueError):
+        return {}
+    return fields
+
+
+def proc_cpu_ns(pid: int) -> int | None:
+    """utime + stime of a process over its life, from /proc/<pid>/stat (None if it cannot be read)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": fields from the 3rd (state)
+    return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
+def writer_process(processor: BlackboxSpanProcessor) -> tuple[str | None, int | None]:
+    """(writer_mode, writer_pid): both None before the writer process landed (then "process" == "thread")."""
+    return getattr(processor, "writer_mode", None), getattr(processor, "writer_pid", None)
+
+
+def blackbox_config(db: Path, spans: int, *, redact: bool = True, writer: str = "process") -> BlackboxConfig:
     # Every start and every end is queued: room for all of them, so nothing is dropped.
-    return BlackboxConfig(db_path=db, max_queue_size=max(20_000, 2 * spans + 1024), redact=redact)
+    return BlackboxConfig(
+        db_path=db, max_queue_size=max(20_000, 2 * spans + 1024), redact=redact, writer=writer
+    )
 
 
 def run_otel(contender: str, spans: int, workdir: Path, *, persist: bool) -> Sample:
@@ -241,7 +306,8 @@ def run_otel(contender: str, spans: int, workdir: Path, *, persist: bool) -> Sam
         provider.add_span_processor(BatchSpanProcessor(noop, max_queue_size=queue_room))
     elif contender in BLACKBOX_CONTENDERS:
         redact = not contender.endswith("-noredact")
-        blackbox = BlackboxSpanProcessor(config=blackbox_config(db, spans, redact=redact))
+        writer = WRITERS.get(contender, "process")
+        blackbox = BlackboxSpanProcessor(config=blackbox_config(db, spans, redact=redact, writer=writer))
         provider.add_span_processor(blackbox)
     elif contender != "bare-sdk":
         raise ValueError(contender)
@@ -257,20 +323,31 @@ def run_otel(contender: str, spans: int, workdir: Path, *, persist: bool) -> Sam
     if not persist:
         flushed = provider.force_flush(FLUSH_TIMEOUT_MS)  # untimed: only to check nothing was dropped
     n = 2 * pairs
-    rows, persisted = -1, n
+    rows, persisted, dropped = -1, n, 0
+    mode: str | None = None
+    pid: int | None = None
+    memory_kb: dict[str, int] = {}
     if memory is not None:
         persisted = len(memory.get_finished_spans())
         memory.clear()
     elif noop is not None:
         persisted = noop.exported
     elif blackbox is not None:
-        if blackbox.dropped_count():
-            print(f"  ! {contender}: {blackbox.dropped_count()} spans dropped", file=sys.stderr)
-        rows, persisted = count_rows(db, "sum(status != 'open')")
+        dropped = blackbox.dropped_count()
+        if dropped:
+            print(f"  ! {contender}: {dropped} spans dropped", file=sys.stderr)
+        rows, persisted = count_rows(db, "count(end_ns)")
+        mode, pid = writer_process(blackbox)
+        if persist and pid is not None and pid != os.getpid():
+            memory_kb = proc_status(pid)  # before shutdown: the writer process may end with it
     provider.shutdown()
+    size = size_on_disk(db) if persist and blackbox is not None else -1
     remove_db(db)
-    valid = flushed and persisted == n and rows in (-1, n)
-    return Sample(contender, n, t1 - t0, c1 - c0, persisted, rows, valid)
+    valid = flushed and persisted == n and rows in (-1, n) and not dropped
+    return Sample(
+        contender, n, t1 - t0, c1 - c0, persisted, rows, valid, size, mode, pid,
+        memory_kb.get("VmRSS"), memory_kb.get("VmHWM"),
+    )  # fmt: skip
 
 
 def run_abr(spans: int, workdir: Path, *, persist: bool, batch_size: int) -> Sample:
@@ -291,9 +368,10 @@ def run_abr(spans: int, workdir: Path, *, persist: bool, batch_size: int) -> Sam
     tracer.close()
     n = 2 * pairs
     rows, persisted = count_rows(db, "count(end_time)")
+    size = size_on_disk(db) if persist else -1
     remove_db(db)
     valid = flushed and persisted == n and rows == n
-    return Sample("ai-blackbox-recorder", n, t1 - t0, c1 - c0, persisted, rows, valid)
+    return Sample("ai-blackbox-recorder", n, t1 - t0, c1 - c0, persisted, rows, valid, size)
 
 
 def run_one(contender: str, spans: int, workdir: Path, *, persist: bool, abr_batch_size: int) -> Sample:
@@ -375,7 +453,7 @@ def run_benchmark(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             caller[contender].append(s)
             bad = "" if s.valid else "  INVALID: not all spans kept"
             print(
-                f"  caller   {contender:<21} {s.us_per_span:7.2f} µs/span "
+                f"  caller   {contender:<25} {s.us_per_span:7.2f} µs/span "
                 f"(caller CPU {s.cpu_us_per_span:6.2f})  kept {s.persisted}/{s.spans}{bad}",
                 flush=True,
             )
@@ -383,12 +461,14 @@ def run_benchmark(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             s = run_one(contender, spans, workdir, persist=True, **kw)
             persist[contender].append(s)
             if s.rows >= 0:
-                where = f"rows on disk {s.rows} ({s.persisted} finished)"
+                where = f"rows on disk {s.rows} ({s.persisted} finished), {s.bytes_per_span:.0f} B/span"
             else:
                 where = f"exported {s.persisted}"
+            if s.writer_mode is not None or s.writer_pid is not None:
+                where += f", writer {s.writer_mode} pid {s.writer_pid}"
             bad = "" if s.valid else "  INVALID: not counted"
             print(
-                f"  persist  {contender:<21} {s.spans_per_s:9.0f} spans/s "
+                f"  persist  {contender:<25} {s.spans_per_s:9.0f} spans/s "
                 f"({s.elapsed_ns / 1e9:6.3f} s)  {where}{bad}",
                 flush=True,
             )
@@ -396,31 +476,38 @@ def run_benchmark(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     us = {c: median_of(caller[c], lambda s: s.us_per_span) for c in CALLER_CONTENDERS}
     cpu = {c: median_of(caller[c], lambda s: s.cpu_us_per_span) for c in CALLER_CONTENDERS}
     rate = {c: median_of(persist[c], lambda s: s.spans_per_s) for c in PERSIST_CONTENDERS}
+    per_span = {c: median_of(persist[c], lambda s: s.bytes_per_span) for c in ON_DISK}
     added = {c: us[c] - us["bare-sdk"] for c in OTEL_PROCESSORS}
     added_cpu = {c: cpu[c] - cpu["bare-sdk"] for c in OTEL_PROCESSORS}
-    ratios = {
-        "caller_added_blackbox_over_batch": ratio(added["blackbox"], added["batch"]),
-        "caller_added_cpu_blackbox_over_batch": ratio(added_cpu["blackbox"], added_cpu["batch"]),
-        "caller_added_blackbox_over_batch_noop": ratio(added["blackbox"], added["batch-noop"]),
-        "persisted_blackbox_over_abr": ratio(rate["blackbox"], rate["ai-blackbox-recorder"]),
-        "persisted_blackbox_over_batch_noop": ratio(rate["blackbox"], rate["batch-noop"]),
-        "persisted_noredact_over_default": ratio(rate["blackbox-noredact"], rate["blackbox"]),
-        "persisted_noredact_over_default_secrets": ratio(
-            rate["blackbox-secrets-noredact"], rate["blackbox-secrets"]
-        ),
-    }
-    caller_ratio = ratios["caller_added_blackbox_over_batch"]
-    vs_abr = ratios["persisted_blackbox_over_abr"]
-    vs_batch = ratios["persisted_blackbox_over_batch_noop"]
+    ratios: dict[str, float] = {}
+    targets: list[tuple[str, float, str, bool]] = []
+    for c, writer in WRITERS.items():
+        suffix = "" if c == "blackbox" else f"_{writer}"  # the default keeps the historical key names
+        caller_ratio = ratio(added[c], added["batch"])
+        vs_abr = ratio(rate[c], rate["ai-blackbox-recorder"])
+        vs_batch = ratio(rate[c], rate["batch-noop"])
+        ratios[f"caller_added_blackbox{suffix}_over_batch"] = caller_ratio
+        ratios[f"caller_added_cpu_blackbox{suffix}_over_batch"] = ratio(added_cpu[c], added_cpu["batch"])
+        ratios[f"caller_added_blackbox{suffix}_over_batch_noop"] = ratio(added[c], added["batch-noop"])
+        ratios[f"persisted_blackbox{suffix}_over_abr"] = vs_abr
+        ratios[f"persisted_blackbox{suffix}_over_batch_noop"] = vs_batch
+        who = f"Blackbox[{writer}]"
+        targets += [
+            (f"caller: added({who}) / added(Batch)", caller_ratio, f"<= {TARGET_CALLER_RATIO}",
+             caller_ratio <= TARGET_CALLER_RATIO),
+            (f"persisted: {who} / ai-blackbox-recorder", vs_abr, f">= {TARGET_VS_ABR}",
+             vs_abr >= TARGET_VS_ABR),
+            (f"persisted: {who} / Batch(no-op)", vs_batch, f">= {TARGET_VS_BATCH}",
+             vs_batch >= TARGET_VS_BATCH),
+            (f"on disk: {who} bytes per span", per_span[c], f"<= {TARGET_BYTES_PER_SPAN}",
+             per_span[c] <= TARGET_BYTES_PER_SPAN),
+        ]  # fmt: skip
+    ratios["persisted_thread_over_process"] = ratio(rate["blackbox-thread"], rate["blackbox"])
+    ratios["persisted_noredact_over_default"] = ratio(rate["blackbox-noredact"], rate["blackbox"])
+    ratios["persisted_noredact_over_default_secrets"] = ratio(
+        rate["blackbox-secrets-noredact"], rate["blackbox-secrets"]
+    )
     redaction = ratios["persisted_noredact_over_default"]
-    targets = [
-        ("caller: added(Blackbox) / added(Batch)", caller_ratio, f"<= {TARGET_CALLER_RATIO}",
-         caller_ratio <= TARGET_CALLER_RATIO),
-        ("persisted: Blackbox / ai-blackbox-recorder", vs_abr, f">= {TARGET_VS_ABR}",
-         vs_abr >= TARGET_VS_ABR),
-        ("persisted: Blackbox / Batch(no-op)", vs_batch, f">= {TARGET_VS_BATCH}",
-         vs_batch >= TARGET_VS_BATCH),
-    ]  # fmt: skip
     invalid = sum(not s.valid for group in (caller, persist) for samples in group.values() for s in samples)
 
     print()
@@ -428,25 +515,39 @@ def run_benchmark(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         f"spans per run: {spans} ({spans // 2} parent/child pairs), repeats: {args.repeat}, medians"
         + ("" if gc.isenabled() else " -- cyclic GC DISABLED (diagnostic run)")
     )
+    modes = sorted({str(s.writer_mode) for c in WRITERS for s in persist[c]})
+    if modes == ["None"]:
+        print(
+            '(the processor has no writer_mode/writer_pid yet: writer="process" runs as "thread" until '
+            "the writer process lands)"
+        )
+    else:
+        for c in WRITERS:
+            ran = sorted({str(s.writer_mode) for s in persist[c]})
+            print(f"({c}: writer_mode seen {', '.join(ran)})")
     print()
     print("1. caller cost (span-creation loop only; 'added' = minus the bare SDK)")
-    print(f"   {'contender':<44} {'µs/span':>8} {'added':>8} {'CPU µs':>8} {'added':>8}")
+    print(f"   {'contender':<50} {'µs/span':>8} {'added':>8} {'CPU µs':>8} {'added':>8}")
     for c in CALLER_CONTENDERS:
         if c in OTEL_PROCESSORS:
             extra = f"{added[c]:8.2f} {cpu[c]:8.2f} {added_cpu[c]:8.2f}"
         else:  # the bare SDK itself, and ai-blackbox-recorder, which replaces the SDK instead of adding to it
             extra = f"{'':>8} {cpu[c]:8.2f} {'':>8}"
-        print(f"   {LABELS[c]:<44} {us[c]:8.2f} {extra}")
-    print(
-        f"   added(Blackbox)/added(Batch): wall {caller_ratio:.2f}, caller-thread CPU "
-        f"{ratios['caller_added_cpu_blackbox_over_batch']:.2f}; "
-        f"vs Batch(no-op exporter): wall {ratios['caller_added_blackbox_over_batch_noop']:.2f}"
-    )
+        print(f"   {LABELS[c]:<50} {us[c]:8.2f} {extra}")
+    for c, writer in WRITERS.items():
+        suffix = "" if c == "blackbox" else f"_{writer}"
+        print(
+            f"   {writer:>7}: added(Blackbox)/added(Batch): wall "
+            f"{ratios[f'caller_added_blackbox{suffix}_over_batch']:.2f}, caller-thread CPU "
+            f"{ratios[f'caller_added_cpu_blackbox{suffix}_over_batch']:.2f}; vs Batch(no-op exporter): "
+            f"wall {ratios[f'caller_added_blackbox{suffix}_over_batch_noop']:.2f}"
+        )
     print()
     print("2./3. persisted spans/s (first span -> last row on disk, rows counted afterwards)")
-    print(f"   {'contender':<44} {'spans/s':>9} {'µs/span':>8}")
+    print(f"   {'contender':<50} {'spans/s':>9} {'µs/span':>8}")
     for c in PERSIST_CONTENDERS:
-        print(f"   {LABELS[c]:<44} {rate[c]:9.0f} {1e6 / rate[c]:8.2f}")
+        print(f"   {LABELS[c]:<50} {rate[c]:9.0f} {1e6 / rate[c]:8.2f}")
+    print(f"   thread writer / process writer: {ratios['persisted_thread_over_process']:.2f}x the rate")
     for workload, cost in (
         ("ordinary spans", redaction),
         ("secret-heavy spans", ratios["persisted_noredact_over_default_secrets"]),
@@ -456,9 +557,19 @@ def run_benchmark(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             f"(redaction is {(1 - 1 / cost) * 100:.0f}% of the default run's time)"
         )
     print()
+    print(
+        "4. bytes per span on disk (db + -wal after shutdown and PRAGMA wal_checkpoint(TRUNCATE), "
+        f"{spans} spans of the standard workload)"
+    )
+    for c in ON_DISK:
+        total = median_of(persist[c], lambda s: s.bytes_on_disk)
+        print(f"   {LABELS[c]:<50} {total / 1e6:8.2f} MB {per_span[c]:8.0f} B/span")
+    memory = writer_memory(persist)
+    startup = run_startup(workdir, max(5, args.repeat))
+    print()
     print("targets")
     for name, value, want, ok in targets:
-        print(f"   {name:<44} {value:6.2f}  (target {want:<7}) {verdict(ok)}")
+        print(f"   {name:<50} {value:7.2f}  (target {want:<7}) {verdict(ok)}")
     if invalid:
         print(f"   {invalid} run(s) did not keep/persist every span and were left out of the medians")
 
@@ -473,6 +584,9 @@ def run_benchmark(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "caller_added_us": added,
         "caller_added_cpu_us": added_cpu,
         "persisted_spans_per_s": rate,
+        "bytes_per_span": per_span,
+        "writer_memory_kb": memory,
+        "writer_startup_ms": startup,
         "ratios": ratios,
         "targets": [{"name": n, "value": v, "target": w, "met": ok} for n, v, w, ok in targets],
         "invalid_runs": invalid,
@@ -483,20 +597,124 @@ def run_benchmark(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     }
 
 
+def writer_memory(persist: dict[str, list[Sample]]) -> dict[str, dict[str, float] | None]:
+    """VmRSS / VmHWM of the writer process after each persisted run (read before shutdown), medians."""
+    print()
+    print("5. the writer process's memory after a persisted run (/proc/<writer_pid>/status, medians)")
+    own = proc_status(os.getpid())
+    result: dict[str, dict[str, float] | None] = {}
+    for c, writer in WRITERS.items():
+        seen = [s for s in persist[c] if s.writer_rss_kb is not None and s.writer_hwm_kb is not None]
+        if not seen:
+            result[c] = None
+            print(
+                f"   {writer:>7}: skipped, no writer_pid (the writer runs in this process"
+                + (", or the writer process has not landed yet)" if writer == "process" else ")")
+            )
+            continue
+        rss = statistics.median(s.writer_rss_kb for s in seen if s.writer_rss_kb is not None)
+        hwm = statistics.median(s.writer_hwm_kb for s in seen if s.writer_hwm_kb is not None)
+        result[c] = {"vm_rss_kb": rss, "vm_hwm_kb": hwm, "runs": len(seen), "spans": seen[0].spans}
+        print(
+            f"   {writer:>7}: VmRSS {rss / 1024:6.1f} MiB, VmHWM {hwm / 1024:6.1f} MiB "
+            f"(after {seen[0].spans} spans, {len(seen)} runs)"
+        )
+    print(
+        f"   (this benchmark process, for scale: VmRSS {own.get('VmRSS', 0) / 1024:.1f} MiB, "
+        f"VmHWM {own.get('VmHWM', 0) / 1024:.1f} MiB)"
+    )
+    return result
+
+
+# -- writer start-up -------------------------------------------------------------------------------
+
+
+def run_startup(workdir: Path, rounds: int) -> dict[str, dict[str, float]]:
+    """Creating a processor, ending its first span and the first force_flush(), per writer.
+
+    A fresh processor (and database) each time, the writers alternating, the first one rotating;
+    medians of ``rounds``, after one untimed round. Shutdown is timed apart.
+    """
+    print(f"\n6. writer start-up: a new processor, its first span, its first force_flush() ({rounds} rounds)")
+    writers = tuple(WRITERS.values())
+    samples: dict[str, list[dict[str, float]]] = {w: [] for w in writers}
+    for n in range(rounds + 1):
+        for writer in rotated(writers, n):
+            db = workdir / f"startup-{writer}.db"
+            remove_db(db)
+            provider = TracerProvider(shutdown_on_exit=False)
+            tracer = provider.get_tracer("bench_recorder")
+            gc.collect()
+            t0 = time.perf_counter_ns()
+            processor = BlackboxSpanProcessor(config=blackbox_config(db, 2, writer=writer))
+            provider.add_span_processor(processor)
+            t1 = time.perf_counter_ns()
+            with tracer.start_as_current_span("startup", attributes={"openinference.span.kind": "AGENT"}):
+                pass
+            t2 = time.perf_counter_ns()
+            flushed = processor.force_flush(FLUSH_TIMEOUT_MS)
+            t3 = time.perf_counter_ns()
+            rows, finished = count_rows(db, "count(end_ns)")
+            mode, pid = writer_process(processor)
+            provider.shutdown()
+            t4 = time.perf_counter_ns()
+            remove_db(db)
+            if not (flushed and rows == finished == 1):
+                print(f"  ! start-up {writer}: flushed={flushed}, {rows} rows, {finished} finished: left out")
+                continue
+            if n:  # round 0 warms up
+                samples[writer].append(
+                    {
+                        "total_ms": (t3 - t0) / 1e6,
+                        "create_ms": (t1 - t0) / 1e6,
+                        "first_span_ms": (t2 - t1) / 1e6,
+                        "first_flush_ms": (t3 - t2) / 1e6,
+                        "shutdown_ms": (t4 - t3) / 1e6,
+                        "separate_process": float(pid is not None and pid != os.getpid()),
+                    }
+                )
+                if n == 1:
+                    print(f"   ({writer}: writer_mode {mode}, writer_pid {pid})")
+    result = {}
+    print(f"   {'writer':<8} {'total ms':>9} {'create':>8} {'1st span':>9} {'1st flush':>10} {'shutdown':>9}")
+    for writer in writers:
+        if not samples[writer]:
+            print(f"   {writer:<8} no valid round")
+            continue
+        med = {k: statistics.median(s[k] for s in samples[writer]) for k in samples[writer][0]}
+        result[writer] = med
+        print(
+            f"   {writer:<8} {med['total_ms']:9.1f} {med['create_ms']:8.1f} {med['first_span_ms']:9.2f} "
+            f"{med['first_flush_ms']:10.1f} {med['shutdown_ms']:9.1f}"
+        )
+    return result
+
+
 # -- --profile ---------------------------------------------------------------------------------
 
 
-class QueueingProcessor(SpanProcessor):
-    """Queues each span on start and on end, as BlackboxSpanProcessor does, for a writer run by hand."""
+class ThreadProfiler:
+    """A cProfile of every thread started while installed (threading.setprofile): the recorder's own.
+
+    Only the public API is used: the processor starts its threads as usual and they profile
+    themselves. Read the profiles after the processor is shut down (its threads have ended).
+    """
 
     def __init__(self) -> None:
-        self.queue: deque[Any] = deque()
+        self.profiles: list[tuple[str, cProfile.Profile]] = []
 
-    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        self.queue.append(span)
+    def _hook(self, *_: Any) -> None:
+        sys.setprofile(None)
+        profile = cProfile.Profile()
+        self.profiles.append((threading.current_thread().name, profile))
+        profile.enable()
 
-    def on_end(self, span: ReadableSpan) -> None:
-        self.queue.append(span)
+    def __enter__(self) -> ThreadProfiler:
+        threading.setprofile(self._hook)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        threading.setprofile(None)
 
 
 def print_stats(profile: cProfile.Profile, title: str, limit: int, *restrictions: str | int) -> None:
@@ -509,61 +727,89 @@ def print_stats(profile: cProfile.Profile, title: str, limit: int, *restrictions
     print(body.rstrip())
 
 
-def writer_run(spans: int, workdir: Path, *, redact: bool, profile: cProfile.Profile | None) -> float:
-    """The Blackbox writer's cost per span (µs), run on this thread over a prepared queue."""
-    from otel_blackbox.store.writer import SpanWriter  # internal: used by --profile only
-
-    source = QueueingProcessor()
-    provider = TracerProvider(shutdown_on_exit=False)
-    provider.add_span_processor(source)
-    otel_pairs(provider.get_tracer("bench_recorder"), spans // 2)
-    db = workdir / "writer-profile.db"
+def profiled_run(spans: int, workdir: Path, writer: str) -> tuple[cProfile.Profile, ThreadProfiler]:
+    """A persisted run with the caller's loop and the processor's own threads under cProfile."""
+    db = workdir / f"profile-{writer}.db"
     remove_db(db)
-    writer = SpanWriter(blackbox_config(db, spans, redact=redact), source.queue, threading.Event(), lambda: 0)
-    writer.write_pending()  # opens the database and creates the schema: not measured
-    otel_pairs(provider.get_tracer("bench_recorder"), spans // 2)
-    gc.collect()
-    t0 = time.perf_counter_ns()
-    if profile is not None:
-        profile.enable()
-    writer.write_pending()
-    if profile is not None:
-        profile.disable()
-    elapsed = time.perf_counter_ns() - t0
-    writer.close()
-    provider.shutdown()
-    remove_db(db)
-    return elapsed / (2 * (spans // 2)) / 1000
-
-
-def run_profiles(spans: int, workdir: Path) -> dict[str, float]:
-    print("\n=== profiles (cProfile; its own overhead inflates the absolute times) ===")
     provider = TracerProvider(shutdown_on_exit=False)
-    db = workdir / "caller-profile.db"
-    processor = BlackboxSpanProcessor(config=blackbox_config(db, spans))
+    threads = ThreadProfiler()
+    caller = cProfile.Profile()
+    with threads:  # from before the processor exists until its threads have ended
+        processor = BlackboxSpanProcessor(config=blackbox_config(db, spans, writer=writer))
+        provider.add_span_processor(processor)
+        gc.collect()
+        caller.enable()
+        otel_pairs(provider.get_tracer("bench_recorder"), spans // 2)
+        caller.disable()
+        processor.force_flush(FLUSH_TIMEOUT_MS)
+        provider.shutdown()
+    remove_db(db)
+    return caller, threads
+
+
+def writer_cpu(spans: int, workdir: Path, *, writer: str, redact: bool) -> tuple[float, float | None]:
+    """CPU µs per span outside the caller's thread in a persisted run, no profiler.
+
+    (this process's other threads: the thread writer, or what feeds the writer process; the writer
+    process's own CPU over its life from /proc/<writer_pid>/stat, None without one)
+    """
+    db = workdir / f"cpu-{writer}.db"
+    remove_db(db)
+    provider = TracerProvider(shutdown_on_exit=False)
+    processor = BlackboxSpanProcessor(config=blackbox_config(db, spans, redact=redact, writer=writer))
     provider.add_span_processor(processor)
-    profile = cProfile.Profile()
+    tracer = provider.get_tracer("bench_recorder")
     gc.collect()
-    profile.enable()
-    otel_pairs(provider.get_tracer("bench_recorder"), spans // 2)
-    profile.disable()
+    p0, c0 = time.process_time_ns(), time.thread_time_ns()
+    otel_pairs(tracer, spans // 2)
+    processor.force_flush(FLUSH_TIMEOUT_MS)
+    p1, c1 = time.process_time_ns(), time.thread_time_ns()
+    _, pid = writer_process(processor)
+    child = proc_cpu_ns(pid) if pid is not None and pid != os.getpid() else None
     provider.shutdown()
     remove_db(db)
-    print_stats(profile, f"caller thread, BlackboxSpanProcessor, {spans} spans", 12)
-    print_stats(profile, "the same, BlackboxSpanProcessor's own functions", 5, r"processor\.py")
+    n = 2 * (spans // 2)
+    return ((p1 - p0) - (c1 - c0)) / n / 1000, None if child is None else child / n / 1000
 
-    writer_us = {}
-    for redact in (True, False):
-        writer_us[f"redact={redact}"] = statistics.median(
-            writer_run(spans, workdir, redact=redact, profile=None) for _ in range(3)
-        )
-    profile = cProfile.Profile()
-    writer_run(spans, workdir, redact=True, profile=profile)
-    print_stats(profile, f"Blackbox writer (SpanWriter.write_pending), {spans} spans, redact=True", 22)
-    print("\nBlackbox writer alone, no profiler, median of 3 (µs per span, writer thread busy time):")
-    for name, value in writer_us.items():
-        print(f"   {name:<14} {value:6.2f}")
-    return writer_us
+
+def run_profiles(spans: int, workdir: Path) -> dict[str, Any]:
+    print("\n=== profiles (cProfile; its own overhead inflates the absolute times) ===")
+    print(
+        "(the writer is profiled in place, on the processor's own threads: the whole writer for "
+        'writer="thread"; for writer="process" only what runs in this process, as the writer '
+        "process cannot be profiled from here)"
+    )
+    for writer in WRITERS.values():
+        caller, threads = profiled_run(spans, workdir, writer)
+        print_stats(caller, f'caller thread, BlackboxSpanProcessor(writer="{writer}"), {spans} spans', 12)
+        print_stats(caller, "the same, BlackboxSpanProcessor's own functions", 5, r"processor\.py")
+        names = ", ".join(name for name, _ in threads.profiles) or "none"
+        if not threads.profiles:
+            print(f'\n--- writer="{writer}": no thread was started by the processor')
+            continue
+        out = io.StringIO()
+        merged = pstats.Stats(threads.profiles[0][1], stream=out)
+        for _, profile in threads.profiles[1:]:
+            merged.add(profile)
+        merged.strip_dirs().sort_stats(pstats.SortKey.TIME).print_stats(22)
+        text = out.getvalue()
+        print(f'\n--- the processor\'s threads in this process, writer="{writer}" ({names}), {spans} spans')
+        print(text[text.find("   ncalls") :].rstrip() if "   ncalls" in text else text.rstrip())
+
+    cpu: dict[str, Any] = {}
+    print("\nBlackbox writer CPU in a persisted run, no profiler, median of 3 (µs per span):")
+    print(f"   {'writer':<8} {'redact':<7} {'this process, other threads':>28} {'writer process':>15}")
+    for writer in WRITERS.values():
+        for redact in (True, False):
+            runs = [writer_cpu(spans, workdir, writer=writer, redact=redact) for _ in range(3)]
+            here = statistics.median(r[0] for r in runs)
+            there = [r[1] for r in runs if r[1] is not None]
+            child = statistics.median(there) if there else None
+            cpu[f"{writer}, redact={redact}"] = {"this_process_other_threads": here, "writer_process": child}
+            shown = "n/a" if child is None else f"{child:.2f}"
+            print(f"   {writer:<8} {redact!s:<7} {here:28.2f} {shown:>15}")
+    print("   (the writer process's figure is its whole life: start-up, the run and the idle ticks)")
+    return cpu
 
 
 # -- --phases ----------------------------------------------------------------------------------
@@ -573,41 +819,51 @@ def run_phases(spans: int, workdir: Path) -> list[dict[str, Any]]:
     """Where a persisted run's time goes: the loop, the rows written during it, the flush after it.
 
     Repeated at three GIL switch intervals: how much of the writer's work overlaps the agent's
-    loop depends on how often the interpreter hands the GIL over (the default is 5 ms).
+    loop depends on how often the interpreter hands the GIL over (the default is 5 ms). Both
+    writers, alternating; "rows written in the loop" is the processor's spans_written (n/a when it
+    has none).
     """
-    print("\n=== phases of a persisted Blackbox run (median of 3 per switch interval) ===")
-    print("   switch interval   loop s   caller CPU s   rows written in the loop   flush after s   spans/s")
+    print("\n=== phases of a persisted Blackbox run (median of 3 per writer and switch interval) ===")
+    print(
+        "   writer   switch interval   loop s   caller CPU s   rows written in the loop   flush after s"
+        "   spans/s"
+    )
     default_interval = sys.getswitchinterval()
+    writers = tuple(WRITERS.values())
     results = []
     try:
         for interval in (0.005, 0.001, 0.0002):
             sys.setswitchinterval(interval)
-            samples = []
+            samples: dict[str, list[tuple[float, ...]]] = {w: [] for w in writers}
             for n in range(3):
-                db = workdir / f"phases-{n}.db"
-                remove_db(db)
-                provider = TracerProvider(shutdown_on_exit=False)
-                processor = BlackboxSpanProcessor(config=blackbox_config(db, spans))
-                provider.add_span_processor(processor)
-                tracer = provider.get_tracer("bench_recorder")
-                gc.collect()
-                t0, c0 = time.perf_counter(), time.thread_time()
-                otel_pairs(tracer, spans // 2)
-                t1, c1, during = time.perf_counter(), time.thread_time(), processor.spans_written
-                provider.force_flush(FLUSH_TIMEOUT_MS)
-                t2 = time.perf_counter()
-                provider.shutdown()
-                remove_db(db)
-                samples.append((t1 - t0, c1 - c0, during, t2 - t1, 2 * (spans // 2) / (t2 - t0)))
+                for writer in rotated(writers, n):
+                    db = workdir / f"phases-{writer}-{n}.db"
+                    remove_db(db)
+                    provider = TracerProvider(shutdown_on_exit=False)
+                    processor = BlackboxSpanProcessor(config=blackbox_config(db, spans, writer=writer))
+                    provider.add_span_processor(processor)
+                    tracer = provider.get_tracer("bench_recorder")
+                    gc.collect()
+                    t0, c0 = time.perf_counter(), time.thread_time()
+                    otel_pairs(tracer, spans // 2)
+                    t1, c1 = time.perf_counter(), time.thread_time()
+                    during = getattr(processor, "spans_written", None)
+                    provider.force_flush(FLUSH_TIMEOUT_MS)
+                    t2 = time.perf_counter()
+                    provider.shutdown()
+                    remove_db(db)
+                    written = float("nan") if during is None else float(during)
+                    samples[writer].append((t1 - t0, c1 - c0, written, t2 - t1, 2 * (spans // 2) / (t2 - t0)))
             keys = ("loop_s", "caller_cpu_s", "written_during_loop", "flush_after_s", "spans_per_s")
-            columns = zip(*samples, strict=True)
-            row = {key: statistics.median(column) for key, column in zip(keys, columns, strict=True)}
-            print(
-                f"   {interval * 1000:>12.1f} ms   {row['loop_s']:6.3f}   {row['caller_cpu_s']:12.3f}"
-                f"   {row['written_during_loop']:>24,.0f}   {row['flush_after_s']:13.3f}"
-                f"   {row['spans_per_s']:7,.0f}"
-            )
-            results.append({"switch_interval_s": interval, **row})
+            for writer in writers:
+                columns = zip(*samples[writer], strict=True)
+                row = {key: statistics.median(column) for key, column in zip(keys, columns, strict=True)}
+                print(
+                    f"   {writer:<8} {interval * 1000:>12.1f} ms   {row['loop_s']:6.3f}   "
+                    f"{row['caller_cpu_s']:12.3f}   {row['written_during_loop']:>24,.0f}   "
+                    f"{row['flush_after_s']:13.3f}   {row['spans_per_s']:7,.0f}"
+                )
+                results.append({"writer": writer, "switch_interval_s": interval, **row})
     finally:
         sys.setswitchinterval(default_interval)
     return results
@@ -645,7 +901,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = run_benchmark(args, workdir)
         if args.profile:
-            result["writer_us_per_span"] = run_profiles(args.spans, workdir)
+            result["writer_cpu_us_per_span"] = run_profiles(args.spans, workdir)
         if args.phases:
             result["phases"] = run_phases(args.spans, workdir)
     finally:
