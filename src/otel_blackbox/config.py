@@ -158,6 +158,8 @@ def _from_env_text(var: str, name: str, raw: str) -> Any:
     if name in ("db_path", "retention"):
         return raw
     if name == "writer":
+        if raw.lower() not in WRITERS:
+            raise ConfigError(f"{var}: expected process or thread, got {raw!r}")
         return raw.lower()
     if name in ("redact", "capture_http"):
         lowered = raw.lower()

@@ -18,6 +18,7 @@ import atexit
 import importlib
 import logging
 import os
+import sys
 import threading
 import weakref
 from collections import deque
@@ -105,6 +106,7 @@ class BlackboxSpanProcessor(SpanProcessor):
             if not self._started and not self._shutdown:
                 self._writer.start()
                 self._started = True
+                _flush_at_multiprocessing_exit(self)
 
     # -- SpanProcessor (caller's thread: append only) -----------------------------------------------
 
@@ -229,6 +231,14 @@ class BlackboxSpanProcessor(SpanProcessor):
         # A clean exit or an unhandled exception: flush, even if nobody calls shutdown().
         if not self._shutdown and not self.disabled:
             self.force_flush(int(_EXIT_FLUSH_TIMEOUT_S * 1000))
+
+
+def _flush_at_multiprocessing_exit(processor: BlackboxSpanProcessor) -> None:
+    """A multiprocessing worker started by fork or forkserver ends with os._exit: atexit never runs,
+    but multiprocessing's own finalizers do. Registered per process, with its first span."""
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None:
+        util.Finalize(None, _call, args=(weakref.ref(processor), "_at_exit"), exitpriority=100)
 
 
 def _call(ref: weakref.ref[BlackboxSpanProcessor], method: str) -> None:

@@ -242,8 +242,12 @@ class Shipper:
                 "writing from a thread of this process instead",
                 lost,
             )
-            self.sink = sink = self._in_thread_sink()
+            written, errors = sink.counts()
+            self.sink = replacement = self._in_thread_sink()
+            # The run goes on: its counts (and its recorders row) carry on from the process's.
+            replacement.writer.spans_written, replacement.writer.write_errors = written, errors
             self._resend_definitions = True  # the new writer knows no resource or scope yet
+            return replacement
         return sink
 
     # -- shipping --------------------------------------------------------------------------------
