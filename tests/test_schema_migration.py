@@ -18,7 +18,7 @@ from typing import Any
 
 import click.testing
 import pytest
-from helpers import ROOT, Recorder, run_cli
+from helpers import ROOT, Receiver, Recorder, run_cli
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -214,10 +214,19 @@ def test_every_read_command_reads_the_migrated_file_as_it_read_the_old_one(
             results[" ".join(command[:3])] = stdout.replace(str(db), "DB").replace(str(outputs), "OUT")
         for path in sorted(outputs.iterdir()):  # the cassettes and reports, byte for byte
             results[path.name] = path.read_bytes().hex()
+        with Receiver() as receiver:  # push: what an OTLP receiver on 127.0.0.1 is sent
+            code, stdout, stderr = _cli(
+                "--db", str(db), "push", "--endpoint", receiver.url, "--batch-size", "5"
+            )
+            assert code == 0, stderr
+            results["push"] = stdout.replace(receiver.url, "URL")
+            sent = [r.SerializeToString(deterministic=True) for r in receiver.accepted()]
+            assert len(sent) == 3  # 12 spans in batches of 5
+            results["push: received"] = b"\n".join(sent).hex()
         seen[db.name] = results
     assert _version(as_is) == 2
     old, new = seen[as_is.name], seen[v2.name]
-    assert list(old) == list(new) and len(new) == 33
+    assert list(old) == list(new) and len(new) == 35
     # The file's own size differs (and the free disk space moves); every count must not.
     stats_old, stats_new = json.loads(old.pop("stats --json")), json.loads(new.pop("stats --json"))
     for volatile in ("size_bytes", "disk_free_bytes"):
@@ -239,6 +248,7 @@ def test_every_read_command_reads_the_migrated_file_as_it_read_the_old_one(
         "retriever",
     ):
         assert text in new["export --format otlp"]
+        assert text.encode().hex() in new["push: received"]
 
 
 def test_new_spans_after_the_upgrade_share_the_stored_resources_and_scopes(v2: Path) -> None:
