@@ -320,12 +320,15 @@ def measure_size(db: Path) -> dict[str, Any]:
                 "SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC"
             )
         }
+        # The rows' table: span_rows since schema version 3 (spans is a view over it), spans before.
+        table = "span_rows" if "span_rows" in objects else "spans"
         pages, cells, payload, leaf_bytes = conn.execute(
             "SELECT count(*), sum(ncell), sum(payload), sum(pgsize) FROM dbstat "
-            "WHERE name = 'spans' AND pagetype = 'leaf'"
+            "WHERE name = ? AND pagetype = 'leaf'",
+            (table,),
         ).fetchone()
         (overflow,) = conn.execute(
-            "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = 'spans' AND pagetype = 'overflow'"
+            "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = ? AND pagetype = 'overflow'", (table,)
         ).fetchone()
         dbstat_s = time.perf_counter() - t0
         t0 = time.perf_counter()

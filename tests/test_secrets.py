@@ -565,7 +565,10 @@ def test_database_and_wal_hold_no_secret(corpus: Corpus, run: Run) -> None:
     conn = sqlite3.connect(run.db)
     try:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        # Tables and views: the rows as stored (span_rows, resources, scopes...) and as read (spans).
+        tables = [
+            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+        ]
         rows = {table: conn.execute(f"SELECT * FROM {table}").fetchall() for table in tables}
     finally:
         conn.close()

@@ -68,8 +68,9 @@ def reader(ctx: click.Context) -> Iterator[sqlite3.Connection]:
 
 def _upgrade_older(path: Path, conn: sqlite3.Connection) -> None:
     """Migrate a file an older otel-blackbox wrote, as a recorder opening it would: the migrations
-    only add (run ids, indexes), and the reader sees them at once. A file this user cannot write,
-    or one locked past the timeout, is read as it is (the run queries then say what is missing)."""
+    keep every column the reader reads (version 3 moves the rows under the ``spans`` view, with the
+    same columns), and the reader sees them at once. A file this user cannot write, or one locked
+    past the timeout, is read as it is (the run queries then say what is missing)."""
     (version,) = conn.execute("PRAGMA user_version").fetchone()
     if version < SCHEMA_VERSION:
         with contextlib.suppress(StoreError):

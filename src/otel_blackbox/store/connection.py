@@ -31,14 +31,16 @@ def describe_sqlite_error(path: str | Path, exc: sqlite3.Error) -> StoreError:
 
 
 def _check_schema(path: str | Path, conn: sqlite3.Connection, table: str | None = None) -> tuple[int, int]:
-    """The schema version and the number of tables (named ``table``, if given), read in one statement.
+    """The schema version and the number of tables and views (named ``table``, if given), read in
+    one statement. A view counts: since schema version 3, ``spans`` is one.
 
     One statement reads one snapshot: read apart, another process could create the schema in
     between, and its tables would be taken for a foreign file's.
     """
     row = conn.execute(
         "SELECT (SELECT user_version FROM pragma_user_version),"
-        " (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND (? IS NULL OR name = ?))",
+        " (SELECT count(*) FROM sqlite_master"
+        "  WHERE type IN ('table', 'view') AND (? IS NULL OR name = ?))",
         (table, table),
     ).fetchone()
     version, tables = int(row[0]), int(row[1])

@@ -46,7 +46,7 @@ def database_bytes(conn: sqlite3.Connection) -> int:
 def _delete_traces(conn: sqlite3.Connection, trace_ids: list[str]) -> None:
     for i in range(0, len(trace_ids), 500):
         chunk = trace_ids[i : i + 500]
-        conn.execute(f"DELETE FROM spans WHERE trace_id IN ({','.join('?' * len(chunk))})", chunk)
+        conn.execute(f"DELETE FROM span_rows WHERE trace_id IN ({','.join('?' * len(chunk))})", chunk)
 
 
 def apply_retention(conn: sqlite3.Connection, max_age_s: float, now_ns: int | None = None) -> int:

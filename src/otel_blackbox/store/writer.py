@@ -34,7 +34,7 @@ from ..config import BlackboxConfig
 from ..errors import StoreError
 from ..redact import Redactor
 from .connection import connect_writer
-from .inserts import insert_spans
+from .inserts import SpanInserter
 from .retention import apply_retention, database_bytes, evict_oldest, give_space_back, size_cap_target
 from .rows import RowBuilder
 from .snapshot import Definition, Snapshot
@@ -83,6 +83,7 @@ class SpanWriter:
         self.write_errors = 0
         self.outside_errors = 0  # spans lost before they reached this writer (reported by the agent)
         self._conn: sqlite3.Connection | None = None
+        self._inserter: SpanInserter | None = None  # made with the connection, dropped with it
         self._recorder_id: int | None = None
         self._warned: set[str] = set()
         self._last_cleanup = 0.0
@@ -185,13 +186,15 @@ class SpanWriter:
             return None
         try:
             conn = self._connection()
+            inserter = self._inserter
+            assert inserter is not None  # _connection() made it
             now = time.time_ns()  # after connecting: the recorder row must not be newer than its rows
             final_rows = self._rows(finals.values(), now)
             open_rows = self._rows((s for k, s in opens.items() if k not in finals), now)
             conn.execute("BEGIN IMMEDIATE")
             try:
-                insert_spans(conn, final_rows, final=True)
-                insert_spans(conn, open_rows, final=False)
+                inserter.insert(final_rows, final=True)
+                inserter.insert(open_rows, final=False)
                 self.spans_written += len(final_rows)
                 self._update_recorder(conn, now)
                 conn.execute("COMMIT")
@@ -300,6 +303,7 @@ class SpanWriter:
                 conn.close()
                 raise
             self._conn = conn
+            self._inserter = SpanInserter(conn)  # its cached ids hold only as long as this connection
         return self._conn
 
     def _update_recorder(self, conn: sqlite3.Connection, now: int) -> None:
@@ -316,6 +320,7 @@ class SpanWriter:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
             self._conn = None
+            self._inserter = None
 
     # -- maintenance -----------------------------------------------------------------------------
 
