@@ -12,8 +12,8 @@ The host is a loop of N iterations. Each iteration does the agent's own work, pu
 the GIL (it builds a chat request of ``m`` messages with tool calls, encodes it to JSON, parses it
 back and walks it: ~3 µs a message over a ~10 µs base), then emits the nested AGENT/LLM pair of
 ``bench_recorder.otel_pairs`` (same names and attributes: two spans). ``m`` is calibrated at
-start-up so that one iteration's work takes ``--work-us`` µs on this machine; the figure reached is
-printed.
+start-up so that one iteration's work takes ``--work-us`` µs of CPU on this machine (thread CPU
+time, best of 5, so a busy machine does not skew it); the figure reached is printed.
 
 Contenders, in one process, alternating within every repeat (the starting one rotates), median of R:
 
@@ -24,11 +24,16 @@ Contenders, in one process, alternating within every repeat (the starting one ro
 
 A run's time goes from before the first iteration until ``force_flush()`` returns (the bare SDK:
 the end of the loop). Creating the provider and the processor is not timed; whatever the processor
-does on its first span (opening the database, starting a writer) is. After each Blackbox run, before
+does on its first span (opening the database, starting the writer process: tens of ms, a fresh one
+every run) is. After each Blackbox run, before
 shutdown, a separate sqlite3 connection counts the rows (all of them, and those with an end_ns):
 both must equal the spans, and ``dropped_count()`` must be 0, or the run is reported and left out.
 The no-op exporter must have been given every span. "Speed kept" is the bare SDK's median time
-divided by the contender's (the ratio of iterations/s).
+divided by the contender's (the ratio of iterations/s); next to it, the median and range of the
+same ratio taken within each repeat (bare and contender ran seconds apart: on a busy
+machine that pairing is the steadier figure). Also shown: the host thread's CPU per iteration, the
+CPU of this process's other threads per span (the thread writer, or the shipper feeding the writer
+process) and the writer process's own CPU per span (its whole life, from /proc/<pid>/stat).
 
 Default work size: 300 µs. The issue's baseline measurement, before the writer process, was
 Blackbox 0.70 and BatchSpanProcessor 0.98 of bare speed; 300 µs is where BatchSpanProcessor(no-op)
@@ -121,13 +126,14 @@ def agent_work(messages: int, step: int) -> int:
 
 
 def time_work(messages: int, calls: int = 200, trials: int = 5) -> float:
-    """µs per call of agent_work(messages), the best of ``trials``."""
+    """µs per call of agent_work(messages): this thread's CPU time (immune to being descheduled on a
+    busy machine, unlike wall time), the best of ``trials``."""
     best = float("inf")
     for _ in range(trials):
-        t0 = time.perf_counter_ns()
+        t0 = time.thread_time_ns()
         for step in range(calls):
             agent_work(messages, step)
-        best = min(best, (time.perf_counter_ns() - t0) / calls / 1000)
+        best = min(best, (time.thread_time_ns() - t0) / calls / 1000)
     return best
 
 
@@ -317,6 +323,7 @@ def compare(work_us: float, iterations: int, repeat: int, workdir: Path) -> dict
             "iterations_per_s": iterations / (elapsed[c] / 1e9),
             "us_per_iteration": elapsed[c] / iterations / 1000,
             "speed_kept": bare / elapsed[c] if elapsed[c] > 0 else float("nan"),
+            "paired_median": statistics.median(paired) if paired else float("nan"),
             "paired_min": min(paired, default=float("nan")),
             "paired_max": max(paired, default=float("nan")),
             "host_cpu_us_per_iteration": median_valid(
@@ -335,11 +342,11 @@ def compare(work_us: float, iterations: int, repeat: int, workdir: Path) -> dict
 
     print(f"\n   work {work_us:g} µs ({measured_us:.1f} measured), medians of {repeat}:")
     print(
-        f"   {'contender':<40} {'s/run':>7} {'it/s':>7} {'kept':>6} {'paired range':>13} "
+        f"   {'contender':<40} {'s/run':>7} {'it/s':>7} {'kept':>6} {'paired: median, range':>21} "
         f"{'host CPU':>9} {'other CPU':>10} {'writer proc':>11} {'flush':>8}  bar {BAR} (goal {GOAL})"
     )
     print(
-        f"   {'':<40} {'':>7} {'':>7} {'':>6} {'':>13} {'µs/iter':>9} {'µs/span':>10} "
+        f"   {'':<40} {'':>7} {'':>7} {'':>6} {'':>21} {'µs/iter':>9} {'µs/span':>10} "
         f"{'µs/span':>11} {'ms':>8}"
     )
     for c in CONTENDERS:
@@ -350,7 +357,8 @@ def compare(work_us: float, iterations: int, repeat: int, workdir: Path) -> dict
         writer = r["writer_process_cpu_us_per_span"]
         print(
             f"   {LABELS[c]:<40} {r['elapsed_s']:7.3f} {r['iterations_per_s']:7.0f} {r['speed_kept']:6.3f} "
-            f"{r['paired_min']:6.3f}-{r['paired_max']:<6.3f} {r['host_cpu_us_per_iteration']:9.1f} "
+            f"{r['paired_median']:6.3f}, {r['paired_min']:5.3f}-{r['paired_max']:<5.3f} "
+            f"{r['host_cpu_us_per_iteration']:9.1f} "
             f"{r['other_cpu_us_per_span']:10.2f} {'' if writer is None else f'{writer:.2f}':>11} "
             f"{r['flush_after_loop_ms']:8.1f}  {verdict}"
         )
