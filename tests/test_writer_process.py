@@ -99,7 +99,11 @@ class Agents:
             )
             self.started.append(proc)
             returncode = proc.wait(90)
-        reports = [json.loads(line) for line in out.read_text().splitlines() if line.startswith("{")]
+        output = out.read_text()
+        try:
+            reports = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+        except ValueError:
+            raise AssertionError(f"unreadable reports:\n{output}\nstderr:\n{err.read_text()}") from None
         self.note(reports)
         return AgentRun(returncode, reports, err.read_text())
 
@@ -349,6 +353,8 @@ def test_counters_after_force_flush_count_the_writers_work(basic_run: BasicRun) 
 
 
 def test_a_normal_exit_writes_everything_and_leaves_no_writer(basic_run: BasicRun) -> None:
+    at_exit = basic_run.run.one("exit")
+    assert (at_exit["written"], at_exit["write_errors"], at_exit["warnings"]) == (25, 0, []), at_exit
     assert_exits(basic_run.report["writer_pid"])
     statuses = {r["name"]: r["status"] for r in query(basic_run.db, "SELECT name, status FROM spans")}
     assert {statuses[f"tail-{i}"] for i in range(5)} == {"unset"}  # ended after the last flush
@@ -448,6 +454,29 @@ def test_sigkill_while_the_file_is_locked_loses_nothing_the_writer_received(
     }
     (recorder,) = query(db, "SELECT spans_written, write_errors FROM recorders")
     assert (recorder["spans_written"], recorder["write_errors"]) == (20 + 30, 0)
+
+
+@pytest.mark.reliability
+def test_sigterm_to_agent_and_writer_alike_the_writer_serves_the_agents_exit(
+    agents: Agents, tmp_path: Path
+) -> None:
+    db = tmp_path / "bb.db"
+    agent = agents.live("basic", "--db", str(db), "--ending", "stdin", "--on-sigterm")
+    report = agent.report()
+    writer = assert_isolated_writer(report)
+    # A service stopped as a whole (systemd signals every process of the unit): both get SIGTERM,
+    # the writer first. The agent's handler makes 5 spans and exits; its exit flush needs the writer.
+    os.kill(writer, signal.SIGTERM)
+    os.kill(agent.proc.pid, signal.SIGTERM)
+    at_exit = agent.report()
+    assert agent.end() == 128 + signal.SIGTERM
+    assert at_exit["role"] == "exit" and at_exit["warnings"] == [], at_exit
+    assert (at_exit["written"], at_exit["write_errors"]) == (25, 0), at_exit
+    names = pids_by_name(db)
+    assert {n: p for n, p in names.items() if n.startswith("on-term-")} == {
+        f"on-term-{i}": report["pid"] for i in range(5)
+    }
+    assert_exits(writer)
 
 
 @pytest.mark.reliability
@@ -815,6 +844,12 @@ def test_an_invalid_writer_is_one_config_error(
     (record,) = [r for r in caplog.records if r.name == "otel_blackbox"]
     assert record.levelno == logging.WARNING and record.getMessage().count("OTEL_BLACKBOX_WRITER") == 1
     provider.shutdown()
+
+
+def test_an_invalid_writer_in_the_environment_names_the_variable(tmp_path: Path) -> None:
+    # README: "A bad value is refused with one line naming the variable".
+    with pytest.raises(ConfigError, match="OTEL_BLACKBOX_WRITER"):
+        BlackboxConfig.from_env({"OTEL_BLACKBOX_WRITER": "proces"})
 
 
 @pytest.mark.parametrize(("value", "writer"), [("THREAD", "thread"), ("Process", "process")])

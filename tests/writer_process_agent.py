@@ -15,11 +15,13 @@ The /proc helpers here are also what the tests use to find writer processes from
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import logging
 import multiprocessing
 import os
 import resource
+import signal
 import sys
 import threading
 import time
@@ -156,7 +158,9 @@ class Warnings(logging.Handler):
 
 
 WARNINGS = Warnings()
-KEEP: list[object] = []  # the recorder lives until the interpreter's exit, as a script's globals do
+KEEP: list[
+    tuple[TracerProvider, BlackboxSpanProcessor]
+] = []  # the recorder lives until the interpreter's exit, as a script's globals do
 
 
 def make_recorder(db: str, **config: Any) -> tuple[TracerProvider, BlackboxSpanProcessor, Tracer]:
@@ -171,8 +175,18 @@ def make_recorder(db: str, **config: Any) -> tuple[TracerProvider, BlackboxSpanP
     return provider, processor, provider.get_tracer("writer-process-agent")
 
 
+def exit_report() -> None:
+    """At the interpreter's exit, after the recorder's own exit flush: its counters and warnings."""
+    for _provider, processor in KEEP:
+        emit({"role": "exit", **counters(processor), "warnings": WARNINGS.messages})
+
+
 def emit(record: dict[str, Any]) -> None:
-    print(json.dumps(record), flush=True)
+    """One JSON line, in one write: a forked worker's lines never mix with its siblings'."""
+    line = (json.dumps(record) + "\n").encode()
+    written = 0
+    while written < len(line):
+        written += os.write(1, line[written:])
 
 
 def wait_for_writer(processor: BlackboxSpanProcessor) -> None:
@@ -196,15 +210,30 @@ def process_state() -> dict[str, Any]:
 
 def run_basic(args: argparse.Namespace) -> None:
     before_import = process_state()
+    atexit.register(exit_report)  # before the recorder's own: runs after its exit flush
     provider, processor, tracer = make_recorder(args.db, busy_timeout_ms=args.busy_timeout_ms)
+    KEEP.append((provider, processor))
     created = {**process_state(), "writer_mode": processor.writer_mode, "writer_pid": processor.writer_pid}
     if args.nproc is not None:  # from here on, this real uid may have only this many tasks
+        # The SDK's resource detectors ran in a thread pool: joined, its threads may take a moment
+        # more to be gone from the kernel's count (a bounded wait).
+        deadline = time.monotonic() + 10
+        while len(os.listdir("/proc/self/task")) > 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
         resource.setrlimit(resource.RLIMIT_NPROC, (args.nproc, args.nproc))
         created["tasks"] = len(os.listdir("/proc/self/task"))
     root = tracer.start_span("agent-run", attributes={"order_code": "XYZ-987654"})
     from opentelemetry.trace import set_span_in_context
 
     context = set_span_in_context(root)
+    if args.on_sigterm:  # as a service does: a few more spans, then a clean exit (atexit flushes)
+
+        def on_sigterm(signum: int, frame: object) -> None:
+            for i in range(5):
+                tracer.start_span(f"on-term-{i}", context=context).end()
+            sys.exit(128 + signum)
+
+        signal.signal(signal.SIGTERM, on_sigterm)
     for i in range(args.spans):
         tracer.start_span(f"step-{i}", context=context).end()
     tracer.start_span("never-ended", context=context)  # open until the process ends
@@ -235,7 +264,6 @@ def run_basic(args: argparse.Namespace) -> None:
     # ended but not flushed, and no shutdown(): the recorder's own exit handling must write them.
     for i in range(5):
         tracer.start_span(f"tail-{i}", context=context).end()
-    KEEP.append((provider, processor))
     if args.ending == "exception":
         raise RuntimeError("agent crashed")
 
@@ -350,6 +378,7 @@ def main() -> None:
     basic.add_argument("--spans", type=int, default=20)
     basic.add_argument("--ending", choices=["normal", "exception", "stdin"], default="normal")
     basic.add_argument("--flush-ms", type=int, default=10_000, help="force_flush timeout after a command")
+    basic.add_argument("--on-sigterm", action="store_true", help="on SIGTERM: 5 spans, then sys.exit")
     basic.add_argument("--busy-timeout-ms", type=int, help="BlackboxConfig.busy_timeout_ms")
     basic.add_argument(
         "--nproc", type=int, help="RLIMIT_NPROC from the first span on (set after the SDK's start)"
