@@ -155,7 +155,10 @@ class BlackboxConfig:
 
 
 def _from_env_text(var: str, name: str, raw: str) -> Any:
-    if name in ("db_path", "retention"):
+    if name == "retention":
+        parse_duration(raw, name=var)  # a bad value names the variable
+        return raw
+    if name == "db_path":
         return raw
     if name == "writer":
         if raw.lower() not in WRITERS:

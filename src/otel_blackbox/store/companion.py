@@ -39,6 +39,23 @@ _REAP_TIMEOUT_S = 5.0
 _BOOT = "import sys; sys.path[:0] = sys.argv[2:]; from otel_blackbox.store.writer_process import main; main()"
 
 
+def _inheritable_fds() -> list[int]:
+    """This process's descriptors above stderr that a new program would inherit."""
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:  # no /proc (macOS): nothing to find out cheaply
+        return []
+    found = []
+    for fd in fds:
+        if fd > 2:
+            try:
+                if os.get_inheritable(fd):
+                    found.append(fd)
+            except OSError:  # the listing's own descriptor, closed by now
+                continue
+    return found
+
+
 class ProcessSink:
     """One writer process, fed by one shipper."""
 
@@ -88,7 +105,11 @@ class ProcessSink:
             env[_CHILD_MARKER] = "1"
             package_root = str(Path(__file__).resolve().parents[2])
             argv = [sys.executable, "-I", "-c", _BOOT, WRITER_TAG, package_root]
-            actions = [(os.POSIX_SPAWN_DUP2, down_r, 0), (os.POSIX_SPAWN_DUP2, up_w, 1)]
+            actions: list[tuple[Any, ...]] = [(os.POSIX_SPAWN_DUP2, down_r, 0)]
+            actions.append((os.POSIX_SPAWN_DUP2, up_w, 1))
+            # As subprocess's close_fds: descriptors the agent inherited stay the agent's (a pipe
+            # held open by the writer could keep someone waiting for its end).
+            actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable_fds() if fd not in (down_r, up_w)]
             pid = os.posix_spawn(sys.executable, argv, env, file_actions=actions)
         except BaseException:
             for fd in (down_r, down_w, up_r, up_w):
