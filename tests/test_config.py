@@ -49,7 +49,7 @@ def test_from_env() -> None:
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"OTEL_BLACKBOX_RETENTION": "seven days"}, "retention: expected a duration"),
+        ({"OTEL_BLACKBOX_RETENTION": "seven days"}, "OTEL_BLACKBOX_RETENTION: expected a duration"),
         ({"OTEL_BLACKBOX_MAX_DB_MB": "lots"}, "OTEL_BLACKBOX_MAX_DB_MB: expected a number"),
         ({"OTEL_BLACKBOX_MAX_DB_MB": "-1"}, "max_db_mb"),
         ({"OTEL_BLACKBOX_REDACT": "maybe"}, "OTEL_BLACKBOX_REDACT: expected true or false"),
