@@ -33,7 +33,9 @@ divided by the contender's (the ratio of iterations/s); next to it, the median a
 same ratio taken within each repeat (bare and contender ran seconds apart: on a busy
 machine that pairing is the steadier figure). Also shown: the host thread's CPU per iteration, the
 CPU of this process's other threads per span (the thread writer, or the shipper feeding the writer
-process) and the writer process's own CPU per span (its whole life, from /proc/<pid>/stat).
+process) and the writer process's own CPU per span (its whole life, from /proc/<pid>/stat), and
+"others": the CPUs the rest of the machine kept busy during the run (/proc/stat minus this process
+and the writer), the noise to read the figures against: the writer process needs the second CPU.
 
 Default work size: 300 µs. The issue's baseline measurement, before the writer process, was
 Blackbox 0.70 and BatchSpanProcessor 0.98 of bare speed; 300 µs is where BatchSpanProcessor(no-op)
@@ -164,6 +166,7 @@ class Sample:
     host_cpu_ns: int  # CPU of the host's thread over elapsed_ns (thread_time_ns)
     process_cpu_ns: int  # CPU of this whole process over elapsed_ns (all its threads)
     writer_cpu_ns: int | None  # the writer process's CPU over its life (/proc/<pid>/stat), if any
+    others_cpu_ns: int  # CPU the rest of the machine used meanwhile (/proc/stat minus ours), noise
     persisted: int  # finished rows on disk / spans exported
     rows: int  # all rows on disk (-1 without a database)
     dropped: int
@@ -197,6 +200,16 @@ def process_cpu_ns(pid: int) -> int | None:
     return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // CLOCK_TICKS
 
 
+def machine_busy_ns() -> int:
+    """CPU time all CPUs spent busy since boot (/proc/stat: user, nice, system, irq, softirq, steal)."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return 0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return (user + nice + system + irq + softirq + steal) * 1_000_000_000 // CLOCK_TICKS
+
+
 def run_one(contender: str, iterations: int, messages: int, work_us: float, workdir: Path) -> Sample:
     spans = 2 * iterations
     provider = TracerProvider(shutdown_on_exit=False)
@@ -221,6 +234,7 @@ def run_one(contender: str, iterations: int, messages: int, work_us: float, work
         return agent_work(messages, step)
 
     gc.collect()
+    m0 = machine_busy_ns()
     t0, c0, p0 = time.perf_counter_ns(), time.thread_time_ns(), time.process_time_ns()
     otel_pairs(tracer, iterations, work=work)
     t_loop = time.perf_counter_ns()
@@ -230,6 +244,7 @@ def run_one(contender: str, iterations: int, messages: int, work_us: float, work
     elif processor is not None:
         flushed = processor.force_flush(FLUSH_TIMEOUT_MS)
     t1, c1, p1 = time.perf_counter_ns(), time.thread_time_ns(), time.process_time_ns()
+    m1 = machine_busy_ns()
 
     rows, persisted, dropped, notes = -1, spans, 0, []
     writer_pid: int | None = None
@@ -257,8 +272,9 @@ def run_one(contender: str, iterations: int, messages: int, work_us: float, work
     remove_db(db)
     gc.collect()
     valid = not notes
+    others = max(0, (m1 - m0) - (p1 - p0) - (writer_cpu or 0))
     return Sample(
-        contender, work_us, iterations, spans, t1 - t0, t_loop - t0, c1 - c0, p1 - p0, writer_cpu,
+        contender, work_us, iterations, spans, t1 - t0, t_loop - t0, c1 - c0, p1 - p0, writer_cpu, others,
         persisted, rows, dropped, writer_pid, writer_mode, valid, "; ".join(notes),
     )  # fmt: skip
 
@@ -302,6 +318,7 @@ def compare(work_us: float, iterations: int, repeat: int, workdir: Path) -> dict
             print(
                 f"  {rep + 1}/{repeat} {contender:<17} {s.elapsed_ns / 1e9:7.3f} s "
                 f"{s.iterations_per_s:8.0f} it/s  flush after loop {(s.elapsed_ns - s.loop_ns) / 1e6:6.1f} ms"
+                f"  others {s.others_cpu_ns / s.elapsed_ns:4.2f} CPUs"
                 f"{check}{describe_writer(s)}{bad}",
                 flush=True,
             )
@@ -336,6 +353,7 @@ def compare(work_us: float, iterations: int, repeat: int, workdir: Path) -> dict
                 statistics.median(writer_cpu) / (2 * iterations) / 1000 if writer_cpu else None
             ),
             "flush_after_loop_ms": median_valid(samples[c], lambda s: s.elapsed_ns - s.loop_ns) / 1e6,
+            "others_cpus": median_valid(samples[c], lambda s: s.others_cpu_ns / s.elapsed_ns),
             "valid_runs": len(valid),
             "writer_modes": sorted({str(s.writer_mode) for s in samples[c]}) if c in BLACKBOX else [],
         }
@@ -343,11 +361,12 @@ def compare(work_us: float, iterations: int, repeat: int, workdir: Path) -> dict
     print(f"\n   work {work_us:g} µs ({measured_us:.1f} measured), medians of {repeat}:")
     print(
         f"   {'contender':<40} {'s/run':>7} {'it/s':>7} {'kept':>6} {'paired: median, range':>21} "
-        f"{'host CPU':>9} {'other CPU':>10} {'writer proc':>11} {'flush':>8}  bar {BAR} (goal {GOAL})"
+        f"{'host CPU':>9} {'other CPU':>10} {'writer proc':>11} {'flush':>8} {'others':>6}"
+        f"  bar {BAR} (goal {GOAL})"
     )
     print(
         f"   {'':<40} {'':>7} {'':>7} {'':>6} {'':>21} {'µs/iter':>9} {'µs/span':>10} "
-        f"{'µs/span':>11} {'ms':>8}"
+        f"{'µs/span':>11} {'ms':>8} {'CPUs':>6}"
     )
     for c in CONTENDERS:
         r = summary[c]
@@ -360,7 +379,7 @@ def compare(work_us: float, iterations: int, repeat: int, workdir: Path) -> dict
             f"{r['paired_median']:6.3f}, {r['paired_min']:5.3f}-{r['paired_max']:<5.3f} "
             f"{r['host_cpu_us_per_iteration']:9.1f} "
             f"{r['other_cpu_us_per_span']:10.2f} {'' if writer is None else f'{writer:.2f}':>11} "
-            f"{r['flush_after_loop_ms']:8.1f}  {verdict}"
+            f"{r['flush_after_loop_ms']:8.1f} {r['others_cpus']:6.2f}  {verdict}"
         )
     invalid = sum(not s.valid for group in samples.values() for s in group)
     if invalid:
