@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -139,3 +140,35 @@ def test_analysis_commands_load_nothing_of_the_execution_side() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+# What the recorder's own path may never load: the analysis side, the execution side's hook and
+# providers, the CLI, the HTTP clients, jsonschema.
+_OFF_THE_RECORDER = (
+    "otel_blackbox.cassette", "otel_blackbox.http", "otel_blackbox.providers", "otel_blackbox.render",
+    "otel_blackbox.cli", "otel_blackbox.sessions", "otel_blackbox.capture", "otel_blackbox.formats",
+    "jsonschema", "httpx", "httpcore", "httpx2", "httpcore2",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("writer", ["process", "thread"])
+def test_the_recorders_path_loads_only_the_recorder(writer: str, tmp_path: Path) -> None:
+    """In a fresh interpreter: import the package, create the processor, record, flush, shut down."""
+    code = (
+        "import json, sys\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor\n"
+        f"processor = BlackboxSpanProcessor(config=BlackboxConfig(db_path={str(tmp_path / 'bb.db')!r}, "
+        f"writer={writer!r}))\n"
+        "provider = TracerProvider(shutdown_on_exit=False)\n"
+        "provider.add_span_processor(processor)\n"
+        "with provider.get_tracer('t').start_as_current_span('step'):\n"
+        "    pass\n"
+        "assert processor.force_flush(10_000) and processor.spans_written == 1\n"
+        "mode = processor.writer_mode\n"
+        "provider.shutdown()\n"
+        f"print(json.dumps([mode, sorted(m for m in sys.modules if m.startswith({_OFF_THE_RECORDER!r}))]))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert json.loads(out.stdout) == [writer, []]
