@@ -415,31 +415,27 @@ def run_benchmark(args: argparse.Namespace, server: FakeLLMServer, workdir: Path
 
 @contextlib.contextmanager
 def timed_session_hooks() -> Iterator[dict[str, int]]:
-    """Wall time spent inside Session.intercept and Session.observe (the session's own work)."""
-    from otel_blackbox.http.exchange import HttpRequest, HttpResponse
-    from otel_blackbox.sessions import Session
+    """Wall time spent inside a record or replay session's intercept and observe (its own work)."""
+    from otel_blackbox.replay.record import RecordSession
+    from otel_blackbox.replay.replay import ReplaySession
+    from otel_blackbox.replay.session import Session
 
     spent = {"intercept": 0, "observe": 0}
-    intercept, observe = Session.intercept, Session.observe
 
-    def timed_intercept(self: Session, request: HttpRequest) -> HttpResponse | None:
-        t0 = time.perf_counter_ns()
-        try:
-            return intercept(self, request)
-        finally:
-            spent["intercept"] += time.perf_counter_ns() - t0
+    def timed(kind: str, method: Any) -> Any:
+        def timed_method(self: Session, *args: Any) -> Any:
+            t0 = time.perf_counter_ns()
+            try:
+                return method(self, *args)
+            finally:
+                spent[kind] += time.perf_counter_ns() - t0
 
-    def timed_observe(self: Session, request: HttpRequest, response: HttpResponse) -> None:
-        t0 = time.perf_counter_ns()
-        try:
-            observe(self, request, response)
-        finally:
-            spent["observe"] += time.perf_counter_ns() - t0
+        return timed_method
 
-    with (
-        mock.patch.object(Session, "intercept", timed_intercept),
-        mock.patch.object(Session, "observe", timed_observe),
-    ):
+    with contextlib.ExitStack() as patches:
+        for mode in (RecordSession, ReplaySession):
+            for kind in ("intercept", "observe"):
+                patches.enter_context(mock.patch.object(mode, kind, timed(kind, getattr(mode, kind))))
         yield spent
 
 

@@ -1,8 +1,9 @@
 """The analysis side (reading databases and cassettes) never reaches the execution side.
 
 Walks the import graph of the package statically (every ``import`` statement, including ones
-inside functions) from each analysis module, and fails if it reaches the HTTP hook, a provider
-translation, the session, an HTTP client, an LLM SDK or a network module.
+inside functions) from each analysis module, and fails if it reaches the execution side (anything
+of ``otel_blackbox.replay``: the HTTP hook, a provider translation, a session), an HTTP client, an
+LLM SDK or a network module.
 """
 
 from __future__ import annotations
@@ -31,12 +32,7 @@ ANALYSIS_MODULES = [
     "otel_blackbox.store.queries",
     "otel_blackbox.store.runs",
 ]
-FORBIDDEN_PROJECT = (
-    "otel_blackbox.http",
-    "otel_blackbox.providers",
-    "otel_blackbox.session",
-    "otel_blackbox.launch",
-)
+FORBIDDEN_PROJECT = ("otel_blackbox.replay",)  # the execution side, whole
 FORBIDDEN_EXTERNAL = {
     "httpx", "httpx2", "httpcore", "httpcore2", "openai", "anthropic", "requests", "urllib3", "aiohttp",
     "socket", "ssl", "http", "urllib.request", "asyncio",
@@ -124,8 +120,9 @@ def test_the_walk_sees_what_it_should() -> None:
     # the session reaches the hook, and the processor side reaches the SDK.
     reached, _ = _closure("otel_blackbox.cassette.verify")
     assert {"otel_blackbox.cassette.io", "otel_blackbox.cassette.canonical"} <= reached
-    session_reached, _ = _closure("otel_blackbox.sessions")
-    assert "otel_blackbox.http.hook" in session_reached
+    session_reached, _ = _closure("otel_blackbox.replay.session")
+    assert "otel_blackbox.replay.http.hook" in session_reached
+    assert "otel_blackbox.replay.providers.registry" in session_reached
     _, processor_external = _closure("otel_blackbox.processor")
     assert "opentelemetry.sdk.trace" in processor_external
 
@@ -135,20 +132,20 @@ def test_analysis_commands_load_nothing_of_the_execution_side() -> None:
     code = (
         "import json, sys, otel_blackbox.cli\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith(("
-        "'otel_blackbox.http', 'otel_blackbox.providers', 'otel_blackbox.sessions', "
+        "'otel_blackbox.replay', "
         "'httpx', 'httpcore', 'openai', 'anthropic')))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
 
 
-# What the recorder's own path may never load: the analysis side, the execution side's hook and
-# providers, the CLI, the HTTP clients, jsonschema.
+# What the recorder's own path may never load: the analysis side, the execution side (but for the
+# active-mode flag it reads), the CLI, the HTTP clients, jsonschema.
 _OFF_THE_RECORDER = (
-    "otel_blackbox.cassette", "otel_blackbox.http", "otel_blackbox.providers", "otel_blackbox.render",
-    "otel_blackbox.cli", "otel_blackbox.sessions", "otel_blackbox.capture", "otel_blackbox.formats",
-    "jsonschema", "httpx", "httpcore", "httpx2", "httpcore2",
+    "otel_blackbox.cassette", "otel_blackbox.replay.", "otel_blackbox.render", "otel_blackbox.cli",
+    "otel_blackbox.formats", "jsonschema", "httpx", "httpcore", "httpx2", "httpcore2",
 )  # fmt: skip
+_THE_RECORDERS_OWN = ("otel_blackbox.replay", "otel_blackbox.replay.active")
 
 
 @pytest.mark.parametrize("writer", ["process", "thread"])
@@ -167,7 +164,8 @@ def test_the_recorders_path_loads_only_the_recorder(writer: str, tmp_path: Path)
         "assert processor.force_flush(10_000) and processor.spans_written == 1\n"
         "mode = processor.writer_mode\n"
         "provider.shutdown()\n"
-        f"print(json.dumps([mode, sorted(m for m in sys.modules if m.startswith({_OFF_THE_RECORDER!r}))]))"
+        f"print(json.dumps([mode, sorted(m for m in sys.modules if m.startswith({_OFF_THE_RECORDER!r}) "
+        f"and m not in {_THE_RECORDERS_OWN!r})]))"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)

@@ -43,19 +43,20 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import NoOpTracer, Tracer
 
 import otel_blackbox
-from otel_blackbox import BlackboxConfig, capture
+from otel_blackbox import BlackboxConfig
 from otel_blackbox.cassette.captured import captured_exchange, captured_model_call, captured_replayed
 from otel_blackbox.cassette.from_spans import cassette_from_spans
 from otel_blackbox.cassette.io import load_cassette, save_cassette
 from otel_blackbox.errors import ConfigError
-from otel_blackbox.http import hook
-from otel_blackbox.http.exchange import ExchangeWatch, HttpRequest, HttpResponse
-from otel_blackbox.http.hook import BlackboxHTTPInstrumentor
-from otel_blackbox.providers.anthropic import AnthropicMessages
-from otel_blackbox.providers.base import CallIds, Provider
-from otel_blackbox.providers.openai_chat import OpenAIChat
-from otel_blackbox.providers.openai_responses import OpenAIResponses
 from otel_blackbox.redact import TRUNCATION_KEY
+from otel_blackbox.replay import capture
+from otel_blackbox.replay.http import hook
+from otel_blackbox.replay.http.exchange import ExchangeWatch, HttpRequest, HttpResponse
+from otel_blackbox.replay.http.hook import BlackboxHTTPInstrumentor
+from otel_blackbox.replay.providers.anthropic import AnthropicMessages
+from otel_blackbox.replay.providers.base import CallIds, Provider
+from otel_blackbox.replay.providers.openai_chat import OpenAIChat
+from otel_blackbox.replay.providers.openai_responses import OpenAIResponses
 from otel_blackbox.semconv import (
     ATTR_HTTP_METHOD,
     ATTR_HTTP_REQUEST_BODY,
@@ -478,7 +479,8 @@ from otel_blackbox import BlackboxSpanProcessor
 
 provider = TracerProvider()
 provider.add_span_processor(BlackboxSpanProcessor(sys.argv[1]))
-watched = ("otel_blackbox.http", "otel_blackbox.capture", "otel_blackbox.providers", "httpcore", "httpx")
+watched = ("otel_blackbox.replay.http", "otel_blackbox.replay.capture", "otel_blackbox.replay.providers",
+           "httpcore", "httpx")
 before = sorted(m for m in sys.modules if m.startswith(watched))
 import httpcore, httpx
 patched = hasattr(httpcore.ConnectionPool.__dict__["handle_request"], "__wrapped__")
@@ -506,7 +508,7 @@ def test_a_fresh_process_loads_the_hook_only_when_capture_is_on(
     finally:
         conn.close()
     if setting == "true":
-        assert "otel_blackbox.http.hook" in report["before"] and report["patched"]
+        assert "otel_blackbox.replay.http.hook" in report["before"] and report["patched"]
         assert names == [HTTP_SPAN_NAME, "tool"]
     else:
         assert report == {"before": [], "patched": False}

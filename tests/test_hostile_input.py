@@ -42,11 +42,11 @@ from test_provider_replace_tool_result import record_anthropic, record_chat, rec
 from otel_blackbox.cassette.canonical import hash_step
 from otel_blackbox.cassette.exporter import CassetteSpanExporter
 from otel_blackbox.cli import main
-from otel_blackbox.providers.anthropic import AnthropicMessages
-from otel_blackbox.providers.base import CallIds, Provider
-from otel_blackbox.providers.openai_chat import OpenAIChat
-from otel_blackbox.providers.openai_responses import OpenAIResponses
-from otel_blackbox.pytest_plugin import cassette_file_name
+from otel_blackbox.replay.providers.anthropic import AnthropicMessages
+from otel_blackbox.replay.providers.base import CallIds, Provider
+from otel_blackbox.replay.providers.openai_chat import OpenAIChat
+from otel_blackbox.replay.providers.openai_responses import OpenAIResponses
+from otel_blackbox.replay.pytest_plugin import cassette_file_name
 from otel_blackbox.viewer import make_server
 
 pytestmark = pytest.mark.reliability

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 from otel_blackbox.cassette.model import Cassette
 from otel_blackbox.cassette.neutrality import audit_neutrality
-from otel_blackbox.providers.anthropic import AnthropicMessages
-from otel_blackbox.providers.base import CallIds, JsonObject, Provider
+from otel_blackbox.replay.providers.anthropic import AnthropicMessages
+from otel_blackbox.replay.providers.base import CallIds, JsonObject, Provider
 
 PROVIDER: Provider = AnthropicMessages()  # mypy checks it implements the protocol
 MODEL = "claude-haiku-4-5"

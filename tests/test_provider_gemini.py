@@ -32,11 +32,11 @@ from otel_blackbox.cassette.io import load_cassette, save_cassette
 from otel_blackbox.cassette.model import terminal_outcome, tool_call_sequence
 from otel_blackbox.cassette.verify import verify_cassette
 from otel_blackbox.errors import CredentialLeak, ReplayDivergence
-from otel_blackbox.http.exchange import HttpRequest, HttpResponse, Rewrite
-from otel_blackbox.http.hook import BlackboxHTTPInstrumentor
-from otel_blackbox.providers.base import CallIds, JsonObject, Provider
-from otel_blackbox.providers.gemini import GeminiGenerateContent
-from otel_blackbox.providers.registry import provider_for
+from otel_blackbox.replay.http.exchange import HttpRequest, HttpResponse, Rewrite
+from otel_blackbox.replay.http.hook import BlackboxHTTPInstrumentor
+from otel_blackbox.replay.providers.base import CallIds, JsonObject, Provider
+from otel_blackbox.replay.providers.gemini import GeminiGenerateContent
+from otel_blackbox.replay.providers.registry import provider_for
 from otel_blackbox.semconv import ATTR_MODEL_PROVIDER, HTTP_SPAN_NAME
 from otel_blackbox.store.connection import connect_reader
 from otel_blackbox.store.queries import iter_spans

@@ -16,7 +16,7 @@ from fake_llm import FakeLLMServer  # examples/ is on sys.path (conftest.py)
 
 from otel_blackbox.cassette.io import load_cassette
 from otel_blackbox.cassette.model import terminal_outcome
-from otel_blackbox.pytest_plugin import cassette_file_name
+from otel_blackbox.replay.pytest_plugin import cassette_file_name
 
 pytest_plugins = ["pytester"]
 

@@ -26,9 +26,11 @@ import otel_blackbox
 from otel_blackbox.cassette.io import load_cassette, save_cassette
 from otel_blackbox.cassette.model import Cassette, terminal_outcome
 from otel_blackbox.errors import CassetteError, ReplayDivergence
-from otel_blackbox.rerun import RerunPlan, RerunSession
+from otel_blackbox.replay.exchanges import HTTP_EXCHANGE
+from otel_blackbox.replay.replay import ReplaySession
+from otel_blackbox.replay.rerun import RerunPlan, RerunSession
+from otel_blackbox.replay.session import Match
 from otel_blackbox.semconv import ATTR_HTTP_RESPONSE_BODY, ATTR_HTTP_STATUS, ATTR_HTTP_URL, HTTP_SPAN_NAME
-from otel_blackbox.sessions import HTTP_EXCHANGE, Match, Session
 from otel_blackbox.store.connection import connect_reader
 from otel_blackbox.store.queries import iter_spans
 
@@ -421,7 +423,7 @@ def test_a_malformed_exchange_is_one_clear_error_naming_the_step(
 ) -> None:
     path = malformed(tmp_path, echo, breaks)
     with pytest.raises(CassetteError) as raised:
-        Session("replay", path)
+        ReplaySession(path)
     assert str(raised.value) == f"{path}: step 0 (http_exchange): {expected}"
 
 

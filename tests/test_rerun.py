@@ -24,8 +24,9 @@ from otel_blackbox.cassette.io import load_cassette
 from otel_blackbox.cassette.model import Cassette, terminal_outcome, tool_call_sequence
 from otel_blackbox.cassette.verify import verify_cassette
 from otel_blackbox.errors import SessionError
-from otel_blackbox.rerun import RerunPlan, RerunSession
-from otel_blackbox.sessions import HTTP_EXCHANGE, session
+from otel_blackbox.replay.exchanges import HTTP_EXCHANGE
+from otel_blackbox.replay.rerun import RerunPlan, RerunSession
+from otel_blackbox.replay.session import session
 
 AGENT = str(ROOT / "tests" / "rerun_agent.py")
 GEMINI_AGENT = str(ROOT / "tests" / "gemini_agent.py")

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # for type checkers only; at run time __getattr__ loads each 
     from .config import BlackboxConfig
     from .exporter import BlackboxSpanExporter
     from .processor import BlackboxSpanProcessor
-    from .sessions import session
+    from .replay.session import session
 
 __all__ = [
     "BlackboxConfig",
@@ -31,7 +31,7 @@ _HOMES = {
     "BlackboxSpanExporter": ".exporter",
     "BlackboxSpanProcessor": ".processor",
     "CassetteSpanExporter": ".cassette.exporter",
-    "session": ".sessions",
+    "session": ".replay.session",
 }
 
 

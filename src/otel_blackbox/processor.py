@@ -29,13 +29,13 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from . import _active
 from .config import BlackboxConfig
+from .replay import active
 from .semconv import ATTR_SESSION_MODE
 from .store.shipper import FlushMarker, InThreadSink, Shipper
 
 if TYPE_CHECKING:
-    from .capture import HttpCapture
+    from .replay.capture import HttpCapture
 
 __all__ = ["BlackboxSpanProcessor"]
 
@@ -86,7 +86,7 @@ class BlackboxSpanProcessor(SpanProcessor):
             # Imported by name, on this path only: it loads the HTTP hook, httpcore and the provider
             # translations, which neither the package nor the analysis side may pull in by import
             # (tests/test_boundaries.py walks every import statement reachable from the package).
-            capture = importlib.import_module(".capture", __package__)
+            capture = importlib.import_module(".replay.capture", __package__)
             started: HttpCapture = capture.HttpCapture(self).start()
             return started
         except Exception:  # the spans are still recorded; the host's traffic is untouched
@@ -113,8 +113,8 @@ class BlackboxSpanProcessor(SpanProcessor):
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         if self._shutdown or self.disabled:
             return
-        if _active.mode is not None:  # a record / replay / fork session is running here
-            span.set_attribute(ATTR_SESSION_MODE, _active.mode)
+        if active.mode is not None:  # a record / replay / fork session is running here
+            span.set_attribute(ATTR_SESSION_MODE, active.mode)
         if not self._started:
             self._start()
         if len(self._queue) < self._max_starts:

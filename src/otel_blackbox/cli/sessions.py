@@ -13,7 +13,6 @@ import click
 
 from ..cassette.io import load_cassette, loads_json, read_text
 from ..errors import SessionError
-from ..launch import run_program
 from .app import cli
 
 __all__: list[str] = []
@@ -48,6 +47,8 @@ def record(output: Path, command: tuple[str, ...]) -> None:
     Example:
       otel-blackbox record -o run.json -- python agent.py
     """
+    from ..replay.launch import run_program  # the execution side: only for the commands that run one
+
     sys.exit(run_program("record", output, _program(command)))
 
 
@@ -69,6 +70,8 @@ def replay(cassette: Path, match: str, command: tuple[str, ...]) -> None:
       otel-blackbox replay run.json -- python agent.py
       otel-blackbox replay run.json --match sequence -- python agent.py
     """
+    from ..replay.launch import run_program  # the execution side: only for the commands that run one
+
     sys.exit(run_program("replay", cassette, _program(command), match=match))
 
 
@@ -129,12 +132,14 @@ def fork(
         "output": str(output.resolve()),
         "replies": replies,
     }
+    from ..replay.launch import run_program  # the execution side: only for the commands that run one
+
     sys.exit(run_program("fork", cassette, _program(command), match=match, plan=plan))
 
 
 def _read_script(script: Path) -> list[dict[str, Any]]:
     """The neutral model outputs of a --script file, checked before any program runs (exit 2)."""
-    from ..fork import check_replies  # the execution side: only for the commands that run a program
+    from ..replay.script import check_replies  # the execution side: only for the commands that run a program
 
     data = loads_json(read_text(script), str(script))
     replies = data.get("replies") if isinstance(data, dict) else data
@@ -201,4 +206,6 @@ def rerun(
         "replies": _read_script(script) if script is not None else None,
         "allow_network": allow_network,
     }
+    from ..replay.launch import run_program  # the execution side: only for the commands that run one
+
     sys.exit(run_program("rerun", incident, _program(command), plan=plan))

@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ..cassette.model import tool_calls_of
-from ..messages import FUNCTION_OUTPUT_FIELDS
+from ...cassette.model import tool_calls_of
+from ...messages import FUNCTION_OUTPUT_FIELDS
 from .base import CallIds, JsonObject, WireResponse, call_signature, rewritten, wire_errors
 from .gemini_contents import call_of, fields, objects, part_kind, read_contents, texts
 from .openai_chat import JSON_HEADERS, SSE_HEADERS, digest, dumps, error_text, pieces, sse_data

@@ -1,5 +1,5 @@
 """Loaded by Python at start-up in a program run by ``otel-blackbox record|replay -- CMD``."""
 
-from otel_blackbox.launch import bootstrap_from_env
+from otel_blackbox.replay.launch import bootstrap_from_env
 
 bootstrap_from_env()

@@ -25,17 +25,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from . import tool_spans
-from .cassette.io import load_cassette
-from .cassette.model import Cassette
-from .errors import SessionError
+from ..cassette.io import load_cassette
+from ..cassette.model import Cassette
+from ..errors import SessionError
 from .exchanges import ExchangeBook, ExchangeRequest, Miss, recorded_exchanges, short
-from .fork import check_replies, serve_reply
 from .http.exchange import HttpRequest, HttpResponse, Rewrite
 from .providers.gemini import GeminiGenerateContent
-from .sessions import Session, _error_response, _json_body, _now_ms, _provider_for
+from .record import Recorder
+from .script import check_replies, scripted_reply
+from .session import Mode, Session, error_response, json_body, now_ms, provider_of
 
 __all__ = ["RerunPlan", "RerunSession"]
 
@@ -51,19 +51,21 @@ class RerunPlan:
 class RerunSession(Session):
     """The session of ``otel-blackbox rerun``: records a child of ``incident`` into ``plan.output``."""
 
+    mode: ClassVar[Mode] = "rerun"
+
     def __init__(self, incident: str | Path, plan: RerunPlan) -> None:
         if plan.model is not None and plan.replies is not None:
             raise SessionError("--model chooses the live model and --script answers instead of one: give one")
         if plan.model is not None and not plan.model.strip():
             raise SessionError("--model: give a model name")
-        super().__init__("record", plan.output)
-        self.mode = "rerun"
+        super().__init__(plan.output)
         self.plan = plan
         self.incident = load_cassette(incident)
-        now = _now_ms()
+        now = now_ms()
         self.cassette = Cassette(
             id=f"{self.incident.id}-rerun-{now}", created_at=now, parent_id=self.incident.id
         )
+        self.recorder = Recorder(self.cassette, self.path, self.redactor, self.ids)
         self._exchanges = ExchangeBook(recorded_exchanges(self.incident, str(incident)))
         self._replies = check_replies(list(plan.replies)) if plan.replies is not None else None
         self.model_calls = 0
@@ -74,13 +76,13 @@ class RerunSession(Session):
     def rewrite(self, request: HttpRequest) -> Rewrite | None:
         """With a model name, every model request names it before it is sent or recorded: in its
         body, or in its URL for Gemini."""
-        provider = _provider_for(request)
+        provider = provider_of(request)
         if self.plan.model is None or provider is None:
             return None
         if isinstance(provider, GeminiGenerateContent):
             url = provider.url_with_model(self.plan.model)
             return None if url == request.url else Rewrite(url=url)
-        body = _json_body(request)
+        body = json_body(request)
         if body is None or body.get("model") == self.plan.model:
             return None
         return Rewrite(
@@ -88,53 +90,47 @@ class RerunSession(Session):
         )
 
     def intercept(self, request: HttpRequest) -> HttpResponse | None:
-        with self._lock:
-            if self.error is not None:
-                return _error_response(str(self.error))
-            self._remember_keys(request)
-            try:
-                provider = _provider_for(request)
-                body = _json_body(request) if provider else None
-                if provider is not None and body is not None:
-                    self.model_calls += 1
-                    if self._replies is None:
-                        return None  # live: observe() records the answer
-                    return serve_reply(self, self._replies, provider, body)
-                return self._answer_from_incident(request)
-            except Exception as exc:  # a recorded request must not go out because of a bug here
-                return self._diverge(
-                    f"could not answer {request.method} {request.url}: {type(exc).__name__}: {exc}"
-                )
+        return self._answered(request)
+
+    def _answer(self, request: HttpRequest) -> HttpResponse | None:
+        self.recorder.remember_keys(request)
+        provider = provider_of(request)
+        body = json_body(request) if provider else None
+        if provider is not None and body is not None:
+            self.model_calls += 1
+            if self._replies is None:
+                return None  # live: observe() records the answer
+            return scripted_reply(self.recorder, self._replies, provider, body)
+        return self._answer_from_incident(request)
 
     def observe(self, request: HttpRequest, response: HttpResponse) -> None:
-        self._record_observed(request, response)  # live model calls, and --allow-network requests
+        with self._lock:  # live model calls, and --allow-network requests
+            self.recorder.record_observed(request, response)
 
     def _answer_from_incident(self, request: HttpRequest) -> HttpResponse | None:
-        wanted = ExchangeRequest.of(request, self._redactor)
+        wanted = ExchangeRequest.of(request, self.redactor)
         found = self._exchanges.take(wanted)
         if found is not None:
             response = found.response()
-            self._record_exchange(request, response)
+            self.recorder.record_exchange(request, response)
             return response
         if self.plan.allow_network:
             return None  # observe() records it
         message = _refusal(self._exchanges.miss(wanted))
         self._refusals[message] = self._refusals.get(message, 0) + 1
-        refused = _error_response(message)
-        self._record_exchange(request, refused)  # the child replays what the program received
+        refused = error_response(message)
+        self.recorder.record_exchange(request, refused)  # the child replays what the program received
         return refused
 
     # -- the end -----------------------------------------------------------------------------------
 
-    def start(self) -> RerunSession:
-        super().start()
-        tool_spans.watch(self._on_tool_run)  # tool rounds from TOOL spans, as a recording takes them
-        return self
+    def _started(self) -> None:
+        self.recorder.watch_tool_spans(self._lock)  # tool rounds from TOOL spans, as a recording takes them
 
     def _conclude(self, error: BaseException | None) -> None:
         if self.error is not None:
             raise self.error
-        self._close_recording(error)
+        self.recorder.close(error)
 
     def notes(self) -> list[str]:
         """What the launcher reports on stderr: each refused request, and a run that re-ran nothing."""

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from .cassette.canonical import same_canonical
-from .cassette.diff import ABSENT, first_difference
-from .cassette.model import Cassette, Step
-from .errors import CassetteError
+from ..cassette.canonical import same_canonical
+from ..cassette.diff import ABSENT, first_difference
+from ..cassette.model import Cassette, Step
+from ..errors import CassetteError
+from ..redact import Redactor
 from .http.exchange import HttpRequest, HttpResponse
-from .redact import Redactor
 
 __all__ = [
     "HTTP_EXCHANGE",

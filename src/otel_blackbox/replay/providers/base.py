@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ParamSpec, Protocol, TypeVar
 
-from ..cassette.call_ids import CallIds, call_signature
+from ...cassette.call_ids import CallIds, call_signature
 
 __all__ = [
     "CallIds",

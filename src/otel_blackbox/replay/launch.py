@@ -22,11 +22,11 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
-from .errors import CassetteError, SessionError
-from .render.text import safe
+from ..errors import CassetteError, SessionError
+from ..render.text import safe
 
 if TYPE_CHECKING:
-    from .sessions import Session
+    from .session import Session
 
 __all__ = ["bootstrap_from_env", "run_program"]
 
@@ -52,7 +52,7 @@ def _write_report(path: str, report: dict[str, Any]) -> None:
 
 
 def _make_session(mode: str, cassette: str, match: str, plan_json: str | None) -> Session:
-    from .sessions import Session
+    from .session import open_session
 
     plan = json.loads(plan_json or "{}")
     if mode == "rerun":
@@ -69,15 +69,16 @@ def _make_session(mode: str, cassette: str, match: str, plan_json: str | None) -
         )
     if mode == "fork":
         from .fork import ForkPlan, ForkSession
+        from .session import check_match
 
         return ForkSession(
             cassette,
             ForkPlan(
                 at=plan["at"], result=plan["result"], output=Path(plan["output"]), replies=plan["replies"]
             ),
-            match=match,  # type: ignore[arg-type]
+            match=check_match(match),
         )
-    return Session(mode, cassette, match=match)  # type: ignore[arg-type]
+    return open_session(mode, cassette, match=match)
 
 
 def _session_notes(session: Session) -> dict[str, Any]:
@@ -145,7 +146,7 @@ def _check_cassette(path: Path) -> None:
     a malformed exchange) is one CassetteError line, not a failure inside the program's start-up."""
     if not path.is_file():
         raise CassetteError(f"{path}: no such cassette (record it first)")
-    from .cassette.io import load_cassette  # the session's modules: only for the commands that run one
+    from ..cassette.io import load_cassette  # the session's modules: only for the commands that run one
     from .exchanges import recorded_exchanges
 
     recorded_exchanges(load_cassette(path), str(path))

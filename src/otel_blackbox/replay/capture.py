@@ -34,12 +34,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, TraceFlags, get_current_span
 
-from . import __version__, _active
-from .http import hook
-from .http.exchange import ExchangeWatch, HttpRequest, HttpResponse
-from .providers.base import CallIds
-from .providers.registry import provider_for
-from .semconv import (
+from .. import __version__
+from ..semconv import (
     ATTR_HTTP_METHOD,
     ATTR_HTTP_REPLAYED,
     ATTR_HTTP_REQUEST_BODY,
@@ -55,15 +51,20 @@ from .semconv import (
     ATTR_SESSION_MODE,
     HTTP_SPAN_NAME,
 )
+from . import active
+from .http import hook
+from .http.exchange import ExchangeWatch, HttpRequest, HttpResponse
+from .providers.base import CallIds
+from .providers.registry import provider_for
 
 if TYPE_CHECKING:
-    from .processor import BlackboxSpanProcessor
+    from ..processor import BlackboxSpanProcessor
 
 __all__ = ["HttpCapture"]
 
 logger = logging.getLogger("otel_blackbox")
 
-_SCOPE = InstrumentationScope("otel_blackbox.capture", __version__)
+_SCOPE = InstrumentationScope("otel_blackbox.replay.capture", __version__)
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 # Provider tool-call ids remembered for numbering: past this many, the oldest are forgotten (the
 # numbering goes on from where it was), so a long-lived service does not grow without bound.
@@ -159,7 +160,7 @@ class _Exchange:
         self.request = request
         self.response = response
         self.served = served
-        self.session_mode = _active.mode
+        self.session_mode = active.mode
 
 
 class _Watch:

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages import function_response_outcome
+from ...messages import function_response_outcome
 from .base import CallIds, JsonObject, call_signature
 from .openai_chat import add_tool_result, tool_use
 

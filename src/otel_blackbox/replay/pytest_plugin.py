@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, cast
 
 import pytest
 
-from .errors import CassetteError, ReplayIncomplete, SessionError
+from ..errors import CassetteError, ReplayIncomplete, SessionError
 
 if TYPE_CHECKING:  # pytest loads this plugin in every run: the session is imported only when used
-    from .sessions import Match, Mode, Session
+    from .session import Match, Mode, Session
 
 __all__ = ["BlockedConnection", "cassette_file_name"]
 
@@ -203,10 +203,10 @@ def blackbox(request: pytest.FixtureRequest) -> Iterator[Session]:
     mode = _mode(request.config, path)
     if mode == "replay" and not path.is_file():
         pytest.fail(f"[blackbox] no cassette at {path}: {_RECORD_HINT}", pytrace=False)
-    from .sessions import Session
+    from .session import open_session
 
     try:
-        active = Session(mode, path, match=match)
+        active = open_session(mode, path, match=match)
     except CassetteError as exc:
         pytest.fail(
             f"[blackbox] cannot replay: {exc}; re-record it with --blackbox-mode=record", pytrace=False

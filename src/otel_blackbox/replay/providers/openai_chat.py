@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cassette.model import tool_calls_of
+from ...cassette.model import tool_calls_of
 from .base import CallIds, JsonObject, WireResponse, replaced_content, rewritten, wire_errors
 
 __all__ = ["OpenAIChat"]

@@ -1,0 +1,242 @@
+"""A session: the HTTP hook's interceptor for one run of a program over one cassette.
+
+What every mode shares lives here: installing the hook and the active-mode flag, the lock the hook's
+threads take, the call ids, masking as the database masks, a divergence (an HTTP 400 whose message
+starts with ``[blackbox]``, then the error the session ends with), and the end. Each mode reads on
+its own in its module:
+
+* ``record.py``: every request goes out; the model calls, tool rounds and other exchanges it saw
+  become a cassette (``Recorder``, also used by fork and rerun to write their child).
+* ``replay.py``: every request is answered from a cassette, never sent (``Player``, also used by a
+  fork up to its fork point).
+* ``fork.py``: replays a parent up to a tool result, replaces it, and records what follows.
+* ``rerun.py``: records a new run whose non-model requests are answered from an incident.
+
+``session()`` is the public context manager (record or replay); the launcher and the pytest plugin
+create a session with ``open_session`` (or a fork / rerun session) and call ``start`` and ``finish``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar, Literal, TypeVar
+
+from opentelemetry import trace
+
+from ..cassette.canonical import same_canonical
+from ..cassette.model import Cassette
+from ..config import BlackboxConfig
+from ..errors import ReplayDivergence, SessionError
+from ..redact import Redactor
+from ..semconv import ATTR_CASSETTE_STEP, ATTR_SESSION_MODE
+from . import active
+from .http.exchange import HttpRequest, HttpResponse
+from .providers.base import CallIds, Provider
+from .providers.registry import provider_for
+
+__all__ = ["Match", "Mode", "Session", "open_session", "session", "stop_intercepting"]
+
+Mode = Literal["record", "replay", "fork", "rerun"]
+Match = Literal["exact", "sequence"]
+_S = TypeVar("_S", bound="Session")
+
+
+class Diverged(Exception):
+    """Raised by a mode's answering code: the request is not the one recorded (the message says how)."""
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def provider_of(request: HttpRequest) -> Provider | None:
+    return provider_for(request.method, request.url)
+
+
+def json_body(request: HttpRequest) -> dict[str, Any] | None:
+    try:
+        value = json.loads(request.body or b"null")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def header(headers: list[tuple[str, str]], name: str) -> str | None:
+    return next((v for k, v in headers if k.lower() == name), None)
+
+
+def error_response(message: str) -> HttpResponse:
+    # Every SDK reads error.message from this shape (google-genai also error.status); a 400 is
+    # never retried.
+    error = {"type": "invalid_request_error", "status": "INVALID_ARGUMENT", "message": message}
+    body = {"type": "error", "error": error}
+    return HttpResponse(400, [("content-type", "application/json")], json.dumps(body).encode())
+
+
+def check_match(match: str) -> Match:
+    if match not in ("exact", "sequence"):
+        raise SessionError(f"match must be exact or sequence, not {match!r}")
+    return "exact" if match == "exact" else "sequence"
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Equal as JSON values. The C encoder settles almost every case; canonical JSON the rest (1 == 1.0)."""
+    fast_a = json.dumps(a, sort_keys=True, ensure_ascii=False)
+    fast_b = json.dumps(b, sort_keys=True, ensure_ascii=False)
+    return fast_a == fast_b or same_canonical(a, b)
+
+
+def masked(payload: Any, redactor: Redactor) -> Any:
+    """``payload`` with its credentials masked; the very same object when it has none."""
+    if not redactor.might_redact(json.dumps(payload, ensure_ascii=False)):
+        return payload
+    return _masked_json(payload, redactor)
+
+
+def _masked_json(value: Any, redactor: Redactor) -> Any:
+    """JSON data masked as the database masks attributes: each string, and whole under a secret's name."""
+    if isinstance(value, str):
+        return redactor.redact_text(value)
+    if isinstance(value, list):
+        return [_masked_json(item, redactor) for item in value]
+    if isinstance(value, dict):
+        return {
+            key: "[REDACTED]"
+            if isinstance(item, str) and redactor.is_secret_field(str(key))
+            else _masked_json(item, redactor)
+            for key, item in value.items()
+        }
+    return value
+
+
+def tag_current_span(step_index: int) -> None:
+    """The span of this request (HTTP client span, or the LLM span) names the step that answered it."""
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.set_attribute(ATTR_CASSETTE_STEP, step_index)
+        if active.mode is not None:
+            span.set_attribute(ATTR_SESSION_MODE, active.mode)
+
+
+class Session:
+    """One run over one cassette. A mode's class answers ``intercept`` / ``observe`` and ``_conclude``."""
+
+    mode: ClassVar[Mode]
+    cassette: Cassette  # the recording this session writes, or the one it replays
+
+    def __init__(self, path: str | Path, *, match: str = "exact") -> None:
+        self.path = Path(path)
+        self.match = check_match(match)  # how a replay compares (a recording keeps it for the fixture)
+        self.ids = CallIds()
+        self.error: SessionError | None = None
+        self._lock = threading.Lock()
+        config = BlackboxConfig.from_env()
+        self.redactor = Redactor(
+            enabled=config.redact, patterns=config.redact_patterns, fields=config.redact_fields
+        )
+        self._finished = False
+
+    # -- the interceptor (http.exchange.Interceptor) -----------------------------------------------
+
+    def intercept(self, request: HttpRequest) -> HttpResponse | None:
+        """A response to serve without sending the request, or None to let it go out."""
+        raise NotImplementedError
+
+    def observe(self, request: HttpRequest, response: HttpResponse) -> None:
+        """A request that went out, once its response was read."""
+
+    def _answer(self, request: HttpRequest) -> HttpResponse | None:
+        """The mode's answer to a request the session may not let out on its own."""
+        raise NotImplementedError
+
+    def _answered(self, request: HttpRequest) -> HttpResponse | None:
+        """``_answer`` under the lock; after a divergence, or on one, the [blackbox] 400."""
+        with self._lock:
+            if self.error is not None:
+                return error_response(str(self.error))
+            try:
+                return self._answer(request)
+            except Diverged as diverged:
+                return self._diverge(str(diverged))
+            except Exception as exc:  # never let a recorded request reach the network, even on a bug
+                return self._diverge(
+                    f"could not answer {request.method} {request.url}: {type(exc).__name__}: {exc}"
+                )
+
+    def _diverge(self, message: str) -> HttpResponse:
+        self.error = ReplayDivergence(f"[blackbox] {message}")
+        return error_response(str(self.error))
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    def start(self: _S) -> _S:
+        from .http.hook import BlackboxHTTPInstrumentor  # the hook imports httpcore: only when used
+
+        BlackboxHTTPInstrumentor().instrument(interceptor=self)
+        active.mode = self.mode
+        self._started()
+        return self
+
+    def _started(self) -> None:
+        """What the mode watches besides HTTP once the hook is in."""
+
+    def finish(self, error: BaseException | None = None) -> None:
+        """Stop intercepting; write the recording, or check the replay. Raises SessionError."""
+        if self._finished:
+            return
+        self._finished = True
+        stop_intercepting()
+        with self._lock:
+            self._conclude(error)
+
+    def _conclude(self, error: BaseException | None) -> None:
+        """What ending the run means for this mode (the lock held, the hook removed)."""
+        raise NotImplementedError
+
+
+def stop_intercepting() -> None:
+    """Remove the hook and the tool-span watch a session installed."""
+    from . import tool_spans
+    from .http.hook import BlackboxHTTPInstrumentor
+
+    BlackboxHTTPInstrumentor().uninstrument()
+    tool_spans.unwatch()
+    active.mode = None
+
+
+def open_session(mode: str, cassette: str | Path, *, match: str = "exact") -> Session:
+    """A record or replay session over ``cassette`` (a fork or a rerun has its own class and plan)."""
+    checked = check_match(match)
+    if mode == "record":
+        from .record import RecordSession
+
+        return RecordSession(cassette, match=checked)
+    if mode == "replay":
+        from .replay import ReplaySession
+
+        return ReplaySession(cassette, match=checked)
+    raise SessionError(f"mode must be record or replay, not {mode!r} (a fork is a ForkSession)")
+
+
+@contextlib.contextmanager
+def session(mode: Mode, cassette: str | Path, *, match: Match = "exact") -> Iterator[Session]:
+    """Record or replay the HTTP traffic of the code inside the block::
+
+    with otel_blackbox.session(mode="replay", cassette="tests/cassettes/run.json"):
+        run_agent()
+    """
+    running = open_session(mode, cassette, match=match).start()
+    try:
+        yield running
+    except BaseException as exc:
+        try:
+            running.finish(exc)
+        except SessionError as session_error:  # the typed cause beats the SDK's 400 it provoked
+            raise session_error from exc
+        raise
+    running.finish()
