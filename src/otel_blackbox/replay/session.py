@@ -151,7 +151,7 @@ class Session:
         """A request that went out, once its response was read."""
 
     def _answer(self, request: HttpRequest) -> HttpResponse | None:
-        """The mode's answer to a request the session may not let out on its own."""
+        """The mode's answer to a request (None: let it go out); raises Diverged on a difference."""
         raise NotImplementedError
 
     def _answered(self, request: HttpRequest) -> HttpResponse | None:
