@@ -35,7 +35,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
@@ -96,7 +95,9 @@ def entry_point() -> tuple[list[str], str]:
 def env_with(src: Path) -> dict[str, str]:
     # Without PYTHONDONTWRITEBYTECODE: an installed package has its byte-code cached (pip compiles
     # it), and compiling every module from source on every run would swamp what is measured.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_") and k != "PYTHONDONTWRITEBYTECODE"}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("OTEL_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
     env["PYTHONPATH"] = str(src)
     env["COLUMNS"] = "100"  # --help wraps to the terminal: the same width for every version
     return env
@@ -107,8 +108,17 @@ def timed(argv: list[str], env: dict[str, str]) -> float:
     result = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     elapsed = time.perf_counter() - started
     if result.returncode != 0:
-        raise SystemExit(f"{' '.join(argv[-3:])} failed ({result.returncode}): {result.stderr.decode()[:300]}")
+        raise SystemExit(
+            f"{' '.join(argv[-3:])} failed ({result.returncode}): {result.stderr.decode()[:300]}"
+        )
     return elapsed
+
+
+def check_output(argv: list[str], env: dict[str, str], expect: str) -> None:
+    """A command does what it should on the database (not only exit 0)."""
+    result = subprocess.run(argv, env=env, capture_output=True, text=True)
+    if result.returncode != 0 or expect not in result.stdout:
+        raise SystemExit(f"{' '.join(argv[-3:])}: exit {result.returncode}, no {expect!r} in its output")
 
 
 def check_source(env: dict[str, str], src: Path) -> None:
@@ -133,7 +143,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=40, help="alternating rounds; medians (default 40)")
     older = parser.add_mutually_exclusive_group()
-    older.add_argument("--baseline-src", type=Path, metavar="DIR", help="an older otel_blackbox source, side by side")
+    older.add_argument(
+        "--baseline-src", type=Path, metavar="DIR", help="an older otel_blackbox source, side by side"
+    )
     older.add_argument("--baseline-rev", metavar="REV", help="the same, from a git archive of REV")
     parser.add_argument("--json", type=Path, metavar="FILE", help="write every sample here too")
     args = parser.parse_args(argv)
@@ -158,21 +170,21 @@ def _run(args: argparse.Namespace, workdir: Path) -> int:
     envs = {name: env_with(src) for name, src in versions.items()}
     for name, src in versions.items():
         check_source(envs[name], src)
-    commands = {
-        "list": ["list"],
-        "show": ["show", trace_id[:8]],
-        "stats": ["stats"],
-        "errors": ["errors"],
-        "--help": ["--help"],
+    commands = {  # each command, and what its output must hold
+        "list": (["list"], trace_id),
+        "show": (["show", trace_id[:8]], "booking service timed out"),
+        "stats": (["stats"], "gpt-4o-mini: 3 calls"),
+        "errors": (["errors"], "booking service timed out"),
+        "--help": (["--help"], "Commands:"),
     }
     argvs = {
         (version, command): [*prefix, *(["--db", str(db)] if command != "--help" else []), *extra]
         for version in versions
-        for command, extra in commands.items()
+        for command, (extra, _) in commands.items()
     }
-    # Warm up: byte-code caches written, the page cache full; every command runs as it should.
-    for key, argv in argvs.items():
-        timed(argv, envs[key[0]])
+    # Warm up (byte-code caches written, the page cache full), checking every command's output.
+    for (version, command), argv in argvs.items():
+        check_output(argv, envs[version], commands[command][1])
     baseline: list[float] = []
     samples: dict[tuple[str, str], list[float]] = {key: [] for key in argvs}
     for _ in range(args.rounds):
@@ -181,8 +193,13 @@ def _run(args: argparse.Namespace, workdir: Path) -> int:
             samples[key].append(timed(argv, envs[key[0]]))
 
     base = statistics.median(baseline)
-    print(f"{len(baseline)} baseline runs and {args.rounds} of each command, alternately; the CLI run as {how}")
-    print(f"baseline `python -c \"import sqlite3, click, json\"`: median {base * 1000:.1f} ms")
+    print(
+        f"{len(baseline)} baseline runs and {args.rounds} of each command, alternately; the CLI run as {how}"
+    )
+    for version, src in versions.items():
+        rev = f" ({args.baseline_rev})" if version == "before" and args.baseline_rev else ""
+        print(f"{version}: otel_blackbox from {src}{rev}")
+    print(f'baseline `python -c "import sqlite3, click, json"`: median {base * 1000:.1f} ms')
     header = f"{'command':8}"
     for version in versions:
         header += f"  {version + ' ms':>9}  {'ratio':>5}  {'2x':4}  {'1.5x':4}"
