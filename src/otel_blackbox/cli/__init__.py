@@ -1,8 +1,10 @@
-"""The ``otel-blackbox`` command line: thin commands that parse, call the library, and print."""
+"""The ``otel-blackbox`` command line: thin commands that parse, call the library, and print.
+
+Each command's module is imported when that command runs (``app.COMMANDS``), not with this package.
+"""
 
 from __future__ import annotations
 
-from . import cassettes, evals, push, report, runs, sessions, traces, ui  # noqa: F401  (each module registers its commands)
 from .app import cli, main
 
 __all__ = ["cli", "main"]

@@ -8,16 +8,17 @@ import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..errors import RunNotFound, StoreError
 from ..render.text import safe_json
-from ..store import runs
 from ..store.connection import connect_reader, connect_writer, describe_sqlite_error
-from ..store.queries import SpanRecord
 from ..store.schema import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from ..store.queries import SpanRecord
 
 __all__ = [
     "db_path",
@@ -106,6 +107,8 @@ def group_spans(
 ) -> tuple[str, str, list[SpanRecord]]:
     """("run", full run id, its spans) for --run, or ("session", id, its traces' spans) for --session:
     all their traces, in time order. A run with no span left is not found (exit 1) as well."""
+    from ..store import runs  # for cassette and report only: not loaded by the commands of one trace
+
     if run is not None:
         run_id = runs.resolve_run_id(conn, run)
         spans = runs.run_spans(conn, run_id)

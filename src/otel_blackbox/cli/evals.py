@@ -6,9 +6,6 @@ from pathlib import Path
 
 import click
 
-from ..atomic import atomic_text_writer
-from ..cassette.evals import dump_contract, generate_contract, load_contract, run_contract
-from ..cassette.io import load_cassette
 from ..render.text import safe
 from .app import cli
 from .common import style
@@ -40,6 +37,12 @@ def generate(path: Path, output: str, name: str | None) -> None:
     Example:
       otel-blackbox eval generate run.json -o contract.json
     """
+    # jsonschema (the contract's schema) and the cassette loader: when a subcommand runs, not for
+    # `eval --help`.
+    from ..atomic import atomic_text_writer
+    from ..cassette.evals import dump_contract, generate_contract
+    from ..cassette.io import load_cassette
+
     contract = generate_contract(load_cassette(path), name=name)
     text = dump_contract(contract)
     if output == "-":
@@ -60,6 +63,9 @@ def run(contract_path: Path, cassettes: tuple[Path, ...]) -> None:
     Example:
       otel-blackbox eval run contract.json run2.json run3.json
     """
+    from ..cassette.evals import load_contract, run_contract
+    from ..cassette.io import load_cassette
+
     contract = load_contract(contract_path)
     failed = 0
     for path in cassettes:

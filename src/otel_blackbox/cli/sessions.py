@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,15 @@ from ..errors import SessionError
 from .app import cli
 
 __all__: list[str] = []
+
+
+def run_program(mode: str, cassette: Path, command: Sequence[str], **options: Any) -> int:
+    """``launch.run_program``, imported when a command runs a program: the execution side is not
+    loaded for a command's --help, nor by a usage error."""
+    from ..launch import run_program as run
+
+    return run(mode, cassette, command, **options)
+
 
 # Options may follow the cassette argument; everything after `--` is the program and its own options.
 _PASS_THROUGH = {"allow_interspersed_args": True}

@@ -8,14 +8,8 @@ from collections.abc import Iterator
 
 import click
 
-from ..atomic import atomic_text_writer
-from ..config import BlackboxConfig
-from ..formats.openinference import phoenix_spans
 from ..render.text import fmt_duration, fmt_time, render_tree, safe, safe_json, span_to_json, status_marker
 from ..store import queries
-from ..store.connection import connect_writer, describe_sqlite_error
-from ..store.retention import CLEANUP_STEPS
-from ..store.retention import cleanup as run_cleanup
 from .app import cli
 from .common import db_path, echo_json, progress, reader, style, utf8_text
 
@@ -165,6 +159,12 @@ def cleanup(ctx: click.Context, retention: str | None, max_db_mb: float | None) 
     Example:
       otel-blackbox cleanup --retention 3d --max-db-mb 100
     """
+    # What only cleanup and export run is imported by them, not by list / show / errors / stats.
+    from ..config import BlackboxConfig
+    from ..store.connection import connect_writer, describe_sqlite_error
+    from ..store.retention import CLEANUP_STEPS
+    from ..store.retention import cleanup as run_cleanup
+
     config = BlackboxConfig.from_env(db_path=db_path(ctx), retention=retention, max_db_mb=max_db_mb)
     path = db_path(ctx)
     conn = connect_writer(path, busy_timeout_ms=config.busy_timeout_ms, create=False)
@@ -206,6 +206,9 @@ def export(ctx: click.Context, output: str, trace_id: str | None, fmt: str) -> N
       otel-blackbox export -o spans.jsonl --trace 4bf92f35
       otel-blackbox export --format otlp -o traces.jsonl
     """
+    from ..atomic import atomic_text_writer
+    from ..formats.openinference import phoenix_spans
+
     with reader(ctx) as conn:
         full_id = queries.resolve_trace_id(conn, trace_id) if trace_id else None
         last_seen = queries.last_seen_by_trace(conn, full_id)

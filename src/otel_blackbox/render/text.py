@@ -10,12 +10,11 @@ import json
 import re
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from openinference.semconv.trace import SpanAttributes
-
-from ..messages import Message, input_messages, output_messages, tool_definitions, tool_name
-from ..store.queries import SpanRecord, TraceSummary
+if TYPE_CHECKING:
+    from ..messages import Message
+    from ..store.queries import SpanRecord, TraceSummary
 
 __all__ = [
     "bidi_escaped",
@@ -136,6 +135,12 @@ def _format_message(message: Message, limit: int | None) -> list[str]:
 
 
 def _details(span: SpanRecord, limit: int | None) -> list[str]:
+    # The message parsing and OpenInference's names: only for `show -v` (every CLI command imports
+    # this module, for ``safe``).
+    from openinference.semconv.trace import SpanAttributes
+
+    from ..messages import input_messages, output_messages, tool_definitions, tool_name
+
     attrs = span.attributes
     lines: list[str] = []
     inputs = input_messages(attrs)

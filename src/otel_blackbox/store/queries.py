@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import sqlite3
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -227,6 +226,8 @@ def writable(path: Path) -> bool:
 
 
 def stats(conn: sqlite3.Connection, path: str | Path) -> dict[str, Any]:
+    import shutil  # with its compression modules: only for the free space, not for every read command
+
     path = Path(path)
     files = [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
     size = sum(p.stat().st_size for p in files if p.exists())
