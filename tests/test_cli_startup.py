@@ -26,8 +26,7 @@ from otel_blackbox.cli.app import COMMANDS
 # What no read command and no help may load: the execution side, the cassette package (and its
 # jsonschema), the OpenTelemetry SDK, the viewer, the exporters.
 _HEAVY = (
-    "jsonschema", "opentelemetry", "openinference", "otel_blackbox.cassette", "otel_blackbox.http",
-    "otel_blackbox.providers", "otel_blackbox.sessions", "otel_blackbox.replay", "otel_blackbox.launch",
+    "jsonschema", "opentelemetry", "openinference", "otel_blackbox.cassette", "otel_blackbox.replay",
     "otel_blackbox.viewer", "otel_blackbox.formats", "otel_blackbox.render.html_report",
     "otel_blackbox.exporter", "otel_blackbox.processor", "requests", "httpx", "http.server",
 )  # fmt: skip

@@ -22,7 +22,7 @@ __all__: list[str] = []
 def run_program(mode: str, cassette: Path, command: Sequence[str], **options: Any) -> int:
     """``launch.run_program``, imported when a command runs a program: the execution side is not
     loaded for a command's --help, nor by a usage error."""
-    from ..launch import run_program as run
+    from ..replay.launch import run_program as run
 
     return run(mode, cassette, command, **options)
 
@@ -57,8 +57,6 @@ def record(output: Path, command: tuple[str, ...]) -> None:
     Example:
       otel-blackbox record -o run.json -- python agent.py
     """
-    from ..replay.launch import run_program  # the execution side: only for the commands that run one
-
     sys.exit(run_program("record", output, _program(command)))
 
 
@@ -80,8 +78,6 @@ def replay(cassette: Path, match: str, command: tuple[str, ...]) -> None:
       otel-blackbox replay run.json -- python agent.py
       otel-blackbox replay run.json --match sequence -- python agent.py
     """
-    from ..replay.launch import run_program  # the execution side: only for the commands that run one
-
     sys.exit(run_program("replay", cassette, _program(command), match=match))
 
 
@@ -142,8 +138,6 @@ def fork(
         "output": str(output.resolve()),
         "replies": replies,
     }
-    from ..replay.launch import run_program  # the execution side: only for the commands that run one
-
     sys.exit(run_program("fork", cassette, _program(command), match=match, plan=plan))
 
 
@@ -216,6 +210,4 @@ def rerun(
         "replies": _read_script(script) if script is not None else None,
         "allow_network": allow_network,
     }
-    from ..replay.launch import run_program  # the execution side: only for the commands that run one
-
     sys.exit(run_program("rerun", incident, _program(command), plan=plan))
