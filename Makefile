@@ -48,16 +48,18 @@ unit: setup browser
 test: lint typecheck unit
 
 # `make test` on each Python of PYTHONS that runs here, one after the other, each in its own venv;
-# stops at the first that fails and names it.
+# stops at the first that fails and names it. None found is a failure: it would have tested nothing.
 test-pythons:
-	@for p in $(PYTHONS); do \
+	@ran=; for p in $(PYTHONS); do \
 		if ! err=$$($$p -c '' 2>&1); then \
 			echo "test-pythons: $$p skipped, not found ($$(echo "$$err" | head -n 1))"; continue; fi; \
 		echo "test-pythons: make test PYTHON=$$p"; \
 		$(MAKE) --no-print-directory test PYTHON=$$p VENV=.venv-$$p \
 			|| { echo "test-pythons: make test failed on $$p" >&2; exit 1; }; \
-		echo "test-pythons: $$p passed"; \
-	done
+		echo "test-pythons: $$p passed"; ran="$$ran $$p"; \
+	done; \
+	if [ -z "$$ran" ]; then echo "test-pythons: none of $(PYTHONS) found" >&2; exit 1; fi; \
+	echo "test-pythons: passed on$$ran"
 
 # The long versions of the reliability tests (docs/reliability.md): more processes and spans, many
 # SIGKILL rounds, a large burst, twenty times the fuzzing examples. Prints the figures at the end.
