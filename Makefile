@@ -1,14 +1,26 @@
 # Two commands on a fresh machine: `make demo` and `make test`. Each creates .venv and installs
 # what it needs first (re-run only when pyproject.toml changes).
 PYTHON ?= python3
-VENV ?= .venv
+# One environment per interpreter (.venv for python3, .venv-python3.13 for PYTHON=python3.13), so a
+# run on another Python never reuses the default one.
+VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+# Which interpreter PYTHON is today (its version and installation). The stamp is named after it, so a
+# venv made by another one (python3 upgraded, VENV= pointing at another version's) is remade, not reused.
+PY_ID_CODE := import hashlib, sys; print(sys.version.split()[0] + "-" + hashlib.sha1(sys.base_prefix.encode()).hexdigest()[:8])
+PY_ID := $(shell $(PYTHON) -c '$(PY_ID_CODE)' 2>/dev/null)
+STAMP := $(VENV)/.installed-$(PY_ID)
+# What `make test-pythons` runs `make test` on, those found on PATH.
+PYTHONS ?= python3.10 python3.11 python3.12 python3.13
 
-.PHONY: setup browser demo test lint typecheck unit stress bench interop clean
+.PHONY: setup browser demo test test-pythons lint typecheck unit stress bench interop clean
 
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	@test -n "$(PY_ID)" || { echo "make: PYTHON=$(PYTHON) does not run:" >&2; $(PYTHON) -c '' >&2; exit 1; }
+	@if [ -x $(PY) ] && [ "$$($(PY) -c '$(PY_ID_CODE)' 2>/dev/null)" = "$(PY_ID)" ]; then :; else \
+		if [ -e $(VENV) ]; then echo "$(VENV) was not made by $(PYTHON) (Python $(PY_ID)): recreating it"; fi; \
+		rm -rf $(VENV) && echo "$(PYTHON) -m venv $(VENV)" && $(PYTHON) -m venv $(VENV); fi
+	@test "$$($(PY) -c '$(PY_ID_CODE)')" = "$(PY_ID)" || { echo "make: $(PY) is not $(PYTHON)" >&2; exit 1; }
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	touch $(STAMP)
@@ -35,6 +47,20 @@ unit: setup browser
 
 test: lint typecheck unit
 
+# `make test` on each Python of PYTHONS that runs here, one after the other, each in its own venv;
+# stops at the first that fails and names it. None found is a failure: it would have tested nothing.
+test-pythons:
+	@ran=; for p in $(PYTHONS); do \
+		if ! err=$$($$p -c '' 2>&1); then \
+			echo "test-pythons: $$p skipped, not found ($$(echo "$$err" | head -n 1))"; continue; fi; \
+		echo "test-pythons: make test PYTHON=$$p"; \
+		$(MAKE) --no-print-directory test PYTHON=$$p VENV=.venv-$$p \
+			|| { echo "test-pythons: make test failed on $$p" >&2; exit 1; }; \
+		echo "test-pythons: $$p passed"; ran="$$ran $$p"; \
+	done; \
+	if [ -z "$$ran" ]; then echo "test-pythons: none of $(PYTHONS) found" >&2; exit 1; fi; \
+	echo "test-pythons: passed on$$ran"
+
 # The long versions of the reliability tests (docs/reliability.md): more processes and spans, many
 # SIGKILL rounds, a large burst, twenty times the fuzzing examples. Prints the figures at the end.
 stress: setup browser
@@ -53,4 +79,4 @@ interop:
 	$(INTEROP_VENV)/bin/python interop/phoenix_check.py
 
 clean:
-	rm -rf $(VENV) $(INTEROP_VENV) .mypy_cache .ruff_cache .pytest_cache test-artifacts
+	rm -rf .venv .venv-python* $(VENV) $(INTEROP_VENV) .mypy_cache .ruff_cache .pytest_cache test-artifacts

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +62,8 @@ def check(name: str, ok: bool, detail: str = "") -> bool:
 
 
 def stored(db: Path) -> dict[str, dict[str, Any]]:
-    conn = sqlite3.connect(db)
-    rows = conn.execute("SELECT span_id, oi_span_kind, total_tokens FROM spans").fetchall()
+    with closing(sqlite3.connect(db)) as conn:
+        rows = conn.execute("SELECT span_id, oi_span_kind, total_tokens FROM spans").fetchall()
     return {r[0]: {"kind": r[1], "tokens": r[2]} for r in rows}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -165,7 +166,8 @@ def test_ambiguous_prefix(recorder: Recorder) -> None:
         with recorder.tracer.start_as_current_span("t"):
             pass
     recorder.flush()
-    ids = [r[0] for r in sqlite3.connect(recorder.db_path).execute("SELECT trace_id FROM spans")]
+    with closing(sqlite3.connect(recorder.db_path)) as conn:
+        ids = [r[0] for r in conn.execute("SELECT trace_id FROM spans")]
     firsts = [i[0] for i in ids]
     shared = next(c for c in firsts if firsts.count(c) > 1)
     result = run_cli("show", shared, db=recorder.db_path)

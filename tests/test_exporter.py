@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 from opentelemetry.sdk.trace import TracerProvider
@@ -23,7 +24,8 @@ def test_batch_processor_writes_finished_spans_only(db_path: Path) -> None:
         never = tracer.start_span("never-ended")
     assert provider.force_flush()
     query = "SELECT name, status, attributes FROM spans ORDER BY name"
-    rows = sqlite3.connect(db_path).execute(query).fetchall()
+    with closing(sqlite3.connect(db_path)) as conn:
+        rows = conn.execute(query).fetchall()
     assert [r[:2] for r in rows] == [("llm", "unset"), ("root", "unset")]
     assert json.loads(rows[0][2])["api_key"] == "[REDACTED]"  # same redaction as the processor
     never.end()

@@ -14,6 +14,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -353,8 +354,8 @@ def test_clean_exit_without_shutdown_loses_nothing(db_path: Path, shutdown_on_ex
     if not shutdown_on_exit:
         code = "import atexit\natexit.unregister(provider.shutdown)\n" + code
     _run_script(code, db_path)
-    conn = sqlite3.connect(db_path)
-    counts = dict(conn.execute("SELECT status, count(*) FROM spans GROUP BY status").fetchall())
+    with closing(sqlite3.connect(db_path)) as conn:
+        counts = dict(conn.execute("SELECT status, count(*) FROM spans GROUP BY status").fetchall())
     assert counts == {"unset": 500, "open": 1}
 
 
@@ -365,8 +366,8 @@ def test_unhandled_exception_loses_nothing(db_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 1 and "agent crashed" in result.stderr
-    conn = sqlite3.connect(db_path)
-    assert conn.execute("SELECT name, status FROM spans").fetchall() == [("agent", "error")]
+    with closing(sqlite3.connect(db_path)) as conn:
+        assert conn.execute("SELECT name, status FROM spans").fetchall() == [("agent", "error")]
 
 
 def test_import_creates_no_file_and_starts_no_thread(tmp_path: Path) -> None:
@@ -391,13 +392,13 @@ def test_four_processes_share_one_database(db_path: Path) -> None:
         p.start()
     for p in procs:
         p.join()
-    conn = sqlite3.connect(db_path)
-    total, distinct, traces = conn.execute(
-        "SELECT count(*), count(DISTINCT trace_id || span_id), count(DISTINCT trace_id) FROM spans"
-    ).fetchone()
-    assert (total, distinct, traces) == (2000, 2000, 200)
-    assert conn.execute("SELECT count(DISTINCT pid) FROM spans").fetchone()[0] == 4
-    assert conn.execute("SELECT count(*) FROM spans WHERE status = 'open'").fetchone()[0] == 0
+    with closing(sqlite3.connect(db_path)) as conn:
+        total, distinct, traces = conn.execute(
+            "SELECT count(*), count(DISTINCT trace_id || span_id), count(DISTINCT trace_id) FROM spans"
+        ).fetchone()
+        assert (total, distinct, traces) == (2000, 2000, 200)
+        assert conn.execute("SELECT count(DISTINCT pid) FROM spans").fetchone()[0] == 4
+        assert conn.execute("SELECT count(*) FROM spans WHERE status = 'open'").fetchone()[0] == 0
 
 
 def test_killed_process_open_spans_end_at_its_last_heartbeat(db_path: Path) -> None:
@@ -417,10 +418,10 @@ def test_killed_process_open_spans_end_at_its_last_heartbeat(db_path: Path) -> N
         assert proc.stdout is not None and proc.stdout.readline() == "READY\n"
         time.sleep(1.2)
         proc.kill()
-    conn = connect_reader(db_path)
-    (span,) = trace_spans(conn, conn.execute("SELECT trace_id FROM spans").fetchone()[0])
+    with closing(connect_reader(db_path)) as conn:
+        (span,) = trace_spans(conn, conn.execute("SELECT trace_id FROM spans").fetchone()[0])
+        (last_seen,) = last_seen_by_trace(conn).values()
     assert span.status == "open"
-    (last_seen,) = last_seen_by_trace(conn).values()
     # Alive for 1.2 s after the start; heartbeats every 200 ms while open rows are on disk.
     assert 0.6e9 < last_seen - span.start_ns < 1.5e9
 

@@ -10,6 +10,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -50,32 +51,32 @@ def test_eight_processes_of_four_threads_write_every_span_exactly_once(db_path: 
         assert "otel-blackbox" not in stderr and "locked" not in stderr  # no write ever failed
         assert (result["dropped"], result["write_errors"], result["written"]) == (0, 0, result["ended"])
 
-    conn = sqlite3.connect(db_path)
-    rows, distinct, still_open = conn.execute(
-        "SELECT count(*), count(DISTINCT trace_id || span_id), coalesce(sum(status = 'open'), 0) FROM spans"
-    ).fetchone()
-    assert (rows, distinct, still_open) == (total, total, 0)
-    roots = {name for (name,) in conn.execute("SELECT name FROM spans WHERE parent_span_id IS NULL")}
-    expected = {f"p{p}/{t}/{s}" for p in range(processes) for t in range(threads) for s in range(steps)}
-    assert roots == expected
-    # Nesting survived: every child's parent is in its own trace, and each trace is one whole step.
-    orphans = conn.execute(
-        "SELECT count(*) FROM spans c WHERE c.parent_span_id IS NOT NULL AND NOT EXISTS "
-        "(SELECT 1 FROM spans p WHERE p.trace_id = c.trace_id AND p.span_id = c.parent_span_id)"
-    ).fetchone()[0]
-    assert orphans == 0
-    assert (
-        conn.execute(
-            "SELECT count(*) FROM (SELECT trace_id FROM spans GROUP BY trace_id HAVING count(*) != 4)"
+    with closing(sqlite3.connect(db_path)) as conn:
+        rows, distinct, still_open = conn.execute(
+            "SELECT count(*), count(DISTINCT trace_id || span_id), coalesce(sum(status = 'open'), 0)"
+            " FROM spans"
+        ).fetchone()
+        assert (rows, distinct, still_open) == (total, total, 0)
+        roots = {name for (name,) in conn.execute("SELECT name FROM spans WHERE parent_span_id IS NULL")}
+        expected = {f"p{p}/{t}/{s}" for p in range(processes) for t in range(threads) for s in range(steps)}
+        assert roots == expected
+        # Nesting survived: every child's parent is in its own trace, and each trace is one whole step.
+        orphans = conn.execute(
+            "SELECT count(*) FROM spans c WHERE c.parent_span_id IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM spans p WHERE p.trace_id = c.trace_id AND p.span_id = c.parent_span_id)"
         ).fetchone()[0]
-        == 0
-    )
-    recorders = conn.execute(
-        "SELECT count(*), sum(spans_written), sum(spans_dropped), sum(write_errors) FROM recorders"
-    ).fetchone()
-    assert recorders == (processes, total, 0, 0)
-    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    conn.close()
+        assert orphans == 0
+        assert (
+            conn.execute(
+                "SELECT count(*) FROM (SELECT trace_id FROM spans GROUP BY trace_id HAVING count(*) != 4)"
+            ).fetchone()[0]
+            == 0
+        )
+        recorders = conn.execute(
+            "SELECT count(*), sum(spans_written), sum(spans_dropped), sum(write_errors) FROM recorders"
+        ).fetchone()
+        assert recorders == (processes, total, 0, 0)
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
     began = min(r["started_at"] for r, _ in results)
     produced = max(r["produced_at"] for r, _ in results)
@@ -95,10 +96,9 @@ def test_a_burst_far_above_the_queue_drops_exactly_what_it_counts_and_recovers(d
     assert result["dropped"] > 0  # the burst really overflowed the queue
     assert result["written"] + result["dropped"] == result["ended"]
     assert result["write_errors"] == 0
-    conn = sqlite3.connect(db_path)
-    on_disk = conn.execute("SELECT count(*) FROM spans WHERE status != 'open'").fetchone()[0]
-    recovered = conn.execute("SELECT count(*) FROM spans WHERE name LIKE 'recover-%'").fetchone()[0]
-    conn.close()
+    with closing(sqlite3.connect(db_path)) as conn:
+        on_disk = conn.execute("SELECT count(*) FROM spans WHERE status != 'open'").fetchone()[0]
+        recovered = conn.execute("SELECT count(*) FROM spans WHERE name LIKE 'recover-%'").fetchone()[0]
     assert on_disk == result["written"]
     assert recovered == 1_000  # after the burst, nothing is lost at a normal pace
     assert result["dropped"] == result["after_burst"]["dropped"]

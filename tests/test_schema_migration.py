@@ -13,6 +13,7 @@ import re
 import shutil
 import sqlite3
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -317,12 +318,11 @@ def test_new_spans_after_the_upgrade_share_the_stored_resources_and_scopes(v2: P
 
 def test_an_empty_version_1_file_is_upgraded_to_the_current_schema(tmp_path: Path) -> None:
     db = tmp_path / "v1.db"
-    conn = sqlite3.connect(db, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    for statement in _statements(MIGRATIONS[0]):
-        conn.execute(statement)
-    conn.execute("PRAGMA user_version = 1")
-    conn.close()
+    with closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        conn.execute("PRAGMA journal_mode = WAL")
+        for statement in _statements(MIGRATIONS[0]):
+            conn.execute(statement)
+        conn.execute("PRAGMA user_version = 1")
     connect_writer(db, create=False).close()
     assert _version(db) == SCHEMA_VERSION
     objects = _objects(db)
@@ -344,9 +344,8 @@ def test_an_empty_version_1_file_is_upgraded_to_the_current_schema(tmp_path: Pat
 
 def test_a_file_newer_than_this_version_is_refused_in_one_line(v2: Path) -> None:
     connect_writer(v2, create=False).close()
-    conn = sqlite3.connect(v2)
-    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    conn.close()
+    with closing(sqlite3.connect(v2)) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     before = v2.read_bytes()
     result = run_cli("list", db=v2)
     assert result.returncode != 0 and "Traceback" not in result.stderr

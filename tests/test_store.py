@@ -8,6 +8,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -37,14 +38,13 @@ def _trace_at(rec: Recorder, name: str, start_ns: int, children: int = 2, payloa
 
 
 def test_new_database_is_wal_versioned_and_incremental(db_path: Path) -> None:
-    conn = connect_writer(db_path)
-    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-    assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # incremental
-    assert conn.execute("PRAGMA page_size").fetchone()[0] == 8192
-    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-    assert {"spans_by_start", "spans_by_session", "spans_by_kind", "spans_not_ok"} <= indexes
-    conn.close()
+    with closing(connect_writer(db_path)) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # incremental
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == 8192
+        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert {"spans_by_start", "spans_by_session", "spans_by_kind", "spans_not_ok"} <= indexes
     connect_writer(db_path).close()  # reopening an up-to-date file is a no-op
 
 
@@ -68,32 +68,30 @@ def test_writers_opening_a_new_file_at_the_same_moment_all_succeed(tmp_path: Pat
         for thread in threads:
             thread.join()
         assert errors == [], f"round {round_}: {errors[0]}"
-        reader = connect_reader(path)
-        assert reader.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        reader.close()
+        with closing(connect_reader(path)) as reader:
+            assert reader.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
 def test_newer_schema_is_refused(db_path: Path) -> None:
     connect_writer(db_path).close()
-    raw = sqlite3.connect(db_path)
-    raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    raw.close()
+    with closing(sqlite3.connect(db_path)) as raw:
+        raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     for connect in (connect_writer, connect_reader):
         with pytest.raises(NotABlackboxDatabase, match="newer than this otel-blackbox supports"):
             connect(db_path)
 
 
 def test_foreign_sqlite_database_is_refused_and_untouched(db_path: Path) -> None:
-    raw = sqlite3.connect(db_path)
-    raw.execute("CREATE TABLE notes (t TEXT)")
-    raw.commit()
-    raw.close()
+    with closing(sqlite3.connect(db_path)) as raw:
+        raw.execute("CREATE TABLE notes (t TEXT)")
+        raw.commit()
     before = db_path.read_bytes()
     with pytest.raises(NotABlackboxDatabase, match="not an otel-blackbox database"):
         connect_writer(db_path)
     with pytest.raises(NotABlackboxDatabase):
         connect_reader(db_path)
-    assert sqlite3.connect(db_path).execute("SELECT name FROM sqlite_master").fetchall() == [("notes",)]
+    with closing(sqlite3.connect(db_path)) as raw:
+        assert raw.execute("SELECT name FROM sqlite_master").fetchall() == [("notes",)]
     assert len(db_path.read_bytes()) == len(before)
 
 
@@ -114,8 +112,10 @@ def test_locked_database_is_one_clear_error(db_path: Path) -> None:
     locker.execute("BEGIN EXCLUSIVE")
     locker.execute("INSERT INTO recorders (pid, started_ns, last_seen_ns) VALUES (1, 1, 1)")
     try:
-        with pytest.raises(DatabaseLocked, match="locked by another process"):
-            reader = connect_reader(db_path, busy_timeout_ms=100)
+        with (
+            pytest.raises(DatabaseLocked, match="locked by another process"),
+            closing(connect_reader(db_path, busy_timeout_ms=100)) as reader,
+        ):
             reader.execute("SELECT count(*) FROM spans").fetchone()
     finally:
         locker.execute("COMMIT")
@@ -132,11 +132,11 @@ def test_retention_removes_exactly_the_old_traces(make_recorder: Callable[..., R
     straddling = rec.tracer.start_span("straddling", start_time=now - 20 * DAY_NS)
     straddling.end(end_time=now - 1 * DAY_NS)
     rec.flush()
-    conn = connect_writer(rec.db_path)
-    assert apply_retention(conn, 7 * 86_400) == 2
-    roots = {r[0] for r in conn.execute("SELECT name FROM spans WHERE parent_span_id IS NULL")}
-    assert roots == {"recent", "straddling"}
-    assert conn.execute("SELECT count(*) FROM spans").fetchone()[0] == 4  # recent (3) + straddling (1)
+    with closing(connect_writer(rec.db_path)) as conn:
+        assert apply_retention(conn, 7 * 86_400) == 2
+        roots = {r[0] for r in conn.execute("SELECT name FROM spans WHERE parent_span_id IS NULL")}
+        assert roots == {"recent", "straddling"}
+        assert conn.execute("SELECT count(*) FROM spans").fetchone()[0] == 4  # recent (3) + straddling (1)
 
 
 def test_size_cap_evicts_oldest_complete_traces_and_shrinks_file(
@@ -149,19 +149,19 @@ def test_size_cap_evicts_oldest_complete_traces_and_shrinks_file(
         _trace_at(rec, f"t{i:03d}", now - (300 - i) * 10**9, children=3, payload=payload)
     still_running = rec.tracer.start_span("still-running", start_time=now - 10**12)  # oldest, but open
     rec.flush()
-    conn = connect_writer(rec.db_path)
-    before = database_bytes(conn)
-    cap = 1024 * 1024
-    assert before > 3 * cap
-    result = cleanup(conn, max_age_s=None, max_bytes=cap)
-    assert result.traces_evicted > 0
-    assert database_bytes(conn) <= cap
-    assert os.path.getsize(rec.db_path) <= cap * 1.1  # the space went back to the filesystem
-    names = sorted(r[0] for r in conn.execute("SELECT name FROM spans WHERE parent_span_id IS NULL"))
-    assert "still-running" in names  # an open trace is never evicted
-    kept = [n for n in names if n != "still-running"]
-    assert kept == [f"t{i:03d}" for i in range(300 - len(kept), 300)]  # the newest survive
-    still_running.end()
+    with closing(connect_writer(rec.db_path)) as conn:
+        before = database_bytes(conn)
+        cap = 1024 * 1024
+        assert before > 3 * cap
+        result = cleanup(conn, max_age_s=None, max_bytes=cap)
+        assert result.traces_evicted > 0
+        assert database_bytes(conn) <= cap
+        assert os.path.getsize(rec.db_path) <= cap * 1.1  # the space went back to the filesystem
+        names = sorted(r[0] for r in conn.execute("SELECT name FROM spans WHERE parent_span_id IS NULL"))
+        assert "still-running" in names  # an open trace is never evicted
+        kept = [n for n in names if n != "still-running"]
+        assert kept == [f"t{i:03d}" for i in range(300 - len(kept), 300)]  # the newest survive
+        still_running.end()
 
 
 def test_eviction_reads_only_the_oldest_end_and_keeps_to_its_budget(
@@ -173,28 +173,32 @@ def test_eviction_reads_only_the_oldest_end_and_keeps_to_its_budget(
         _trace_at(rec, f"t{i:03d}", now - (600 - i) * 10**9, children=3, payload="x" * 4000)
     running = rec.tracer.start_span("running", start_time=now - 10**12)  # the oldest, but open
     rec.flush()
-    conn = connect_writer(rec.db_path)
+    with closing(connect_writer(rec.db_path)) as conn:
 
-    def root_names(trace_ids: list[str]) -> list[str]:
-        marks = ",".join("?" * len(trace_ids))
-        rows = conn.execute(
-            f"SELECT name FROM spans WHERE parent_span_id IS NULL AND trace_id IN ({marks})", trace_ids
+        def root_names(trace_ids: list[str]) -> list[str]:
+            marks = ",".join("?" * len(trace_ids))
+            rows = conn.execute(
+                f"SELECT name FROM spans WHERE parent_span_id IS NULL AND trace_id IN ({marks})", trace_ids
+            )
+            return sorted(r[0] for r in rows)
+
+        assert root_names(oldest_complete_traces(conn, 3)) == [
+            "t000",
+            "t001",
+            "t002",
+        ]  # the open one is skipped
+        plan = " ".join(
+            r[3] for r in conn.execute("EXPLAIN QUERY PLAN SELECT trace_id FROM spans ORDER BY start_ns")
         )
-        return sorted(r[0] for r in rows)
+        assert "spans_by_start" in plan  # a walk of the start index, stopped early: not a scan of the table
 
-    assert root_names(oldest_complete_traces(conn, 3)) == ["t000", "t001", "t002"]  # the open one is skipped
-    plan = " ".join(
-        r[3] for r in conn.execute("EXPLAIN QUERY PLAN SELECT trace_id FROM spans ORDER BY start_ns")
-    )
-    assert "spans_by_start" in plan  # a walk of the start index, stopped early: not a scan of the table
-
-    target = database_bytes(conn) // 2
-    assert evict_oldest(conn, target, budget_s=0) == (0, False)  # no time left this tick: nothing done
-    evicted, done = evict_oldest(conn, target)
-    assert done and evicted > 200 and database_bytes(conn) <= target  # more than one chunk
-    names = sorted(r[0] for r in conn.execute("SELECT name FROM spans WHERE parent_span_id IS NULL"))
-    assert names == ["running"] + [f"t{i:03d}" for i in range(evicted, 600)]  # the newest stay
-    running.end()
+        target = database_bytes(conn) // 2
+        assert evict_oldest(conn, target, budget_s=0) == (0, False)  # no time left this tick: nothing done
+        evicted, done = evict_oldest(conn, target)
+        assert done and evicted > 200 and database_bytes(conn) <= target  # more than one chunk
+        names = sorted(r[0] for r in conn.execute("SELECT name FROM spans WHERE parent_span_id IS NULL"))
+        assert names == ["running"] + [f"t{i:03d}" for i in range(evicted, 600)]  # the newest stay
+        running.end()
 
 
 def test_writer_applies_size_cap_while_recording(make_recorder: Callable[..., Recorder]) -> None:
@@ -212,21 +216,21 @@ def test_writer_applies_size_cap_while_recording(make_recorder: Callable[..., Re
         pass
     rec.flush()
     deadline = time.monotonic() + 10
-    conn = connect_writer(rec.db_path)
-    while database_bytes(conn) > 1024 * 1024 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert database_bytes(conn) <= 1024 * 1024
-    assert conn.execute("SELECT count(*) FROM spans WHERE name = 'last'").fetchone()[0] == 1
+    with closing(connect_writer(rec.db_path)) as conn:
+        while database_bytes(conn) > 1024 * 1024 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert database_bytes(conn) <= 1024 * 1024
+        assert conn.execute("SELECT count(*) FROM spans WHERE name = 'last'").fetchone()[0] == 1
 
 
 def test_error_queries_use_the_partial_index(db_path: Path) -> None:
     from otel_blackbox.store import queries
 
-    conn = connect_writer(db_path)
-    plan = conn.execute(
-        f"EXPLAIN QUERY PLAN SELECT * FROM spans WHERE {queries._ERRORS} ORDER BY start_ns"
-    ).fetchall()
-    assert "spans_not_ok" in " ".join(str(row[-1]) for row in plan)  # not a scan of every row
+    with closing(connect_writer(db_path)) as conn:
+        plan = conn.execute(
+            f"EXPLAIN QUERY PLAN SELECT * FROM spans WHERE {queries._ERRORS} ORDER BY start_ns"
+        ).fetchall()
+        assert "spans_not_ok" in " ".join(str(row[-1]) for row in plan)  # not a scan of every row
 
 
 def test_stats_reads_no_statement_over_the_whole_table(make_recorder: Callable[..., Recorder]) -> None:
@@ -237,16 +241,15 @@ def test_stats_reads_no_statement_over_the_whole_table(make_recorder: Callable[.
     rec = make_recorder()
     _trace_at(rec, "agent", time.time_ns())
     rec.flush()
-    conn = connect_reader(rec.db_path)
-    statements: list[str] = []
-    conn.set_trace_callback(statements.append)
-    result = queries.stats(conn, rec.db_path)
-    conn.set_trace_callback(None)
-    assert (result["spans"], result["traces"], result["open_spans"]) == (3, 1, 0)
-    spans_statements = [s for s in statements if "FROM spans" in s]
-    assert len(spans_statements) >= 5
-    for statement in spans_statements:
-        plan = " ".join(str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}"))
-        full_scan = re.search(r"SCAN (spans|span_rows)\b(?! USING)", plan)  # the view reads span_rows
-        assert "INDEX" in plan and not full_scan, (statement, plan)
-    conn.close()
+    with closing(connect_reader(rec.db_path)) as conn:
+        statements: list[str] = []
+        conn.set_trace_callback(statements.append)
+        result = queries.stats(conn, rec.db_path)
+        conn.set_trace_callback(None)
+        assert (result["spans"], result["traces"], result["open_spans"]) == (3, 1, 0)
+        spans_statements = [s for s in statements if "FROM spans" in s]
+        assert len(spans_statements) >= 5
+        for statement in spans_statements:
+            plan = " ".join(str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}"))
+            full_scan = re.search(r"SCAN (spans|span_rows)\b(?! USING)", plan)  # the view reads span_rows
+            assert "INDEX" in plan and not full_scan, (statement, plan)

@@ -35,9 +35,11 @@ class BlackboxSpanExporter(SpanExporter):
         self._shutdown = False
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        if self._shutdown:
-            return SpanExportResult.FAILURE
         with self._lock:
+            # Checked under the lock: an export that waited for shutdown() must not reopen the
+            # connection shutdown() just closed.
+            if self._shutdown:
+                return SpanExportResult.FAILURE
             snapshots = []
             for span in spans:
                 try:

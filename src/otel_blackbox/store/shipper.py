@@ -117,10 +117,12 @@ class InThreadSink:
 
     def stop(self, timeout_s: float) -> None:
         with self.io_lock:
-            self.writer.write_pending()
-            self.writer.finish()
-            self.writer.heartbeat()
-            self.writer.close()
+            try:
+                self.writer.write_pending()
+                self.writer.finish()
+                self.writer.heartbeat()
+            finally:  # whatever failed above, the connection goes with the run
+                self.writer.close()
 
     def counts(self) -> tuple[int, int]:
         return self.writer.spans_written, self.writer.write_errors

@@ -59,7 +59,11 @@ def main() -> None:
     logger.propagate = False
     loop = _Loop()
     signal.signal(signal.SIGTERM, loop.terminate)
-    loop.run()
+    try:
+        loop.run()
+    finally:  # an error that ends the loop still closes the connection (run() closes it otherwise)
+        if loop.writer is not None:
+            loop.writer.close()
 
 
 class _Loop:
