@@ -5,12 +5,17 @@ PYTHON ?= python3
 # run on another Python never reuses the default one.
 VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 PY := $(VENV)/bin/python
+# The interpreter PYTHON names. A pyenv shim (python3.13) runs only the versions pyenv was told to
+# use (`pyenv global`, PYENV_VERSION); when it does not run, the newest pyenv version that has it does.
+RESOLVE = if $(1) -c '' 2>/dev/null; then echo $(1); \
+	elif v=$$(pyenv whence $(1) 2>/dev/null | tail -n 1) && [ -n "$$v" ]; then echo "$$(pyenv root)/versions/$$v/bin/$(1)"; fi
+PYTHON_EXE := $(shell $(call RESOLVE,$(PYTHON)))
 # Which interpreter PYTHON is today (its version and installation). The stamp is named after it, so a
 # venv made by another one (python3 upgraded, VENV= pointing at another version's) is remade, not reused.
 PY_ID_CODE := import hashlib, sys; print(sys.version.split()[0] + "-" + hashlib.sha1(sys.base_prefix.encode()).hexdigest()[:8])
-PY_ID := $(shell $(PYTHON) -c '$(PY_ID_CODE)' 2>/dev/null)
+PY_ID := $(shell $(PYTHON_EXE) -c '$(PY_ID_CODE)' 2>/dev/null)
 STAMP := $(VENV)/.installed-$(PY_ID)
-# What `make test-pythons` runs `make test` on, those found on PATH.
+# What `make test-pythons` runs `make test` on, those found on PATH or in pyenv.
 PYTHONS ?= python3.10 python3.11 python3.12 python3.13
 
 .PHONY: setup browser demo test test-pythons lint typecheck unit stress bench interop clean
@@ -19,7 +24,7 @@ $(STAMP): pyproject.toml
 	@test -n "$(PY_ID)" || { echo "make: PYTHON=$(PYTHON) does not run:" >&2; $(PYTHON) -c '' >&2; exit 1; }
 	@if [ -x $(PY) ] && [ "$$($(PY) -c '$(PY_ID_CODE)' 2>/dev/null)" = "$(PY_ID)" ]; then :; else \
 		if [ -e $(VENV) ]; then echo "$(VENV) was not made by $(PYTHON) (Python $(PY_ID)): recreating it"; fi; \
-		rm -rf $(VENV) && echo "$(PYTHON) -m venv $(VENV)" && $(PYTHON) -m venv $(VENV); fi
+		rm -rf $(VENV) && echo "$(PYTHON_EXE) -m venv $(VENV)" && $(PYTHON_EXE) -m venv $(VENV); fi
 	@test "$$($(PY) -c '$(PY_ID_CODE)')" = "$(PY_ID)" || { echo "make: $(PY) is not $(PYTHON)" >&2; exit 1; }
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
@@ -51,10 +56,10 @@ test: lint typecheck unit
 # stops at the first that fails and names it. None found is a failure: it would have tested nothing.
 test-pythons:
 	@ran=; for p in $(PYTHONS); do \
-		if ! err=$$($$p -c '' 2>&1); then \
-			echo "test-pythons: $$p skipped, not found ($$(echo "$$err" | head -n 1))"; continue; fi; \
-		echo "test-pythons: make test PYTHON=$$p"; \
-		$(MAKE) --no-print-directory test PYTHON=$$p VENV=.venv-$$p \
+		exe=$$($(call RESOLVE,$$p)); \
+		if [ -z "$$exe" ]; then echo "test-pythons: $$p skipped, not found on PATH or in pyenv"; continue; fi; \
+		echo "test-pythons: make test PYTHON=$$exe"; \
+		$(MAKE) --no-print-directory test PYTHON=$$exe VENV=.venv-$$p \
 			|| { echo "test-pythons: make test failed on $$p" >&2; exit 1; }; \
 		echo "test-pythons: $$p passed"; ran="$$ran $$p"; \
 	done; \
