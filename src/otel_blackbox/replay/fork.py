@@ -102,7 +102,7 @@ class ForkSession(Session):
         return None if changed is None else json.dumps(changed, ensure_ascii=False).encode("utf-8")
 
     def intercept(self, request: HttpRequest) -> HttpResponse | None:
-        return self._answered(request)
+        return self._answered(request, self._answer)
 
     def _answer(self, request: HttpRequest) -> HttpResponse | None:
         provider = provider_of(request)

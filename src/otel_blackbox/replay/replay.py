@@ -131,7 +131,11 @@ class ReplaySession(Session):
         )
 
     def intercept(self, request: HttpRequest) -> HttpResponse | None:
-        return self._answered(request)
+        return self._answered(request, self._answer)
+
+    def observe(self, request: HttpRequest, response: HttpResponse) -> None:
+        """Never called: a replay lets no request out."""
+        return None
 
     def _answer(self, request: HttpRequest) -> HttpResponse:
         provider = provider_of(request)

@@ -90,7 +90,7 @@ class RerunSession(Session):
         )
 
     def intercept(self, request: HttpRequest) -> HttpResponse | None:
-        return self._answered(request)
+        return self._answered(request, self._answer)
 
     def _answer(self, request: HttpRequest) -> HttpResponse | None:
         self.recorder.remember_keys(request)

@@ -22,7 +22,8 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
@@ -123,7 +124,7 @@ def tag_current_span(step_index: int) -> None:
             span.set_attribute(ATTR_SESSION_MODE, active.mode)
 
 
-class Session:
+class Session(ABC):
     """One run over one cassette. A mode's class answers ``intercept`` / ``observe`` and ``_conclude``."""
 
     mode: ClassVar[Mode]
@@ -143,24 +144,24 @@ class Session:
 
     # -- the interceptor (http.exchange.Interceptor) -----------------------------------------------
 
+    @abstractmethod
     def intercept(self, request: HttpRequest) -> HttpResponse | None:
         """A response to serve without sending the request, or None to let it go out."""
-        raise NotImplementedError
 
+    @abstractmethod
     def observe(self, request: HttpRequest, response: HttpResponse) -> None:
         """A request that went out, once its response was read."""
 
-    def _answer(self, request: HttpRequest) -> HttpResponse | None:
-        """The mode's answer to a request (None: let it go out); raises Diverged on a difference."""
-        raise NotImplementedError
-
-    def _answered(self, request: HttpRequest) -> HttpResponse | None:
-        """``_answer`` under the lock; after a divergence, or on one, the [blackbox] 400."""
+    def _answered(
+        self, request: HttpRequest, answer: Callable[[HttpRequest], HttpResponse | None]
+    ) -> HttpResponse | None:
+        """``answer(request)`` (the mode's response, or None to let it go out; Diverged on a difference)
+        under the lock; after a divergence, or on one, the [blackbox] 400."""
         with self._lock:
             if self.error is not None:
                 return error_response(str(self.error))
             try:
-                return self._answer(request)
+                return answer(request)
             except Diverged as diverged:
                 return self._diverge(str(diverged))
             except Exception as exc:  # never let a recorded request reach the network, even on a bug
@@ -183,7 +184,8 @@ class Session:
         return self
 
     def _started(self) -> None:
-        """What the mode watches besides HTTP once the hook is in."""
+        """What the mode watches besides HTTP once the hook is in: nothing, unless it records."""
+        return None
 
     def finish(self, error: BaseException | None = None) -> None:
         """Stop intercepting; write the recording, or check the replay. Raises SessionError."""
@@ -194,9 +196,9 @@ class Session:
         with self._lock:
             self._conclude(error)
 
+    @abstractmethod
     def _conclude(self, error: BaseException | None) -> None:
         """What ending the run means for this mode (the lock held, the hook removed)."""
-        raise NotImplementedError
 
 
 def stop_intercepting() -> None:
