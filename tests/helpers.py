@@ -157,6 +157,24 @@ class Receiver:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class CannedProvider(LoopbackAPI):
+    """A provider stand-in on 127.0.0.1 that answers each request with the next of ``bodies`` (a
+    JSON object, or a ``Raw`` SSE stream), as the real API would have answered; ``requests`` holds the
+    JSON bodies it was sent. ``url`` is the base URL to give an SDK (``/v1`` for OpenAI's)."""
+
+    def __init__(self, bodies: list[Any]) -> None:
+        self.bodies = list(bodies)
+        self.requests: list[Any] = []
+
+        def answer(method: str, path: str, body: bytes) -> tuple[int, Any]:
+            self.requests.append(json.loads(body or b"null"))
+            if not self.bodies:
+                return 500, {"error": {"message": "no canned response left", "type": "server_error"}}
+            return 200, self.bodies.pop(0)
+
+        super().__init__(answer)
         self.thread.join()
 
 
@@ -209,9 +227,18 @@ Answer = Callable[[str, str, bytes], tuple[int, Any]]
 _API = TypeVar("_API", bound="LoopbackAPI")
 
 
+@dataclass(frozen=True)
+class Raw:
+    """A response body sent as it is (an SSE stream, a provider's JSON written out by hand)."""
+
+    content_type: str
+    body: bytes
+
+
 class LoopbackAPI:
     """A small JSON API on 127.0.0.1, in a thread, for a program's tool to call: ``answer(method,
-    path, body)`` gives (status, JSON payload); every request is kept in ``received``."""
+    path, body)`` gives (status, JSON payload, or a ``Raw`` body); every request is kept in
+    ``received``."""
 
     def __init__(self, answer: Answer) -> None:
         self.received: list[tuple[str, str, bytes]] = []  # (method, path, body) of every request
@@ -222,9 +249,10 @@ class LoopbackAPI:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 api.received.append((self.command, self.path, body))
                 status, payload = answer(self.command, self.path, body)
-                data = json.dumps(payload).encode()
+                raw = payload if isinstance(payload, Raw) else Raw("application/json", json.dumps(payload).encode())
+                data = raw.body
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", raw.content_type)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -252,3 +280,21 @@ class LoopbackAPI:
         """Nothing listens any more (stopping again is harmless)."""
         self.server.shutdown()
         self.server.server_close()
+
+
+class CannedProvider(LoopbackAPI):
+    """A provider stand-in on 127.0.0.1 that answers each request with the next of ``bodies`` (a
+    JSON object, or a ``Raw`` SSE stream), as the real API would have answered; ``requests`` holds the
+    JSON bodies it was sent. ``url`` is the base URL to give an SDK (``/v1`` for OpenAI's)."""
+
+    def __init__(self, bodies: list[Any]) -> None:
+        self.bodies = list(bodies)
+        self.requests: list[Any] = []
+
+        def answer(method: str, path: str, body: bytes) -> tuple[int, Any]:
+            self.requests.append(json.loads(body or b"null"))
+            if not self.bodies:
+                return 500, {"error": {"message": "no canned response left", "type": "server_error"}}
+            return 200, self.bodies.pop(0)
+
+        super().__init__(answer)

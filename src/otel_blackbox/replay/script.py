@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..cassette.output import check_output
 from ..errors import SessionError
 from .http.exchange import HttpResponse
 from .providers.base import Provider
@@ -26,6 +27,10 @@ def check_replies(replies: list[Any]) -> list[dict[str, Any]]:
                 f"reply {position} of the script is not a model output "
                 '({"type": "final_answer", "text": ...} or {"type": "tool_calls", "calls": [...]})'
             )
+        try:
+            check_output(reply)
+        except ValueError as exc:
+            raise SessionError(f"reply {position} of the script: {exc}") from None
     return replies
 
 

@@ -1,0 +1,216 @@
+"""What a ``model_output`` may hold besides its text and calls, read and checked in one place.
+
+Each field is absent when it says nothing new (a normal end, no refusal, no reasoning...), so a run
+that uses none of them hashes as before:
+
+* ``stopReason``: why the model stopped, when it was not the normal end or tool use. The neutral
+  names are ``max_tokens``, ``content_filter``, ``refusal`` and ``stop_sequence``; any other reason
+  keeps the provider's own value (``pause_turn``, ``RECITATION``...). ``stopSequence``: the sequence
+  that matched, where the API says so (Anthropic).
+* ``refusal``: the model's refusal text (OpenAI's ``refusal``), apart from its ``text``.
+* ``reasoning``: the model's reasoning items, in order, each ``{text?, summary?, signature?,
+  encryptedContent?, redacted?}``: visible thinking, its summary texts, the signature or encrypted
+  content the API needs back, and redacted thinking's opaque data.
+* ``hostedTools``: tools the provider ran itself (web search, file search, code execution), each
+  ``{toolName, toolInput?, result?, status?, resultType?}``, in order. Their ids are not kept: no
+  program answers them, and a replay makes its own.
+* ``choices``: with ``n`` > 1 (Gemini's ``candidateCount``), every choice after the first, each a
+  whole ``model_output`` of its own; the payload itself is the first.
+* ``textSignature``, and ``signature`` on a call: the signature the API attached to that part
+  (Gemini's ``thoughtSignature``).
+
+``check_output`` names the first field that is not of its documented shape, so a replay refuses a
+malformed cassette with one error naming the step, before it answers anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["NEUTRAL_STOP_REASONS", "Extras", "Hosted", "Reasoning", "check_output", "extras_of", "with_extras"]
+
+NEUTRAL_STOP_REASONS = ("max_tokens", "content_filter", "refusal", "stop_sequence")
+JsonObject = dict[str, Any]
+
+_REASONING_STRINGS = ("text", "signature", "encryptedContent", "redacted")
+_HOSTED_STRINGS = ("status", "resultType")
+_MISSING: Any = object()
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    """One reasoning item: Anthropic's thinking / redacted_thinking, Responses' reasoning, Gemini's thought."""
+
+    text: str | None = None
+    summary: list[str] | None = None
+    signature: str | None = None
+    encrypted_content: str | None = None
+    redacted: str | None = None
+
+    def to_json(self) -> JsonObject:
+        item: JsonObject = {}
+        for key, value in (
+            ("text", self.text),
+            ("summary", self.summary),
+            ("signature", self.signature),
+            ("encryptedContent", self.encrypted_content),
+            ("redacted", self.redacted),
+        ):
+            if value is not None:
+                item[key] = value
+        return item
+
+
+@dataclass(frozen=True)
+class Hosted:
+    """One call of a tool the provider ran itself, with what it returned."""
+
+    tool_name: str
+    tool_input: Any = _MISSING
+    result: Any = _MISSING
+    status: str | None = None
+    result_type: str | None = None
+
+    @property
+    def has_input(self) -> bool:
+        return self.tool_input is not _MISSING
+
+    @property
+    def has_result(self) -> bool:
+        return self.result is not _MISSING
+
+    def to_json(self) -> JsonObject:
+        item: JsonObject = {"toolName": self.tool_name}
+        if self.has_input:
+            item["toolInput"] = self.tool_input
+        if self.has_result:
+            item["result"] = self.result
+        if self.status is not None:
+            item["status"] = self.status
+        if self.result_type is not None:
+            item["resultType"] = self.result_type
+        return item
+
+
+@dataclass
+class Extras:
+    """The optional fields of one model_output (see the module docstring), empty by default."""
+
+    stop_reason: str | None = None
+    stop_sequence: str | None = None
+    refusal: str | None = None
+    reasoning: list[Reasoning] = field(default_factory=list)
+    hosted: list[Hosted] = field(default_factory=list)
+    choices: list[JsonObject] = field(default_factory=list)
+    text_signature: str | None = None
+
+
+def with_extras(output: JsonObject, extras: Extras) -> JsonObject:
+    """``output`` (a final_answer or tool_calls payload) with the extras that say something added."""
+    if extras.stop_reason is not None:
+        output["stopReason"] = extras.stop_reason
+    if extras.stop_sequence is not None:
+        output["stopSequence"] = extras.stop_sequence
+    if extras.refusal is not None:
+        output["refusal"] = extras.refusal
+    if extras.reasoning:
+        output["reasoning"] = [r.to_json() for r in extras.reasoning]
+    if extras.hosted:
+        output["hostedTools"] = [h.to_json() for h in extras.hosted]
+    if extras.text_signature is not None:
+        output["textSignature"] = extras.text_signature
+    if extras.choices:
+        output["choices"] = list(extras.choices)
+    return output
+
+
+def extras_of(output: Any) -> Extras:
+    """The extras of a model_output; ValueError naming the first field of the wrong shape."""
+    if not isinstance(output, dict):
+        return Extras()
+    return Extras(
+        stop_reason=_string(output, "stopReason"),
+        stop_sequence=_string(output, "stopSequence"),
+        refusal=_string(output, "refusal"),
+        reasoning=[_reasoning(item, f"reasoning[{n}]") for n, item in enumerate(_list(output, "reasoning"))],
+        hosted=[_hosted(item, f"hostedTools[{n}]") for n, item in enumerate(_list(output, "hostedTools"))],
+        choices=[_choice(item, f"choices[{n}]") for n, item in enumerate(_list(output, "choices"))],
+        text_signature=_string(output, "textSignature"),
+    )
+
+
+def check_output(output: Any) -> None:
+    """ValueError naming the first field of ``output`` that is not of its documented shape."""
+    extras_of(output)
+    if isinstance(output, dict) and isinstance(output.get("calls"), list):
+        for n, call in enumerate(output["calls"]):
+            if isinstance(call, dict):
+                _string(call, "signature", f"calls[{n}].")
+
+
+def _string(value: JsonObject, key: str, prefix: str = "") -> str | None:
+    found = value.get(key)
+    if found is None:
+        return None
+    if not isinstance(found, str):
+        raise ValueError(f"field {prefix}{key!s} must be a string, not {type(found).__name__}")
+    return found
+
+
+def _list(value: JsonObject, key: str) -> list[Any]:
+    found = value.get(key)
+    if found is None:
+        return []
+    if not isinstance(found, list):
+        raise ValueError(f"field {key} must be a list, not {type(found).__name__}")
+    return found
+
+
+def _object(item: Any, where: str) -> JsonObject:
+    if not isinstance(item, dict):
+        raise ValueError(f"field {where} must be an object, not {type(item).__name__}")
+    return item
+
+
+def _reasoning(item: Any, where: str) -> Reasoning:
+    found = _object(item, where)
+    strings = {key: _string(found, key, f"{where}.") for key in _REASONING_STRINGS}
+    summary = found.get("summary")
+    if summary is not None and not (isinstance(summary, list) and all(isinstance(s, str) for s in summary)):
+        raise ValueError(f"field {where}.summary must be a list of strings")
+    return Reasoning(
+        text=strings["text"],
+        summary=summary,
+        signature=strings["signature"],
+        encrypted_content=strings["encryptedContent"],
+        redacted=strings["redacted"],
+    )
+
+
+def _hosted(item: Any, where: str) -> Hosted:
+    found = _object(item, where)
+    name = found.get("toolName")
+    if not isinstance(name, str):
+        raise ValueError(f"field {where}.toolName must be a string")
+    strings = {key: _string(found, key, f"{where}.") for key in _HOSTED_STRINGS}
+    return Hosted(
+        tool_name=name,
+        tool_input=found.get("toolInput", _MISSING),
+        result=found.get("result", _MISSING),
+        status=strings["status"],
+        result_type=strings["resultType"],
+    )
+
+
+def _choice(item: Any, where: str) -> JsonObject:
+    found = _object(item, where)
+    if found.get("type") not in ("final_answer", "tool_calls", "tool_call"):
+        raise ValueError(f"field {where}.type must be final_answer or tool_calls")
+    if "choices" in found:
+        raise ValueError(f"field {where} holds choices of its own")
+    try:
+        check_output(found)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (in {where})") from None
+    return found
