@@ -19,7 +19,8 @@ Frameworks:
   by the agent's own loop (the SDK's automatic function calling would make one span of all rounds).
 
 With ``--tool-url`` the tools are HTTP calls to examples/weather_api.py; otherwise they compute the
-same answers in-process.
+same answers in-process. With ``--dict-tools`` the pydantic-ai agent's tools return dicts, which
+pydantic-ai sends as JSON (its ordinary case), instead of JSON text.
 
 Each run is one process: a TracerProvider with a BlackboxSpanProcessor on ``--db``, the framework's
 instrumentation, the agent, a flush. The answer is printed on stdout. The same program replays
@@ -62,6 +63,7 @@ MAX_TURNS = 5
 
 
 TOOL_URL: list[str] = []  # with --tool-url, the tools ask the weather API over HTTP
+DICT_TOOLS: list[bool] = []  # with --dict-tools, pydantic-ai's tools return dicts
 
 
 def get_weather(city: str) -> str:
@@ -119,16 +121,23 @@ def run_agents(provider: TracerProvider, base_url: str, question: str, stream: b
 
 
 def run_pydantic_ai(provider: TracerProvider, base_url: str, question: str, stream: bool) -> str:
-    from pydantic_ai import Agent
+    from pydantic_ai import Agent, Tool
     from pydantic_ai.models.instrumented import InstrumentationSettings
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
+    def weather_dict(city: str) -> dict[str, Any]:
+        """Current weather for a city."""
+        return dict(json.loads(get_weather(city)))
+
+    def forecast_dict(city: str, days: int) -> dict[str, Any]:
+        """Daily high temperatures for the next few days."""
+        return dict(json.loads(get_forecast(city, days)))
+
     model = OpenAIChatModel(MODEL, provider=OpenAIProvider(base_url=base_url, api_key=API_KEY))
+    dict_tools = [Tool(weather_dict, name="get_weather"), Tool(forecast_dict, name="get_forecast")]
     agent = Agent(
-        model,
-        instructions=INSTRUCTIONS,
-        tools=[get_weather, get_forecast],
+        model, instructions=INSTRUCTIONS, tools=dict_tools if DICT_TOOLS else [get_weather, get_forecast]
     )
     agent.instrument = InstrumentationSettings(tracer_provider=provider)
     if not stream:
@@ -296,8 +305,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--question", default=DEFAULT_QUESTION)
     parser.add_argument("--stream", action="store_true")
     parser.add_argument("--tool-url", help="the tools call this weather API (examples/weather_api.py)")
+    parser.add_argument("--dict-tools", action="store_true", help="pydantic-ai's tools return dicts")
     args = parser.parse_args(argv)
     TOOL_URL[:] = [args.tool_url] if args.tool_url else []
+    DICT_TOOLS[:] = [True] if args.dict_tools else []
     provider = TracerProvider(resource=Resource.create({"service.name": f"{args.framework}-agent"}))
     provider.add_span_processor(BlackboxSpanProcessor(args.db))
     try:

@@ -157,24 +157,6 @@ class Receiver:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
-
-
-class CannedProvider(LoopbackAPI):
-    """A provider stand-in on 127.0.0.1 that answers each request with the next of ``bodies`` (a
-    JSON object, or a ``Raw`` SSE stream), as the real API would have answered; ``requests`` holds the
-    JSON bodies it was sent. ``url`` is the base URL to give an SDK (``/v1`` for OpenAI's)."""
-
-    def __init__(self, bodies: list[Any]) -> None:
-        self.bodies = list(bodies)
-        self.requests: list[Any] = []
-
-        def answer(method: str, path: str, body: bytes) -> tuple[int, Any]:
-            self.requests.append(json.loads(body or b"null"))
-            if not self.bodies:
-                return 500, {"error": {"message": "no canned response left", "type": "server_error"}}
-            return 200, self.bodies.pop(0)
-
-        super().__init__(answer)
         self.thread.join()
 
 
@@ -249,7 +231,11 @@ class LoopbackAPI:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 api.received.append((self.command, self.path, body))
                 status, payload = answer(self.command, self.path, body)
-                raw = payload if isinstance(payload, Raw) else Raw("application/json", json.dumps(payload).encode())
+                raw = (
+                    payload
+                    if isinstance(payload, Raw)
+                    else Raw("application/json", json.dumps(payload).encode())
+                )
                 data = raw.body
                 self.send_response(status)
                 self.send_header("Content-Type", raw.content_type)

@@ -17,6 +17,8 @@ from typing import Any
 from openinference.semconv.trace import OpenInferenceSpanKindValues, SpanAttributes
 
 from ..messages import (
+    GEN_AI_TOOL_CALL_ARGUMENTS,
+    GEN_AI_TOOL_CALL_RESULT,
     GEN_AI_TOOL_DEFINITIONS,
     Message,
     ToolCall,
@@ -267,6 +269,11 @@ def _model_output(span: SpanRecord, calls: _Calls) -> dict[str, Any] | None:
     return payload
 
 
+def _first_of(attributes: dict[str, Any], *keys: str) -> Any:
+    """The first of these attributes the span has (OpenInference's name, then the GenAI one)."""
+    return next((attributes[key] for key in keys if attributes.get(key) is not None), None)
+
+
 def _error_of(span: SpanRecord) -> str:
     for event in span.exception_events:
         ev = event.get("attributes", {})
@@ -313,8 +320,11 @@ class _Builder:
             call_id, tool_input = match["toolCallId"], match["toolInput"]
         else:  # a tool the model did not ask for (or asked for in an unrecorded call)
             call_id = self.calls.id_for(None, name)
-            raw = span.attributes.get(
-                SpanAttributes.TOOL_PARAMETERS, span.attributes.get(SpanAttributes.INPUT_VALUE)
+            raw = _first_of(
+                span.attributes,
+                SpanAttributes.TOOL_PARAMETERS,
+                SpanAttributes.INPUT_VALUE,
+                GEN_AI_TOOL_CALL_ARGUMENTS,
             )
             tool_input = _json_or_text(raw) if raw is not None else {}
         head = {"toolCallId": call_id, "toolName": name}
@@ -324,7 +334,7 @@ class _Builder:
         if span.status == "error":
             self.cassette.append("tool_result", {**head, "error": _error_of(span)}, _ms(span.end_ns))
         else:
-            output = span.attributes.get(SpanAttributes.OUTPUT_VALUE)
+            output = _first_of(span.attributes, SpanAttributes.OUTPUT_VALUE, GEN_AI_TOOL_CALL_RESULT)
             self.cassette.append(
                 "tool_result", {**head, "result": output if output is not None else ""}, _ms(span.end_ns)
             )

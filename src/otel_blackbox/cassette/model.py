@@ -7,11 +7,12 @@ the hashes it carries.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .canonical import hash_step
+from .canonical import canonical_or_none, hash_step
 
 __all__ = [
     "FORMAT_VERSION",
@@ -21,6 +22,7 @@ __all__ = [
     "Outcome",
     "Step",
     "ToolCall",
+    "comparable_results",
     "observed_view",
     "terminal_outcome",
     "tool_call_sequence",
@@ -182,3 +184,37 @@ def observed_view(model_input: Any, observed: Any) -> Any:
         if isinstance(inner, dict) and key in inner and isinstance(part, dict):
             part[key] = inner[key]
     return view
+
+
+def comparable_results(model_input: Any) -> Any:
+    """``model_input`` with each tool result that is JSON text (an object or an array) as canonical
+    JSON, so that a replay compares such results as values: a span records a tool's dict as
+    ``{"a": 1}``, the wire as ``{"a":1}``. Other text is compared as text (``1.50`` is not ``1.5``).
+    The very same object when no result changes."""
+    messages = model_input.get("messages") if isinstance(model_input, dict) else None
+    if not isinstance(messages, list):
+        return model_input
+    changed = False
+    out = []
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            parts = [_canonical_result(part) for part in content]
+            if any(new is not old for new, old in zip(parts, content, strict=True)):
+                message = {**message, "content": parts}
+                changed = True
+        out.append(message)
+    return {**model_input, "messages": out} if changed else model_input
+
+
+def _canonical_result(part: Any) -> Any:
+    if not isinstance(part, dict) or part.get("type") != "tool_result":
+        return part
+    result = part.get("result")
+    if not isinstance(result, str) or result.lstrip()[:1] not in ("{", "["):
+        return part
+    try:
+        canonical = canonical_or_none(json.loads(result))
+    except (ValueError, RecursionError):  # not JSON after all: text, compared as text
+        return part
+    return part if canonical is None or canonical == result else {**part, "result": canonical}

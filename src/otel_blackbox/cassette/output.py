@@ -28,7 +28,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["NEUTRAL_STOP_REASONS", "Extras", "Hosted", "Reasoning", "check_output", "extras_of", "with_extras"]
+__all__ = [
+    "NEUTRAL_STOP_REASONS",
+    "Extras",
+    "Hosted",
+    "Reasoning",
+    "check_output",
+    "extras_of",
+    "with_extras",
+]
 
 NEUTRAL_STOP_REASONS = ("max_tokens", "content_filter", "refusal", "stop_sequence")
 JsonObject = dict[str, Any]
@@ -40,7 +48,7 @@ _MISSING: Any = object()
 
 @dataclass(frozen=True)
 class Reasoning:
-    """One reasoning item: Anthropic's thinking / redacted_thinking, Responses' reasoning, Gemini's thought."""
+    """One reasoning item: thinking or redacted thinking, a Responses reasoning item, a Gemini thought."""
 
     text: str | None = None
     summary: list[str] | None = None

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from ..cassette.diff import first_difference
 from ..cassette.io import load_cassette
-from ..cassette.model import OBSERVED, Cassette, Step, observed_view, terminal_outcome
+from ..cassette.model import OBSERVED, Cassette, Step, comparable_results, observed_view, terminal_outcome
 from ..cassette.output import check_output
 from ..errors import CassetteError, ReplayIncomplete
 from ..redact import Redactor
@@ -88,10 +88,12 @@ class Player:
         recorded_input, recorded_output = self.model_steps[self.served_models]
         if self.match == "exact":
             # Both masked: the recording holds masks where the program sends credentials again.
-            # Only what the recording observed (all of it, unless it was built from spans).
+            # Only what the recording observed (all of it, unless it was built from spans); tool
+            # results that are JSON on both sides compared as JSON values.
             observed = recorded_input.payload.get(OBSERVED)
             got = masked(observed_view(provider.model_input(body, self.ids), observed), self._redactor)
             recorded = masked(observed_view(recorded_input.payload, observed), self._redactor)
+            got, recorded = comparable_results(got), comparable_results(recorded)
             if not same_json(got, recorded):
                 diff = first_difference(recorded, got, "$")
                 where = (
