@@ -189,3 +189,33 @@ def test_with_http_capture_a_run_whose_tools_call_an_api_replays_with_nothing_li
     replayed = _replay(cassette_path, [str(tmp_path / "replay.db") if a == str(db) else a for a in argv])
     assert replayed.returncode == 0, replayed.stderr
     assert replayed.stdout.strip().splitlines()[-1] == answer
+
+
+def test_a_pydantic_ai_tool_that_returns_a_dict_replays_exactly_from_its_spans(tmp_path: Path) -> None:
+    """pydantic-ai's ordinary case: the span records the tool's dict as JSON with spaces, the wire
+    sends it compact. The results compare as JSON values, and the span's own result is the step's."""
+    db, cassette_path = tmp_path / "blackbox.db", tmp_path / "incident.json"
+    with FakeLLMServer() as server:
+        argv = [*_agent("pydantic-ai", server.openai_base_url, db, False), "--dict-tools"]
+        recorded = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=120)
+        assert recorded.returncode == 0, recorded.stderr
+    answer = recorded.stdout.strip().splitlines()[-1]
+    assert answer.startswith("Final answer:") and '"daily_high_c":[14,17]' in answer
+
+    _cassette_of_the_run(db, cassette_path)
+    cassette = load_cassette(cassette_path)
+    assert verify_cassette(cassette).passed
+    results = [s.payload["result"] for s in cassette.steps_of("tool_result")]
+    assert [json.loads(r) for r in results] == [
+        {"city": "Lisbon", "temperature_c": 11, "conditions": "sunny"},
+        {"city": "Lisbon", "days": 2, "daily_high_c": [14, 17]},
+    ]
+    second = list(cassette.steps_of("model_input"))[1].payload
+    sent = [p["result"] for m in second["messages"] if isinstance(m["content"], list) for p in m["content"]
+            if p.get("type") == "tool_result"]  # fmt: skip
+    assert sent and all(", " in r for r in sent)  # the span's text is not the wire's compact JSON
+
+    replay_argv = [str(tmp_path / "replay.db") if a == str(db) else a for a in argv]
+    replayed = _replay(cassette_path, replay_argv)
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout.strip().splitlines()[-1] == answer

@@ -26,7 +26,12 @@ malformed cassette with one error naming the step, before it answers anything.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CassetteError
+
+if TYPE_CHECKING:
+    from .model import Cassette
 
 __all__ = [
     "NEUTRAL_STOP_REASONS",
@@ -34,6 +39,7 @@ __all__ = [
     "Hosted",
     "Reasoning",
     "check_output",
+    "check_outputs",
     "extras_of",
     "with_extras",
 ]
@@ -155,6 +161,15 @@ def check_output(output: Any) -> None:
         for n, call in enumerate(output["calls"]):
             if isinstance(call, dict):
                 _string(call, "signature", f"calls[{n}].")
+
+
+def check_outputs(cassette: Cassette, source: str) -> None:
+    """CassetteError naming the first model_output step of ``cassette`` with a malformed field."""
+    for step in cassette.steps_of("model_output"):
+        try:
+            check_output(step.payload)
+        except ValueError as exc:
+            raise CassetteError(f"{source}: step {step.index} (model_output): {exc}") from None
 
 
 def _string(value: JsonObject, key: str, prefix: str = "") -> str | None:

@@ -143,13 +143,17 @@ def bootstrap_from_env() -> None:
 
 def _check_cassette(path: Path) -> None:
     """Read the cassette here, before the program starts: a file that is not a cassette (or holds
-    a malformed exchange) is one CassetteError line, not a failure inside the program's start-up."""
+    a malformed exchange or model output) is one CassetteError line, not a failure inside the
+    program's start-up."""
     if not path.is_file():
         raise CassetteError(f"{path}: no such cassette (record it first)")
     from ..cassette.io import load_cassette  # the session's modules: only for the commands that run one
+    from ..cassette.output import check_outputs
     from .exchanges import recorded_exchanges
 
-    recorded_exchanges(load_cassette(path), str(path))
+    cassette = load_cassette(path)
+    recorded_exchanges(cassette, str(path))
+    check_outputs(cassette, str(path))
 
 
 def run_program(

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from ..cassette.diff import first_difference
 from ..cassette.io import load_cassette
 from ..cassette.model import OBSERVED, Cassette, Step, comparable_results, observed_view, terminal_outcome
-from ..cassette.output import check_output
+from ..cassette.output import check_outputs
 from ..errors import CassetteError, ReplayIncomplete
 from ..redact import Redactor
 from .exchanges import ExchangeBook, ExchangeRequest, recorded_exchanges, short
@@ -67,11 +67,7 @@ class Player:
             for s, nxt in zip(cassette.steps, cassette.steps[1:], strict=False)
             if s.type == "model_input" and nxt.type == "model_output" and (before is None or s.index < before)
         ]
-        for _, output in self.model_steps:  # refused before anything is answered, naming the step
-            try:
-                check_output(output.payload)
-            except ValueError as exc:
-                raise CassetteError(f"{source}: step {output.index} (model_output): {exc}") from None
+        check_outputs(cassette, source)  # a malformed field: refused before anything is answered
         # Exact: method, URL and body must match; sequence: method and URL (exchanges.py).
         self._exchanges = ExchangeBook(recorded_exchanges(cassette, source), compare_body=match == "exact")
         self.served_models = 0
