@@ -257,3 +257,65 @@ def test_calls_without_ids_link_to_their_results_by_name_and_occurrence() -> Non
     assert [m["role"] for m in last_input] == ["user", "assistant", "user", "assistant", "user"]
     assert answered == {("call-0", "get_weather"), ("call-1", "get_forecast"), ("call-2", "get_weather")}
     assert verify_cassette(cassette).passed
+
+
+def _gen_ai_span(output: list[dict[str, Any]], **attributes: Any) -> SpanRecord:
+    """A GenAI LLM span as pydantic-ai writes one (messages as JSON, parts typed)."""
+    user = [{"role": "user", "parts": [{"type": "text", "content": "Search, think, answer."}]}]
+    attrs = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-5-mini",
+        "gen_ai.input.messages": json.dumps(user),
+        "gen_ai.output.messages": json.dumps(output),
+        **attributes,
+    }
+    return SpanRecord(
+        trace_id="cd" * 16, span_id="1" * 16, parent_span_id=None, name="chat gpt-5-mini",
+        span_kind="CLIENT", oi_span_kind="LLM", status="ok", status_message=None, start_ns=10**9,
+        end_ns=10**9 + 1000, duration_ns=1000, written_ns=10**9 + 1000, session_id=None, user_id=None,
+        model="gpt-5-mini", prompt_tokens=None, completion_tokens=None, total_tokens=None,
+        tool_name=None, pid=1, attributes=attrs,
+    )  # fmt: skip
+
+
+def test_a_cassette_from_spans_carries_the_stop_reason_reasoning_and_hosted_tools_they_saw() -> None:
+    parts = [
+        {"type": "thinking", "content": "The user wants a search first."},
+        {
+            "type": "tool_call",
+            "id": "ws_1",
+            "name": "web_search",
+            "arguments": {"query": "lisbon"},
+            "builtin": True,
+        },
+        {
+            "type": "tool_call_response",
+            "id": "ws_1",
+            "name": "web_search",
+            "result": {"hits": 3},
+            "builtin": True,
+        },
+        {"type": "text", "content": "Lisbon is sunny, and I ran out of"},
+    ]
+    output = [{"role": "assistant", "parts": parts, "finish_reason": "length"}]
+    cassette = cassette_from_spans([_gen_ai_span(output)])
+    (answer,) = [s.payload for s in cassette.steps_of("model_output")]
+    assert answer == {
+        "type": "final_answer",
+        "text": "Lisbon is sunny, and I ran out of",
+        "stopReason": "max_tokens",
+        "reasoning": [{"text": "The user wants a search first."}],
+        "hostedTools": [{"toolName": "web_search", "toolInput": {"query": "lisbon"}, "result": {"hits": 3}}],
+    }
+    assert verify_cassette(cassette).passed
+    # The provider's own name of a reason with no neutral one, from the span attribute; a normal end
+    # says nothing, so such an answer is as it always was.
+    plain = [{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}]
+    (filtered,) = cassette_from_spans(
+        [_gen_ai_span(plain, **{"gen_ai.response.finish_reasons": ["RECITATION"]})]
+    ).steps_of("model_output")
+    assert filtered.payload == {"type": "final_answer", "text": "done", "stopReason": "RECITATION"}
+    (normal,) = cassette_from_spans(
+        [_gen_ai_span(plain, **{"gen_ai.response.finish_reasons": ["stop"]})]
+    ).steps_of("model_output")
+    assert normal.payload == {"type": "final_answer", "text": "done"}

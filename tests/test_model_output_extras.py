@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 import otel_blackbox
 from otel_blackbox.cassette.io import load_cassette, save_cassette
-from otel_blackbox.cassette.model import comparable_results
+from otel_blackbox.cassette.model import comparable_results, observed_view
 from otel_blackbox.cassette.output import Extras, Hosted, Reasoning, check_output, extras_of, with_extras
 from otel_blackbox.errors import CassetteError, ReplayDivergence, SessionError
 from otel_blackbox.replay.script import check_replies
@@ -192,3 +192,31 @@ def _rechain(cassette: Any, start: int) -> None:
     for step in cassette.steps[start:]:
         step.prev_hash = cassette.steps[step.index - 1].hash if step.index else None
         step.hash = step.expected_hash()
+
+
+def test_a_cassette_from_spans_does_not_compare_the_parts_spans_never_record() -> None:
+    """Spans record no reasoning or hosted tool parts in their messages: a program that sends them
+    back replays a span-built cassette; the conversation around them is still compared."""
+    wire = {
+        "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": [
+                {"type": "reasoning", "text": "think", "signature": "sig"},
+                {"type": "hosted_tool", "toolName": "web_search", "toolInput": {"query": "q"}},
+                {"type": "tool_use", "toolCallId": "call-0", "toolName": "f", "toolInput": {}},
+            ]},
+        ],
+        "tools": [],
+    }  # fmt: skip
+    spans = {
+        **wire,
+        "messages": [
+            wire["messages"][0],
+            {"role": "assistant", "content": [wire["messages"][1]["content"][2]]},
+        ],
+    }
+    observed = ["messages", "systemPrompt", "tools"]
+    assert observed_view(wire, observed) == observed_view(spans, observed)
+    assert observed_view(wire, None) is wire  # a recording that saw the wire compares every part
+    changed = {**wire, "messages": [{"role": "user", "content": "other"}, wire["messages"][1]]}
+    assert observed_view(changed, observed) != observed_view(spans, observed)

@@ -22,6 +22,7 @@ from openinference.semconv.trace import (
 
 __all__ = [
     "FUNCTION_OUTPUT_FIELDS",
+    "HostedCall",
     "Message",
     "ToolCall",
     "function_response_outcome",
@@ -40,6 +41,7 @@ GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"
 # A tool span's own record of what it was called with and returned (pydantic-ai writes these).
 GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
 
 
 @dataclass
@@ -50,12 +52,24 @@ class ToolCall:
 
 
 @dataclass
+class HostedCall:
+    """A tool the provider ran itself (GenAI's ``builtin`` tool call), with its response if recorded."""
+
+    name: str
+    arguments: Any = None
+    result: Any = None
+
+
+@dataclass
 class Message:
     role: str
     content: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None
+    reasoning: list[str] = field(default_factory=list)  # GenAI thinking / reasoning parts' texts
+    hosted: list[HostedCall] = field(default_factory=list)
+    finish_reason: str | None = None
 
 
 def indexed(attributes: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
@@ -114,20 +128,34 @@ def _json_list(raw: Any) -> list[Any]:
 
 def _gen_ai_messages(raw: Any) -> list[Message]:
     """The GenAI JSON shape: ``[{role, parts: [{type: text, content} | {type: tool_call, id, name,
-    arguments} | {type: tool_call_response, id, name?, response | result}]}]``. Each tool response
-    becomes a message of its own (role ``tool``), whatever role carried it (pydantic-ai: ``user``)."""
+    arguments} | {type: tool_call_response, id, name?, response | result}], finish_reason?}]``. Each
+    tool response becomes a message of its own (role ``tool``), whatever role carried it
+    (pydantic-ai: ``user``). Reasoning parts (``reasoning``, pydantic-ai's ``thinking``) and the calls
+    and responses of tools the provider ran (``builtin``) stay on the message that carried them."""
     messages = []
     for item in _json_list(raw):
         if not isinstance(item, dict):
             continue
         role = str(item.get("role", "?"))
         texts, calls, responded = [], [], False
+        reasoning: list[str] = []
+        hosted: list[HostedCall] = []
         for part in item.get("parts") or []:
             if not isinstance(part, dict):
                 continue
             kind = part.get("type")
             if kind == "text":
                 texts.append(str(part.get("content", "")))
+            elif kind in ("reasoning", "thinking"):
+                reasoning.append(str(part.get("content", "")))
+            elif part.get("builtin") and kind == "tool_call":
+                hosted.append(HostedCall(str(part.get("name") or "?"), part.get("arguments")))
+            elif part.get("builtin") and kind == "tool_call_response":
+                answered = next((h for h in hosted if h.result is None and h.name == part.get("name")), None)
+                if answered is not None:
+                    answered.result = part.get("response", part.get("result"))
+                else:
+                    hosted.append(HostedCall(str(part.get("name") or "?"), result=part.get("result")))
             elif kind == "tool_call":
                 args = part.get("arguments")
                 calls.append(
@@ -140,8 +168,18 @@ def _gen_ai_messages(raw: Any) -> list[Message]:
                 text = response if isinstance(response, str) else json.dumps(response)
                 messages.append(Message("tool", text, tool_call_id=part.get("id"), name=part.get("name")))
                 responded = True
-        if texts or calls or not responded:  # a message of tool responses only is those responses
-            messages.append(Message(role, "\n".join(texts) or None, calls))
+        if texts or calls or reasoning or hosted or not responded:  # tool responses only: those
+            finish = item.get("finish_reason")
+            messages.append(
+                Message(
+                    role,
+                    "\n".join(texts) or None,
+                    calls,
+                    reasoning=reasoning,
+                    hosted=hosted,
+                    finish_reason=finish if isinstance(finish, str) else None,
+                )
+            )
     return messages
 
 

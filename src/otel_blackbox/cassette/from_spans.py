@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from openinference.semconv.trace import OpenInferenceSpanKindValues, SpanAttributes
 
 from ..messages import (
+    GEN_AI_RESPONSE_FINISH_REASONS,
     GEN_AI_TOOL_CALL_ARGUMENTS,
     GEN_AI_TOOL_CALL_RESULT,
     GEN_AI_TOOL_DEFINITIONS,
+    HostedCall,
     Message,
     ToolCall,
     function_response_outcome,
@@ -34,6 +36,7 @@ from ..store.queries import SpanRecord
 from .call_ids import CallIds, call_signature
 from .captured import captured_exchange, captured_model_call
 from .model import OBSERVED, Cassette
+from .output import Extras, Hosted, Reasoning, neutral_stop_reason, with_extras
 
 __all__ = ["PROCESS_EXIT", "cassette_from_spans"]
 
@@ -249,6 +252,31 @@ def _model_output(span: SpanRecord, calls: _Calls) -> dict[str, Any] | None:
     messages = output_messages(span.attributes)
     if not messages:
         return None
+    return with_extras(_turn_of(messages, calls), _extras_of(span, messages))
+
+
+def _extras_of(span: SpanRecord, messages: list[Message]) -> Extras:
+    """What the spans saw beyond text and calls: why the model stopped, its reasoning texts (spans
+    record no signatures), and the tools the provider ran (GenAI's builtin calls)."""
+    reasons = _json_or_text(span.attributes.get(GEN_AI_RESPONSE_FINISH_REASONS))
+    recorded = [m.finish_reason for m in messages if m.finish_reason]
+    if isinstance(reasons, list | tuple):
+        recorded += [str(r) for r in reasons]
+    return Extras(
+        stop_reason=next((r for r in map(neutral_stop_reason, recorded) if r), None),
+        reasoning=[Reasoning(text=text) for m in messages for text in m.reasoning],
+        hosted=[_hosted(h) for m in messages for h in m.hosted],
+    )
+
+
+def _hosted(call: HostedCall) -> Hosted:
+    hosted = Hosted(call.name)
+    if call.arguments is not None:
+        hosted = replace(hosted, tool_input=_json_or_text(call.arguments))
+    return hosted if call.result is None else replace(hosted, result=call.result)
+
+
+def _turn_of(messages: list[Message], calls: _Calls) -> dict[str, Any]:
     text = "\n".join(m.content for m in messages if m.content)
     tool_calls = [c for m in messages for c in m.tool_calls]
     if not tool_calls:

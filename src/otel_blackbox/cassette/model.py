@@ -173,10 +173,12 @@ def observed_view(model_input: Any, observed: Any) -> Any:
     if not isinstance(observed, list) or not isinstance(model_input, dict):
         return model_input
     view: dict[str, Any] = {}
+    if "messages" in observed and isinstance(model_input.get("messages"), list):
+        view["messages"] = _seen_by_spans(model_input["messages"])
     for path in observed:
         head, _, key = str(path).partition(".")
         if not key:
-            if head in model_input:
+            if head in model_input and head not in view:
                 view[head] = model_input[head]
             continue
         inner = model_input.get(head)
@@ -184,6 +186,25 @@ def observed_view(model_input: Any, observed: Any) -> Any:
         if isinstance(inner, dict) and key in inner and isinstance(part, dict):
             part[key] = inner[key]
     return view
+
+
+# Parts of a conversation that no span records in its messages: a replay of a cassette built from
+# spans cannot compare them (the wire's model_input has them when a program sends them back).
+_UNSEEN_BY_SPANS = ("reasoning", "hosted_tool")
+
+
+def _seen_by_spans(messages: list[Any]) -> list[Any]:
+    out = []
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and any(_unseen(p) for p in content):
+            message = {**message, "content": [p for p in content if not _unseen(p)]}
+        out.append(message)
+    return out
+
+
+def _unseen(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") in _UNSEEN_BY_SPANS
 
 
 def comparable_results(model_input: Any) -> Any:

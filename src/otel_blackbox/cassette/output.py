@@ -41,12 +41,28 @@ __all__ = [
     "check_output",
     "check_outputs",
     "extras_of",
+    "neutral_stop_reason",
     "with_extras",
 ]
 
 NEUTRAL_STOP_REASONS = ("max_tokens", "content_filter", "refusal", "stop_sequence")
 JsonObject = dict[str, Any]
 
+# Reasons as the GenAI conventions and the providers spell them: a normal end (not stored), and those
+# with a neutral name. Any other reason is kept as it is spelt.
+_NORMAL_ENDS = frozenset(
+    {"stop", "end_turn", "tool_calls", "tool_call", "tool_use", "function_call", "STOP", "completed"}
+)
+_NEUTRAL_REASONS = {
+    "length": "max_tokens",
+    "max_tokens": "max_tokens",
+    "max_output_tokens": "max_tokens",
+    "MAX_TOKENS": "max_tokens",
+    "content_filter": "content_filter",
+    "SAFETY": "content_filter",
+    "refusal": "refusal",
+    "stop_sequence": "stop_sequence",
+}
 _REASONING_STRINGS = ("text", "signature", "encryptedContent", "redacted")
 _HOSTED_STRINGS = ("status", "resultType")
 _MISSING: Any = object()
@@ -118,6 +134,13 @@ class Extras:
     hosted: list[Hosted] = field(default_factory=list)
     choices: list[JsonObject] = field(default_factory=list)
     text_signature: str | None = None
+
+
+def neutral_stop_reason(reason: str | None) -> str | None:
+    """The ``stopReason`` for a reason as recorded (a span's finish reason): None for a normal end."""
+    if not reason or reason in _NORMAL_ENDS:
+        return None
+    return _NEUTRAL_REASONS.get(reason, reason)
 
 
 def with_extras(output: JsonObject, extras: Extras) -> JsonObject:
