@@ -197,13 +197,14 @@ def _rechain(cassette: Any, start: int) -> None:
 def test_a_cassette_from_spans_does_not_compare_the_parts_spans_never_record() -> None:
     """Spans record no reasoning or hosted tool parts in their messages: a program that sends them
     back replays a span-built cassette; the conversation around them is still compared."""
-    wire = {
+    tool_use = {"type": "tool_use", "toolCallId": "call-0", "toolName": "f", "toolInput": {}}
+    wire: dict[str, Any] = {
         "messages": [
             {"role": "user", "content": "q"},
             {"role": "assistant", "content": [
                 {"type": "reasoning", "text": "think", "signature": "sig"},
                 {"type": "hosted_tool", "toolName": "web_search", "toolInput": {"query": "q"}},
-                {"type": "tool_use", "toolCallId": "call-0", "toolName": "f", "toolInput": {}},
+                tool_use,
             ]},
         ],
         "tools": [],
@@ -212,7 +213,7 @@ def test_a_cassette_from_spans_does_not_compare_the_parts_spans_never_record() -
         **wire,
         "messages": [
             wire["messages"][0],
-            {"role": "assistant", "content": [wire["messages"][1]["content"][2]]},
+            {"role": "assistant", "content": [tool_use]},
         ],
     }
     observed = ["messages", "systemPrompt", "tools"]

@@ -10,11 +10,12 @@ from __future__ import annotations
 import copy
 import functools
 import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ParamSpec, Protocol, TypeVar
 
 from ...cassette.call_ids import CallIds, call_signature
+from ...cassette.request_fields import RequestFields
 
 __all__ = [
     "CallIds",
@@ -40,50 +41,6 @@ class WireResponse:
     status: int
     headers: list[tuple[str, str]]
     body: bytes
-
-
-@dataclass(frozen=True)
-class RequestFields:
-    """How one API's request fields enter ``model_input``: the translation's own field table.
-
-    Every top-level field is one of these, and the table is what the tests and
-    docs/cassette-format.md are generated from:
-
-    * ``read``: read into ``messages``, ``tools``, ``systemPrompt`` or ``model``;
-    * ``neutral``: a setting with a neutral name (``max_tokens`` -> ``params.maxTokens``);
-    * ``nested``: an object one of whose keys has a neutral name (``text.format`` ->
-      ``params.responseFormat``); its other keys stay under the field's own name;
-    * ``transport``: not compared, with the reason (streaming, identifiers, caching, billing);
-    * anything else, a field listed in ``behaviour`` or one the table does not know, goes under
-      ``params`` with its own name, so that it is compared, never dropped.
-
-    A field sent as ``null`` is taken as not sent, as the APIs take it.
-    """
-
-    read: frozenset[str]
-    neutral: Mapping[str, str]
-    transport: Mapping[str, str]
-    behaviour: tuple[str, ...] = ()
-    nested: Mapping[str, tuple[str, str]] = field(default_factory=dict)
-
-    def params(self, request: JsonObject) -> JsonObject:
-        """The request's ``params``: every field but those read elsewhere and the transport-only ones."""
-        params: JsonObject = {}
-        for key, value in request.items():
-            if value is None or key in self.read or key in self.transport:
-                continue
-            if key in self.neutral:
-                params[self.neutral[key]] = value
-            elif key in self.nested and isinstance(value, dict):
-                inner, name = self.nested[key]
-                if value.get(inner) is not None:
-                    params[name] = value[inner]
-                rest = {k: v for k, v in value.items() if k != inner and v is not None}
-                if rest:
-                    params[key] = rest
-            else:
-                params[key] = value
-        return params
 
 
 class Provider(Protocol):

@@ -1,0 +1,61 @@
+"""How a request's top-level fields enter ``model_input``: the field tables of the wire translations.
+
+Pure data and one pure function, on the analysis side: the translations (``replay/providers/``) read
+a request with them, and a cassette built from spans reads a span's recorded request settings
+(OpenInference's ``llm.invocation_parameters``) with the same table, so that both keep the same
+settings under the same names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["RequestFields"]
+
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RequestFields:
+    """How one API's request fields enter ``model_input``: the translation's own field table.
+
+    Every top-level field is one of these, and the table is what the tests and
+    docs/cassette-format.md are generated from:
+
+    * ``read``: read into ``messages``, ``tools``, ``systemPrompt`` or ``model``;
+    * ``neutral``: a setting with a neutral name (``max_tokens`` -> ``params.maxTokens``);
+    * ``nested``: an object one of whose keys has a neutral name (``text.format`` ->
+      ``params.responseFormat``); its other keys stay under the field's own name;
+    * ``transport``: not compared, with the reason (streaming, identifiers, caching, billing);
+    * anything else, a field listed in ``behaviour`` or one the table does not know, goes under
+      ``params`` with its own name, so that it is compared, never dropped.
+
+    A field sent as ``null`` is taken as not sent, as the APIs take it.
+    """
+
+    read: frozenset[str]
+    neutral: Mapping[str, str]
+    transport: Mapping[str, str]
+    behaviour: tuple[str, ...] = ()
+    nested: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+    def params(self, request: JsonObject) -> JsonObject:
+        """The request's ``params``: every field but those read elsewhere and the transport-only ones."""
+        params: JsonObject = {}
+        for key, value in request.items():
+            if value is None or key in self.read or key in self.transport:
+                continue
+            if key in self.neutral:
+                params[self.neutral[key]] = value
+            elif key in self.nested and isinstance(value, dict):
+                inner, name = self.nested[key]
+                if value.get(inner) is not None:
+                    params[name] = value[inner]
+                rest = {k: v for k, v in value.items() if k != inner and v is not None}
+                if rest:
+                    params[key] = rest
+            else:
+                params[key] = value
+        return params
