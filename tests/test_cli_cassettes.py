@@ -80,6 +80,25 @@ def test_inspect_and_cassette_help() -> None:
         assert "Example:" in run_cli(*command, "--help", check=True).stdout
 
 
+def test_inspect_shows_what_a_model_said_beyond_its_text(tmp_path: Path) -> None:
+    cassette = vector("success-tool-use")
+    last = [s for s in cassette.steps if s.type == "model_output"][-1]
+    last.payload.update(
+        stopReason="max_tokens",
+        reasoning=[{"text": "t", "signature": "s"}, {"redacted": "r"}],
+        hostedTools=[{"toolName": "web_search", "toolInput": {"query": "q"}}],
+        choices=[{"type": "final_answer", "text": "b"}],
+    )
+    save_cassette(cassette, tmp_path / "c.json")
+    out = run_cli("inspect", str(tmp_path / "c.json"), check=True).stdout
+    line = next(line for line in out.splitlines() if line.startswith(f"#{last.index} "))
+    assert "(stopped: max_tokens; reasoning ×2; hosted: web_search; +1 more choice)" in line
+    last.payload["refusal"] = 5
+    save_cassette(cassette, tmp_path / "bad.json")
+    out = run_cli("inspect", str(tmp_path / "bad.json"), check=True).stdout  # shown, never a traceback
+    assert "(malformed: field refusal must be a string, not int)" in out
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ..cassette.model import Cassette, Step, terminal_outcome, tool_calls_of
+from ..cassette.output import extras_of
 from .text import safe
 
 __all__ = ["render_timeline"]
@@ -40,6 +41,24 @@ def _content(content: Any, limit: int) -> str:
     return _short("; ".join(parts), limit)
 
 
+def _extras_note(payload: dict[str, Any], limit: int) -> str:
+    """What a model_output says besides its text and calls, in a few words."""
+    try:
+        extras = extras_of(payload)
+    except ValueError as exc:
+        return f"  (malformed: {_short(str(exc), limit)})"
+    notes = [f"stopped: {safe(extras.stop_reason)}"] if extras.stop_reason else []
+    if extras.refusal is not None:
+        notes.append(f"refusal: {_short(extras.refusal, limit // 2)}")
+    if extras.reasoning:
+        notes.append(f"reasoning ×{len(extras.reasoning)}")
+    if extras.hosted:
+        notes.append("hosted: " + ", ".join(safe(h.tool_name) for h in extras.hosted))
+    if extras.choices:
+        notes.append(f"+{len(extras.choices)} more choice{'s' if len(extras.choices) > 1 else ''}")
+    return f"  ({'; '.join(notes)})" if notes else ""
+
+
 def _describe(step: Step, limit: int) -> str:
     payload = step.payload if isinstance(step.payload, dict) else {}
     if step.type == "model_input":
@@ -53,10 +72,12 @@ def _describe(step: Step, limit: int) -> str:
     if step.type == "model_output":
         calls = tool_calls_of(payload)
         if calls:
-            return "  ".join(
+            said = "  ".join(
                 f"→ {safe(c.tool_name)}({_short(c.tool_input, limit)}) {safe(c.tool_call_id)}" for c in calls
             )
-        return f"final answer: {_short(payload.get('text', ''), limit)}"
+        else:
+            said = f"final answer: {_short(payload.get('text', ''), limit)}"
+        return said + _extras_note(payload, limit)
     if step.type == "tool_call":
         name, call_id = safe(payload.get("toolName", "?")), safe(payload.get("toolCallId", ""))
         return f"{name} {_short(payload.get('toolInput'), limit)}  {call_id}"
