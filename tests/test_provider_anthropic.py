@@ -459,6 +459,7 @@ def test_model_input_block_kinds() -> None:
             {
                 "role": "assistant",
                 "content": [
+                    {"type": "reasoning", "text": "Look closer.", "signature": "c2lnbmF0dXJl"},
                     {"type": "text", "text": "Let me zoom in."},
                     {
                         "type": "tool_use",
@@ -484,12 +485,16 @@ def test_model_input_block_kinds() -> None:
         "tools": [],
         "systemPrompt": "Be brief.",
         "model": MODEL,
-        "params": {"maxTokens": 64, "responseFormat": {"type": "json_schema", "schema": WEATHER_SCHEMA}},
+        "params": {
+            "maxTokens": 64,
+            "responseFormat": {"type": "json_schema", "schema": WEATHER_SCHEMA},
+            "output_config": {"effort": "low"},
+        },
     }
     assert "stream" not in json.dumps(PROVIDER.model_input({**request, "stream": True}, CallIds()))
 
 
-def test_model_output_ignores_thinking_and_joins_text() -> None:
+def test_model_output_keeps_thinking_and_joins_text() -> None:
     body = {
         "id": "msg_01XyZ",
         "type": "message",
@@ -505,7 +510,11 @@ def test_model_output_ignores_thinking_and_joins_text() -> None:
         "usage": {"input_tokens": 12, "output_tokens": 3},
     }
     output = PROVIDER.model_output(json.dumps(body).encode(), streamed=False, ids=CallIds())
-    assert output == {"type": "final_answer", "text": "Hello, world."}
+    assert output == {
+        "type": "final_answer",
+        "text": "Hello, world.",
+        "reasoning": [{"text": "The user wants a greeting.", "signature": "c2ln"}],
+    }
 
 
 def test_model_output_refuses_what_is_not_a_message() -> None:

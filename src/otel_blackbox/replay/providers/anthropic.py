@@ -1,22 +1,45 @@
 """Anthropic Messages (``POST /v1/messages``): wire <-> neutral v2 payloads, pure functions.
 
-Requests (``model_input``):
+Requests (``model_input``), top-level fields as ``REQUEST_FIELDS`` sorts them:
 
-* ``system``, a string or a list of text blocks (joined with a blank line), is ``systemPrompt``.
-* A message keeps string content as a string. Block content becomes parts:
-  ``text`` -> ``{type: text, text}`` (citations and ``cache_control`` dropped);
-  ``tool_use`` -> ``{type: tool_use, toolCallId, toolName, toolInput}``;
-  ``tool_result`` -> ``{type: tool_result, toolCallId, toolName, result}``, the content as sent (a
-  string, a list of blocks, or ``""`` when absent), or ``error`` (a string) when ``is_error`` is true.
-* An assistant turn is canonicalized to the shape replay sends back: its text blocks joined into one
-  leading text part, then its tool uses in order. Blocks only a response holds (``thinking``,
-  ``redacted_thinking``, server-tool blocks) are dropped, as ``model_output`` drops them, so a
-  request that echoes a replayed response normalizes like the recorded one.
+* ``messages``, ``model``, ``system`` and ``tools`` are read (below). ``system``, a string or a list
+  of text blocks (joined with a blank line), is ``systemPrompt``.
+* ``params`` under neutral names: ``max_tokens`` -> ``maxTokens``, ``temperature``, ``top_p`` ->
+  ``topP``, ``tool_choice`` -> ``toolChoice``, ``stop_sequences`` -> ``stop``, and
+  ``output_config.format`` -> ``responseFormat`` (``output_config``'s other keys, ``effort``...,
+  stay under ``params.output_config``).
+* Not compared (transport: how the request is delivered, billed, cached or attributed, not what the
+  model is asked): ``stream``, ``metadata``, ``service_tier``, ``container``, ``inference_geo``,
+  ``cache_control``, ``diagnostics``, ``user_profile_id``, ``workspace_id``, ``speed``,
+  ``billing_policy``, ``fallback_credit_token``, ``thread``; each reason is in the table. A
+  ``container`` object's ``skills`` do change what the model can run: they are kept as
+  ``params.container.skills``, its id is not.
+* Every other field, those known to change what the model does (``thinking``, ``top_k``,
+  ``mcp_servers``, ``context_management``, ``compaction``, ``fallbacks``) and any the table does not
+  know, goes under ``params`` with its own name, so it is compared, never dropped.
+
+A message keeps string content as a string. Block content becomes parts:
+
+* ``text`` -> ``{type: text, text}`` (citations and ``cache_control`` dropped: the neutral text is
+  one string, and the passages a citation points at are in the hosted tools' results);
+  ``tool_use`` -> ``{type: tool_use, toolCallId, toolName, toolInput}``; ``tool_result`` ->
+  ``{type: tool_result, toolCallId, toolName, result}``, the content as sent (a string, a list of
+  blocks, or ``""`` when absent), or ``error`` (a string) when ``is_error`` is true.
+* An assistant turn is canonicalized to the shape replay sends back: its ``thinking`` blocks as
+  ``{type: reasoning, text, signature}`` and ``redacted_thinking`` as ``{type: reasoning, redacted}``,
+  in order; then each hosted tool call, a ``server_tool_use`` / ``mcp_tool_use`` block with the block
+  that answers it (its ``tool_use_id`` is the use's id: ``web_search_tool_result``,
+  ``code_execution_tool_result``, ``mcp_tool_result``...) as ``{type: hosted_tool, toolName,
+  toolInput, result, resultType}`` (``resultType`` the result block's type, ``status: "error"`` for
+  an MCP result with ``is_error``; an MCP call's ``toolName`` is ``<server_name>/<name>``); then its
+  text blocks joined into one text part; then its tool uses in order. Provider ids, ``caller`` and
+  ``cache_control`` are dropped. Other blocks only a response holds (``container_upload``...) are
+  dropped, as ``model_output`` drops them, so a request that echoes a replayed response normalizes
+  like the recorded one.
 * Passthrough: any other block in a user turn (``image``, ``document``, ``search_result``, ...) is
   kept as sent, under its own ``type``, less ``cache_control``.
 * ``tools`` -> ``{name, description, inputSchema}`` (server tools have no schema: name and description
-  only); ``max_tokens``, ``temperature``, ``top_p``, ``tool_choice``, ``stop_sequences`` and
-  ``output_config.format`` -> ``params`` (``effort``, ``thinking`` and other settings are not kept).
+  only).
 
 A fork's rewrite (``replace_tool_result``) replaces the ``content`` of the ``tool_result`` blocks whose
 ``tool_use_id`` is the id: a string (or no content) becomes the string, a list of blocks one ``text``
@@ -24,9 +47,25 @@ block. It also removes ``is_error``: the replacement is a successful result, so 
 ``result``, never an ``error``. The block's other fields (``cache_control``...) stay as sent.
 
 Responses (``model_output``), a JSON ``message`` or its SSE stream: ``text`` blocks are joined into
-the text, ``tool_use`` blocks become calls with ``call-N`` ids; ``thinking`` and server-tool blocks
-are ignored, as are ids, ``usage`` and ``stop_reason``. A body that is not a complete message (an
-``error``, a stream cut short) raises ``ValueError``.
+the text, ``tool_use`` blocks become calls with ``call-N`` ids; ``thinking`` / ``redacted_thinking``
+blocks are ``reasoning`` (``{text, signature}`` / ``{redacted}``), hosted tool calls with their
+results ``hostedTools`` (the same entries as the request parts above). ``stop_reason`` is
+``stopReason`` unless it is ``end_turn`` or ``tool_use`` (``max_tokens``, ``stop_sequence`` with the
+matched ``stopSequence``, ``refusal``, and any other reason as sent: ``pause_turn``,
+``model_context_window_exceeded``...); a refusal's ``stop_details.explanation`` is ``refusal`` (its
+``category`` is not kept). Dropped: ids, ``usage``, ``container``, citations, ``caller`` and other
+blocks (``container_upload``...). Anthropic has no ``n``: a message is one choice, never
+``choices``. A body that is not a complete message (an ``error``, a stream cut short) raises
+``ValueError``.
+
+Synthesized responses (``wire_response``) hold the blocks in the canonical order (thinking, hosted
+tool use then its result, text, tool use), ids derived from the output (``msg_blackbox_<digest>``,
+``srvtoolu_blackbox_<digest>_<n>`` / ``mcptoolu_blackbox_<digest>_<n>`` with the result's
+``tool_use_id`` pointing at it), the neutral ``call-N`` ids on tool uses, the stop reason (the
+default from the calls, else ``stopReason``; OpenAI's ``content_filter`` is ``refusal``), zero usage.
+A stream has every event the API sends: thinking as ``thinking_delta`` + ``signature_delta``,
+redacted thinking and hosted results whole in their ``content_block_start``, tool inputs as one
+``input_json_delta``.
 """
 
 from __future__ import annotations
@@ -36,9 +75,11 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from ...cassette.output import Extras, Hosted, Reasoning, extras_of, with_extras
 from .base import (
     CallIds,
     JsonObject,
+    RequestFields,
     WireResponse,
     add_piece,
     join_pieces,
@@ -47,15 +88,44 @@ from .base import (
     wire_errors,
 )
 
-__all__ = ["AnthropicMessages"]
+__all__ = ["REQUEST_FIELDS", "AnthropicMessages"]
 
-_PARAMS = {
-    "max_tokens": "maxTokens",
-    "temperature": "temperature",
-    "top_p": "topP",
-    "tool_choice": "toolChoice",
-    "stop_sequences": "stop",
-}
+REQUEST_FIELDS = RequestFields(
+    read=frozenset({"messages", "model", "system", "tools"}),
+    neutral={
+        "max_tokens": "maxTokens",
+        "temperature": "temperature",
+        "top_p": "topP",
+        "tool_choice": "toolChoice",
+        "stop_sequences": "stop",
+    },
+    nested={"output_config": ("format", "responseFormat")},
+    transport={
+        "stream": "how the answer is delivered (JSON or SSE), not what it says; replay answers in the "
+        "shape asked",
+        "metadata": "an identifier of the end user (user_id) for abuse detection; the model never sees it",
+        "service_tier": "which capacity serves the request (priority or standard): latency and billing",
+        "container": "the id of a container an earlier response handed out, for reuse; replay hands out "
+        "none (an object's skills are compared, as params.container.skills)",
+        "inference_geo": "the region the request is processed in: data residency, not the answer",
+        "cache_control": "a prompt-cache marker on the last cacheable block: cost and latency, not the "
+        "answer",
+        "diagnostics": "asks for a report of prompt-cache misses against an earlier message id: reporting",
+        "user_profile_id": "whom the request is attributed to (the SDK sends it as a header)",
+        "workspace_id": "which workspace the request is billed to (the SDK sends it as a header)",
+        "speed": "output tokens per second (fast mode: the same model, faster, at another price): how "
+        "fast, not what",
+        "billing_policy": "who is billed for the request (beta)",
+        "fallback_credit_token": "a token from an earlier refusal that bills a retry's cache at the read "
+        "rate (beta)",
+        "thread": "server-held conversation state (beta): a message id a response handed out (replay "
+        "hands out its own); the messages compared are the ones this request sent",
+    },
+    behaviour=("thinking", "top_k", "mcp_servers", "context_management", "compaction", "fallbacks"),
+)
+_DEFAULT_STOPS = ("end_turn", "tool_use")
+_HOSTED_USES = ("server_tool_use", "mcp_tool_use")
+_MCP_RESULT = "mcp_tool_result"
 _JSON_HEADERS = [("content-type", "application/json")]
 _SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
 # The SDK's Message and stream-delta models require usage; replay has no token counts to give.
@@ -81,10 +151,10 @@ class AnthropicMessages:
             payload["systemPrompt"] = _system(request["system"])
         if request.get("model") is not None:
             payload["model"] = request["model"]
-        params = {_PARAMS[k]: v for k, v in request.items() if k in _PARAMS and v is not None}
-        output_format = (request.get("output_config") or {}).get("format")
-        if output_format is not None:
-            params["responseFormat"] = output_format
+        params = REQUEST_FIELDS.params(request)
+        skills = _container_skills(request.get("container"))
+        if skills is not None:
+            params["container"] = {"skills": skills}
         if params:
             payload["params"] = params
         return payload
@@ -94,8 +164,8 @@ class AnthropicMessages:
 
     @wire_errors("an Anthropic Messages response")
     def model_output(self, body: bytes, *, streamed: bool, ids: CallIds) -> JsonObject:
-        blocks = _stream_blocks(body) if streamed else _message_blocks(body)
-        return _neutral_output(blocks, ids)
+        message = _stream_message(body) if streamed else _json_message(body)
+        return _neutral_output(message, ids)
 
     @wire_errors("a model_output to send as an Anthropic Messages response")
     def wire_response(self, output: JsonObject, request: JsonObject) -> WireResponse:
@@ -135,6 +205,11 @@ def _is_result_for(block: JsonObject, tool_call_id: str) -> bool:
     return block.get("type") == "tool_result" and str(block.get("tool_use_id")) == tool_call_id
 
 
+def _container_skills(container: Any) -> Any:
+    """A container object's skills (what the model can run there), or None: its id is transport."""
+    return container.get("skills") if isinstance(container, dict) else None
+
+
 def _system(system: Any) -> str:
     if isinstance(system, str):
         return system
@@ -159,8 +234,12 @@ def _message(message: JsonObject, ids: CallIds, names: dict[str, str]) -> JsonOb
 
 
 def _assistant_parts(blocks: list[JsonObject], ids: CallIds, names: dict[str, str]) -> list[JsonObject]:
+    """The canonical order replay sends back: reasoning, hosted tools, the text, the tool uses."""
+    parts: list[JsonObject] = [{"type": "reasoning", **r.to_json()} for r in _reasonings(blocks)]
+    parts += [{"type": "hosted_tool", **h.to_json()} for h in _hosted_calls(blocks)]
     text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-    parts: list[JsonObject] = [{"type": "text", "text": text}] if text else []
+    if text:
+        parts.append({"type": "text", "text": text})
     for block in blocks:
         if block.get("type") == "tool_use":
             call_id = ids.neutral(str(block.get("id")))
@@ -202,14 +281,74 @@ def _joined_text(content: Any) -> str:
     return "\n".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
 
 
+# --- blocks a request and a response share: thinking, hosted tools ---------------------------
+
+
+def _reasonings(blocks: list[JsonObject]) -> list[Reasoning]:
+    """The thinking and redacted_thinking blocks, in order."""
+    found: list[Reasoning] = []
+    for block in blocks:
+        if block.get("type") == "thinking":
+            found.append(Reasoning(text=_text(block, "thinking"), signature=_text(block, "signature")))
+        elif block.get("type") == "redacted_thinking":
+            found.append(Reasoning(redacted=_text(block, "data")))
+    return found
+
+
+def _text(block: JsonObject, key: str) -> str | None:
+    value = block.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"the {key} of a {block.get('type')} is not a string")
+    return value
+
+
+def _hosted_calls(blocks: list[JsonObject]) -> list[Hosted]:
+    """Each server_tool_use / mcp_tool_use with the block that answers it, in the uses' order.
+
+    A result is the block whose ``tool_use_id`` is a use's id, or any ``*_tool_result`` block other
+    than a client's ``tool_result`` (one that answers no use here stands alone, named by its type).
+    """
+    calls: list[JsonObject] = []
+    open_uses: dict[str, JsonObject | None] = {}  # provider id -> its entry, until its result comes
+    for block in blocks:
+        kind = str(block.get("type"))
+        if kind in _HOSTED_USES:
+            entry = {"tool_name": _hosted_name(block), "tool_input": block.get("input", {})}
+            calls.append(entry)
+            open_uses[str(block.get("id"))] = entry
+        elif kind != "tool_result" and (
+            kind.endswith("_tool_result") or block.get("tool_use_id") in open_uses
+        ):
+            entry = open_uses.pop(str(block.get("tool_use_id")), None) or _orphan(calls, kind)
+            entry["result_type"] = kind
+            if "content" in block:
+                entry["result"] = block["content"]
+            if kind == _MCP_RESULT and block.get("is_error"):
+                entry["status"] = "error"
+    return [Hosted(**entry) for entry in calls]
+
+
+def _orphan(calls: list[JsonObject], kind: str) -> JsonObject:
+    """The entry of a result whose use is not in the same turn."""
+    entry: JsonObject = {"tool_name": kind.removesuffix("_tool_result")}
+    calls.append(entry)
+    return entry
+
+
+def _hosted_name(block: JsonObject) -> str:
+    name = str(block.get("name", ""))
+    # MCP tool names hold no "/" (the MCP spec's characters), so the last "/" splits the two again.
+    return f"{block.get('server_name', '')}/{name}" if block.get("type") == "mcp_tool_use" else name
+
+
 # --- responses --------------------------------------------------------------------------------
 
 
-def _message_blocks(body: bytes) -> list[JsonObject]:
+def _json_message(body: bytes) -> JsonObject:
     message = json.loads(body)
     if not isinstance(message, dict) or message.get("type") != "message":
         raise ValueError(f"not an Anthropic message: {_error_text(message)}")
-    return [b for b in message.get("content") or [] if isinstance(b, dict)]
+    return message
 
 
 def _error_text(value: Any) -> str:
@@ -225,10 +364,12 @@ def _sse_events(body: bytes) -> Iterator[JsonObject]:
             yield json.loads("\n".join(data))
 
 
-def _stream_blocks(body: bytes) -> list[JsonObject]:
-    """Rebuild the content blocks from a whole stream: deltas appended, tool input JSON parsed at the end."""
+def _stream_message(body: bytes) -> JsonObject:
+    """Rebuild the message from a whole stream: blocks from their deltas (tool input JSON parsed at
+    the end), the stop reason from the last ``message_delta``."""
     blocks: dict[int, JsonObject] = {}
     partial_json: dict[int, list[str]] = {}
+    message: JsonObject = {}
     stopped = False
     for event in _sse_events(body):
         kind = event.get("type")
@@ -240,6 +381,8 @@ def _stream_blocks(body: bytes) -> list[JsonObject]:
             if event.get("index") not in blocks:
                 raise ValueError(f"a delta for content block {event.get('index')} before its start")
             _apply_delta(blocks[event["index"]], partial_json.setdefault(event["index"], []), event["delta"])
+        elif kind == "message_delta":
+            message.update(event["delta"])
         stopped = stopped or kind == "message_stop"
     if not stopped:
         raise ValueError("the stream ended before message_stop")
@@ -248,18 +391,26 @@ def _stream_blocks(body: bytes) -> list[JsonObject]:
             blocks[index]["input"] = json.loads("".join(pieces))
     for block in blocks.values():
         join_pieces(block, "text")
-    return [blocks[i] for i in sorted(blocks)]
+        join_pieces(block, "thinking")
+    message["content"] = [blocks[i] for i in sorted(blocks)]
+    return message
 
 
 def _apply_delta(block: JsonObject, partial_json: list[str], delta: JsonObject) -> None:
-    if delta.get("type") == "text_delta":
+    kind = delta.get("type")
+    if kind == "text_delta":
         add_piece(block, "text", delta.get("text", ""))
-    elif delta.get("type") == "input_json_delta":
+    elif kind == "input_json_delta":
         partial_json.append(delta.get("partial_json", ""))
-    # thinking, signature and citations deltas change nothing the neutral output keeps
+    elif kind == "thinking_delta":
+        add_piece(block, "thinking", delta.get("thinking", ""))
+    elif kind == "signature_delta":
+        block["signature"] = delta.get("signature", "")  # the SDK keeps the last one, whole
+    # citations deltas change nothing the neutral output keeps
 
 
-def _neutral_output(blocks: list[JsonObject], ids: CallIds) -> JsonObject:
+def _neutral_output(message: JsonObject, ids: CallIds) -> JsonObject:
+    blocks = [b for b in message.get("content") or [] if isinstance(b, dict)]
     text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
     calls = [
         {
@@ -270,12 +421,23 @@ def _neutral_output(blocks: list[JsonObject], ids: CallIds) -> JsonObject:
         for b in blocks
         if b.get("type") == "tool_use"
     ]
-    if not calls:
-        return {"type": "final_answer", "text": text}
-    output: JsonObject = {"type": "tool_calls", "calls": calls}
-    if text:
-        output["text"] = text
-    return output
+    output: JsonObject = {"type": "final_answer", "text": text}
+    if calls:
+        output = {"type": "tool_calls", "calls": calls, **({"text": text} if text else {})}
+    return with_extras(output, _extras(message, blocks))
+
+
+def _extras(message: JsonObject, blocks: list[JsonObject]) -> Extras:
+    stop = message.get("stop_reason")
+    details = message.get("stop_details")
+    explanation = details.get("explanation") if isinstance(details, dict) else None
+    return Extras(
+        stop_reason=None if stop in _DEFAULT_STOPS or stop is None else str(stop),
+        stop_sequence=_text(message, "stop_sequence") if stop == "stop_sequence" else None,
+        refusal=explanation if stop == "refusal" and isinstance(explanation, str) else None,
+        reasoning=_reasonings(blocks),
+        hosted=_hosted_calls(blocks),
+    )
 
 
 # --- synthesized responses --------------------------------------------------------------------
@@ -294,24 +456,70 @@ def _calls(output: JsonObject) -> list[JsonObject]:
 
 
 def _wire_message(output: JsonObject, model: str) -> JsonObject:
-    calls = _calls(output)
+    calls, extras = _calls(output), extras_of(output)
     text = output.get("text") or ""
-    content: list[JsonObject] = [{"type": "text", "text": text}] if text or not calls else []
+    digest = hashlib.sha256(json.dumps(output, sort_keys=True).encode()).hexdigest()[:24]
+    content = [_thinking_block(r) for r in extras.reasoning]
+    for n, hosted in enumerate(extras.hosted):
+        content += _hosted_blocks(hosted, f"blackbox_{digest}_{n}")
+    stop_reason = _stop_reason(extras, bool(calls))
+    # A plain answer is one text block, even empty; a refusal or a turn of thinking can have none.
+    plain = not calls and not content and stop_reason in _DEFAULT_STOPS
+    if text or plain:
+        content.append({"type": "text", "text": text})
     content += [
         {"type": "tool_use", "id": c["toolCallId"], "name": c["toolName"], "input": c.get("toolInput", {})}
         for c in calls
     ]
-    digest = hashlib.sha256(json.dumps(output, sort_keys=True).encode()).hexdigest()[:24]
-    return {
+    message: JsonObject = {
         "id": f"msg_blackbox_{digest}",
         "type": "message",
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": "tool_use" if calls else "end_turn",
-        "stop_sequence": None,
+        "stop_reason": stop_reason,
+        "stop_sequence": extras.stop_sequence,
         "usage": dict(_ZERO_USAGE),
     }
+    if extras.refusal is not None:
+        message["stop_details"] = {"type": "refusal", "category": None, "explanation": extras.refusal}
+    return message
+
+
+def _stop_reason(extras: Extras, has_calls: bool) -> str:
+    if extras.stop_reason is None and extras.refusal is not None:
+        return "refusal"  # a refusal written without its stop reason (a fork's script)
+    if extras.stop_reason is None:
+        return "tool_use" if has_calls else "end_turn"
+    # Another provider's neutral name (a fork's script): Anthropic calls a filtered answer a refusal.
+    return "refusal" if extras.stop_reason == "content_filter" else extras.stop_reason
+
+
+def _thinking_block(reasoning: Reasoning) -> JsonObject:
+    if reasoning.redacted is not None:
+        return {"type": "redacted_thinking", "data": reasoning.redacted}
+    text = reasoning.text if reasoning.text is not None else "\n\n".join(reasoning.summary or [])
+    return {"type": "thinking", "thinking": text, "signature": reasoning.signature or ""}
+
+
+def _hosted_blocks(hosted: Hosted, suffix: str) -> list[JsonObject]:
+    """The use block and, when the call has a result, the block answering it."""
+    mcp = hosted.result_type == _MCP_RESULT or (hosted.result_type is None and "/" in hosted.tool_name)
+    use: JsonObject = {"type": "mcp_tool_use" if mcp else "server_tool_use"}
+    use["id"] = f"{'mcptoolu' if mcp else 'srvtoolu'}_{suffix}"
+    if mcp:
+        server, _, name = hosted.tool_name.rpartition("/")
+        use.update(name=name, server_name=server)
+    else:
+        use["name"] = hosted.tool_name
+    use["input"] = hosted.tool_input if hosted.has_input else {}
+    if not hosted.has_result:
+        return [use]
+    kind = hosted.result_type or f"{hosted.tool_name}_tool_result"
+    result: JsonObject = {"type": kind, "tool_use_id": use["id"], "content": hosted.result}
+    if kind == _MCP_RESULT:
+        result["is_error"] = hosted.status == "error"
+    return [use, result]
 
 
 def _event(kind: str, data: JsonObject) -> bytes:
@@ -319,19 +527,36 @@ def _event(kind: str, data: JsonObject) -> bytes:
 
 
 def _sse(message: JsonObject) -> Iterator[bytes]:
-    """The stream the API would send for ``message``: each block opened empty, filled by one delta."""
-    yield _event("message_start", {"message": {**message, "content": [], "stop_reason": None}})
+    """The stream the API would send for ``message``: text, thinking and tool inputs opened empty and
+    filled by deltas; redacted thinking and hosted results whole in their start event."""
+    start = {k: v for k, v in message.items() if k not in ("stop_details", "stop_sequence")}
+    yield _event(
+        "message_start", {"message": {**start, "content": [], "stop_reason": None, "stop_sequence": None}}
+    )
     for index, block in enumerate(message["content"]):
-        if block["type"] == "text":
-            yield _event(
-                "content_block_start", {"index": index, "content_block": {"type": "text", "text": ""}}
-            )
-            delta = {"type": "text_delta", "text": block["text"]}
-        else:
-            yield _event("content_block_start", {"index": index, "content_block": {**block, "input": {}}})
-            delta = {"type": "input_json_delta", "partial_json": _dumps(block["input"])}
-        yield _event("content_block_delta", {"index": index, "delta": delta})
+        opened, deltas = _opened(block)
+        yield _event("content_block_start", {"index": index, "content_block": opened})
+        for delta in deltas:
+            yield _event("content_block_delta", {"index": index, "delta": delta})
         yield _event("content_block_stop", {"index": index})
-    stop = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    stop = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}
+    if "stop_details" in message:
+        stop["stop_details"] = message["stop_details"]
     yield _event("message_delta", {"delta": stop, "usage": {"output_tokens": 0}})
     yield _event("message_stop", {})
+
+
+def _opened(block: JsonObject) -> tuple[JsonObject, list[JsonObject]]:
+    """A block as its ``content_block_start`` carries it, and the deltas that fill it."""
+    kind = block["type"]
+    if kind == "text":
+        return {"type": "text", "text": ""}, [{"type": "text_delta", "text": block["text"]}]
+    if kind == "thinking":
+        deltas = [
+            {"type": "thinking_delta", "thinking": block["thinking"]},
+            {"type": "signature_delta", "signature": block["signature"]},
+        ]
+        return {"type": "thinking", "thinking": "", "signature": ""}, deltas
+    if kind in ("tool_use", *_HOSTED_USES):
+        return {**block, "input": {}}, [{"type": "input_json_delta", "partial_json": _dumps(block["input"])}]
+    return block, []

@@ -8,27 +8,54 @@ Requests (``model_input``):
   ``text`` -> ``{type: text, text}``; ``image_url`` -> ``{type: image, url, detail?}`` (the same
   neutral image part as the Responses API's ``input_image``); any other part (``input_audio``,
   ``file``, ...) is kept as sent.
-* An assistant turn with ``tool_calls`` or list content is canonicalized to the shape replay sends
-  back: its text joined into one leading text part (none when empty), then ``{type: tool_use,
-  toolCallId, toolName, toolInput}`` per function call, the arguments JSON-parsed (the raw text when
-  not JSON).
+* An assistant turn with ``tool_calls``, list content, a ``refusal``, ``annotations`` or a legacy
+  ``function_call`` is canonicalized to the shape replay sends back, in the format's order: a
+  ``{type: hosted_tool, toolName: web_search, result: [annotations as sent]}`` part when it carries
+  web-search annotations, its text joined into one text part (none when empty), its refusal (the
+  message's ``refusal`` and its ``refusal`` parts, joined) as ``{type: refusal, refusal}``, then
+  ``{type: tool_use, toolCallId, toolName, toolInput}`` per function call, the arguments JSON-parsed
+  (the raw text when not JSON). A plain assistant message with string content stays a string.
 * Consecutive ``tool`` messages become one user turn of ``{type: tool_result, toolCallId, toolName,
   result}`` parts, the content as sent (a string stays a string); the tool name comes from the
-  assistant call earlier in the same request.
-* ``tools`` -> ``{name, description, inputSchema?}``; ``max_tokens`` / ``max_completion_tokens``,
-  ``temperature``, ``top_p``, ``tool_choice``, ``response_format``, ``stop`` -> ``params``.
+  assistant call earlier in the same request. A legacy ``function`` message is a ``tool_result`` too,
+  answering the latest ``function_call`` of its name; legacy calls carry no id, so they are known by
+  name and arguments (``CallIds.in_history``).
+* ``tools`` -> ``{name, description, inputSchema?}``. Every other field is in ``REQUEST_FIELDS``:
+  ``max_tokens`` / ``max_completion_tokens``, ``temperature``, ``top_p``, ``tool_choice``,
+  ``response_format``, ``stop`` -> ``params`` under their neutral names; streaming, identifiers,
+  caching, billing and log-probability fields are not compared (each with its reason below); every
+  other field, known (``seed``, ``n``, ``reasoning_effort``...) or not, goes under ``params`` with its
+  own name.
+* Not kept, as before: a message's ``name``, an assistant message's ``audio`` (a reference to an
+  earlier spoken answer), and ``custom`` tool calls (only function calls are read, here and in
+  responses).
 
 A fork's rewrite (``replace_tool_result``) replaces the ``content`` of the ``tool`` messages whose
 ``tool_call_id`` is the id: a string stays a string, a list of parts becomes one ``text`` part.
 
-Responses (``model_output``), a JSON ``chat.completion`` or its ``chat.completion.chunk`` stream:
-choice 0's text (its refusal when it has no text) and its function calls, reassembled from deltas by
-``index`` as the SDK does; ids become ``call-N``. Ids, usage, finish reasons and fingerprints are
-dropped. A body that is not a complete completion (an ``error``, a stream with no finish reason)
-raises ``ValueError``.
+Responses (``model_output``), a JSON ``chat.completion`` or its ``chat.completion.chunk`` stream,
+reassembled per choice ``index`` from deltas as the SDK does. Choice 0 is the payload: its text, its
+function calls (ids become ``call-N``; a legacy ``function_call`` is a call too, numbered by name and
+arguments), and the extras (cassette/output.py) when they say something: ``finish_reason`` ``length``
+-> ``stopReason: max_tokens``, ``content_filter`` -> ``content_filter``, any other value but the
+defaults ``stop`` and ``tool_calls`` kept as is (the legacy ``function_call`` among them: it tells
+replay to send the call back as a ``function_call``); ``refusal`` apart from the text (a
+refusal-only answer is a ``final_answer`` with text ``""``); a web-search answer's
+``annotations`` (url_citation) as ``hostedTools: [{toolName: web_search, result: [annotations as
+sent]}]``. With ``n`` > 1 every later choice, in index order, is a whole output of its own in
+``choices``, its calls numbered after those of the choices before it. Chat has no reasoning items
+and no hosted tool calls beyond web-search annotations. Ids, usage, logprobs, fingerprints, the
+service tier and moderation results are dropped. A body that is not a complete completion (an
+``error``, a stream in which a choice has no finish reason) raises ``ValueError``.
 
-Synthesized responses (``wire_response``) carry the neutral ids as tool-call ids, ``created`` 0,
-zero usage and an id derived from the output, so the same output always gives the same bytes.
+Synthesized responses (``wire_response``) carry every choice in order with its own finish reason,
+refusal (content ``null`` when the answer is only a refusal or only calls) and annotations (``[]``
+in JSON when there are none, as the API sends), the neutral ids as tool-call ids, ``created`` 0,
+zero usage and an id derived from the output, so the same output always gives the same bytes. A
+stream sends each choice whole, one after the other (the SDK's accumulator places a choice by its
+index, so the first must come first), its annotations in one delta. The neutral stop reasons Chat
+has no value for are sent as ``stop`` (``refusal``, ``stop_sequence``); a provider's own reason is
+sent as is. Hosted tools other than web search have no place in a Chat answer and are not sent.
 
 The helpers below the provider are shared with ``openai_responses``.
 """
@@ -42,25 +69,76 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...cassette.model import tool_calls_of
-from .base import CallIds, JsonObject, WireResponse, replaced_content, rewritten, wire_errors
+from ...cassette.output import Extras, Hosted, extras_of, with_extras
+from .base import (
+    CallIds,
+    JsonObject,
+    RequestFields,
+    WireResponse,
+    call_signature,
+    replaced_content,
+    rewritten,
+    wire_errors,
+)
 
-__all__ = ["OpenAIChat"]
+__all__ = ["REQUEST_FIELDS", "OpenAIChat"]
 
 _SYSTEM_ROLES = ("system", "developer")
-_PARAMS = {
-    "max_tokens": "maxTokens",
-    "max_completion_tokens": "maxTokens",
-    "temperature": "temperature",
-    "top_p": "topP",
-    "tool_choice": "toolChoice",
-    "response_format": "responseFormat",
-    "stop": "stop",
-}
+REQUEST_FIELDS = RequestFields(
+    read=frozenset({"messages", "model", "tools"}),
+    neutral={
+        "max_tokens": "maxTokens",
+        "max_completion_tokens": "maxTokens",
+        "temperature": "temperature",
+        "top_p": "topP",
+        "tool_choice": "toolChoice",
+        "response_format": "responseFormat",
+        "stop": "stop",
+    },
+    transport={
+        "stream": "how the answer is delivered (one JSON body or SSE chunks), not what it says",
+        "stream_options": "what a stream carries besides the answer (a usage chunk, obfuscation padding)",
+        "metadata": "tags for the stored completion and the dashboard; the model never sees them",
+        "user": "an end-user identifier for abuse monitoring and caching, not a prompt",
+        "safety_identifier": "an end-user identifier for abuse detection, not a prompt",
+        "service_tier": "the processing tier: latency and price, not the answer",
+        "prompt_cache_key": "a prompt-cache routing key: a hit costs less, the answer is the same",
+        "prompt_cache_retention": "how long cached prefixes are kept, not the answer",
+        "prompt_cache_options": "prompt-cache breakpoints and their lifetime, not the answer",
+        "store": "whether OpenAI keeps the completion for evals and distillation",
+        "logprobs": "whether log-probabilities are reported beside the answer, not what it says",
+        "top_logprobs": "how many alternatives the log-probabilities list, not what the answer says",
+    },
+    behaviour=(
+        "seed",
+        "parallel_tool_calls",
+        "reasoning_effort",
+        "frequency_penalty",
+        "presence_penalty",
+        "logit_bias",
+        "n",
+        "modalities",
+        "audio",
+        "prediction",
+        "verbosity",
+        "web_search_options",
+        "functions",
+        "function_call",
+        "moderation",
+    ),
+)
 JSON_HEADERS = [("content-type", "application/json")]
 SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
 # Agents that log cost read usage without a None check; replay has no token counts to give.
 _ZERO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 _PIECE = 16  # characters per streamed delta: several deltas, so clients really accumulate
+_DEFAULT_FINISHES = ("stop", "tool_calls")
+_STOP_REASONS = {"length": "max_tokens", "content_filter": "content_filter"}
+# The inverse, and the neutral reasons Chat has no value of its own for (it says "stop" for both).
+_FINISH_REASONS = {"max_tokens": "length", "content_filter": "content_filter", "refusal": "stop",
+                   "stop_sequence": "stop"}  # fmt: skip
+_LEGACY = "function_call"  # the deprecated functions API's finish reason and message field
+_WEB_SEARCH = "web_search"
 
 
 class OpenAIChat:
@@ -82,7 +160,7 @@ class OpenAIChat:
             payload["systemPrompt"] = system
         if request.get("model") is not None:
             payload["model"] = request["model"]
-        params = {_PARAMS[k]: v for k, v in request.items() if k in _PARAMS and v is not None}
+        params = REQUEST_FIELDS.params(request)
         if params:
             payload["params"] = params
         return payload
@@ -92,8 +170,10 @@ class OpenAIChat:
 
     @wire_errors("an OpenAI Chat Completions response")
     def model_output(self, body: bytes, *, streamed: bool, ids: CallIds) -> JsonObject:
-        turn = _stream_turn(body) if streamed else _completion_turn(body)
-        return turn.neutral(ids)
+        answers = _stream_answers(body) if streamed else _completion_answers(body)
+        first, *rest = answers  # numbered in choice order: choice 0's calls first
+        output = first.neutral(ids)
+        return with_extras(output, Extras(choices=[a.neutral(ids) for a in rest]))
 
     @wire_errors("a model_output to send as an OpenAI Chat Completions response")
     def wire_response(self, output: JsonObject, request: JsonObject) -> WireResponse:
@@ -129,31 +209,85 @@ def _split_system(messages: list[JsonObject]) -> tuple[str | None, list[JsonObje
     return "\n\n".join(text_of(m.get("content")) for m in messages[:leading]), messages[leading:]
 
 
+@dataclass
+class _History:
+    """What the messages of one request said so far about its calls, to name their results."""
+
+    ids: CallIds
+    names: dict[str, str] = field(default_factory=dict)  # neutral id -> tool name
+    functions: dict[str, str] = field(default_factory=dict)  # legacy function name -> its latest call
+    legacy: Iterator[str] = field(default_factory=lambda: iter(()))  # the legacy calls' ids, in order
+
+
 def _messages(messages: list[JsonObject], ids: CallIds) -> list[JsonObject]:
-    names: dict[str, str] = {}  # neutral id -> tool name, from the assistant calls seen so far
+    # Legacy calls carry no id: the request's are matched all at once, by name and arguments.
+    history = _History(ids, legacy=iter(ids.in_history([(s, None) for s in _legacy_signatures(messages)])))
     out: list[JsonObject] = []
     for message in messages:
         role = message.get("role")
         if role == "tool":
             call_id = ids.neutral(str(message.get("tool_call_id", "")))
-            name = names.get(call_id) or str(message.get("name") or "unknown")
+            name = history.names.get(call_id) or str(message.get("name") or "unknown")
             add_tool_result(out, tool_result(call_id, name, message.get("content")))
-        elif role == "assistant" and (message.get("tool_calls") or isinstance(message.get("content"), list)):
-            out.append(_assistant(message, ids, names))
+        elif role == "function":
+            name = str(message.get("name") or "")
+            call_id = history.functions.get(name) or ids.neutral(f"function:{name}")
+            add_tool_result(out, tool_result(call_id, name, message.get("content")))
+        elif role == "assistant" and _is_structured(message):
+            out.append(_assistant(message, history))
         else:
             out.append({"role": role, "content": _content(message.get("content"))})
     return out
 
 
-def _assistant(message: JsonObject, ids: CallIds, names: dict[str, str]) -> JsonObject:
-    text = text_of(message.get("content"))
-    parts: list[JsonObject] = [{"type": "text", "text": text}] if text else []
+def _legacy_call(message: JsonObject) -> tuple[str, Any] | None:
+    """An assistant message's legacy ``function_call``, as (name, parsed arguments)."""
+    function = message.get(_LEGACY) if message.get("role") == "assistant" else None
+    if not isinstance(function, dict):
+        return None
+    return str(function.get("name", "")), tool_input(function.get("arguments", ""))
+
+
+def _legacy_signatures(messages: list[JsonObject]) -> list[str]:
+    calls = [_legacy_call(m) for m in messages]
+    return [call_signature(name, arguments) for name, arguments in filter(None, calls)]
+
+
+def _is_structured(message: JsonObject) -> bool:
+    """An assistant message that says more than a string: it becomes parts."""
+    return bool(
+        message.get("tool_calls")
+        or isinstance(message.get("content"), list)
+        or message.get("refusal")
+        or message.get("annotations")
+        or isinstance(message.get(_LEGACY), dict)
+    )
+
+
+def _assistant(message: JsonObject, history: _History) -> JsonObject:
+    text, refusal = texts_and_refusal(message.get("content"))
+    if message.get("refusal"):
+        refusal += str(message["refusal"])
+    parts: list[JsonObject] = []
+    annotations = message.get("annotations")
+    if isinstance(annotations, list) and annotations:
+        parts.append({"type": "hosted_tool", **Hosted(_WEB_SEARCH, result=annotations).to_json()})
+    if text:
+        parts.append({"type": "text", "text": text})
+    if refusal:
+        parts.append(refusal_part(refusal))
     for call in message.get("tool_calls") or []:
         function = call.get("function") if isinstance(call, dict) else None
         if isinstance(function, dict):
-            call_id = ids.neutral(str(call.get("id", "")))
-            names[call_id] = str(function.get("name", ""))
-            parts.append(tool_use(call_id, names[call_id], tool_input(function.get("arguments", ""))))
+            call_id = history.ids.neutral(str(call.get("id", "")))
+            history.names[call_id] = str(function.get("name", ""))
+            parts.append(tool_use(call_id, history.names[call_id], tool_input(function.get("arguments", ""))))
+    legacy = _legacy_call(message)
+    if legacy is not None:
+        name, arguments = legacy
+        call_id = history.functions[name] = next(history.legacy)
+        history.names[call_id] = name
+        parts.append(tool_use(call_id, name, arguments))
     return {"role": "assistant", "content": parts}
 
 
@@ -173,6 +307,26 @@ def _part(part: JsonObject) -> JsonObject:
     if kind == "image_url" and isinstance(image, dict):
         return image_part(image.get("url"), image.get("detail"))
     return dict(part)
+
+
+def texts_and_refusal(content: Any) -> tuple[str, str]:
+    """An assistant message's text and its refusal apart: the string itself, or the text parts and
+    the refusal parts of a list, each joined (``text_of`` folds refusals into the text)."""
+    if isinstance(content, str):
+        return content, ""
+    text: list[str] = []
+    refusal: list[str] = []
+    for part in content if isinstance(content, list) else []:
+        if isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text"):
+            text.append(str(part.get("text", "")))
+        elif isinstance(part, dict) and part.get("type") == "refusal":
+            refusal.append(str(part.get("refusal", "")))
+    return "".join(text), "".join(refusal)
+
+
+def refusal_part(refusal: str) -> JsonObject:
+    """The neutral part of a refusal the program sends back in an assistant turn."""
+    return {"type": "refusal", "refusal": refusal}
 
 
 # --- shared with openai_responses: request pieces ---------------------------------------------
@@ -315,29 +469,98 @@ def sse_data(body: bytes) -> Iterator[str]:
             yield "\n".join(data)
 
 
-def _completion_turn(body: bytes) -> Turn:
+def _stop_reason(finish_reason: Any) -> str | None:
+    """The neutral stopReason of a finish reason: none for the defaults (the end, tool use)."""
+    if finish_reason is None or finish_reason == "" or finish_reason in _DEFAULT_FINISHES:
+        return None
+    return _STOP_REASONS.get(str(finish_reason), str(finish_reason))
+
+
+@dataclass
+class _Answer:
+    """One choice as the wire gave it, JSON or reassembled from a stream."""
+
+    text: str = ""
+    refusal: str = ""
+    calls: list[tuple[str, str, Any]] = field(default_factory=list)  # (provider id, name, arguments)
+    function_call: tuple[str, Any] | None = None  # the legacy call: (name, raw arguments)
+    finish_reason: Any = None
+    annotations: list[Any] = field(default_factory=list)
+
+    def neutral(self, ids: CallIds) -> JsonObject:
+        output = Turn(self.text, self.calls).neutral(ids)
+        if self.function_call is not None:
+            output = _with_legacy_call(output, ids, *self.function_call)
+        hosted = [Hosted(_WEB_SEARCH, result=list(self.annotations))] if self.annotations else []
+        extras = Extras(
+            stop_reason=_stop_reason(self.finish_reason), refusal=self.refusal or None, hosted=hosted
+        )
+        return with_extras(output, extras)
+
+
+def _with_legacy_call(output: JsonObject, ids: CallIds, name: str, arguments: Any) -> JsonObject:
+    """``output`` with the legacy call added: it has no id, so it is known by name and arguments."""
+    parsed = tool_input(arguments)
+    call = {
+        "toolCallId": ids.made_call(call_signature(name, parsed), None),
+        "toolName": name,
+        "toolInput": parsed,
+    }
+    calls = [*output.get("calls", []), call]
+    text = output.get("text")
+    return {"type": "tool_calls", "calls": calls, **({"text": text} if text else {})}
+
+
+def _completion_answers(body: bytes) -> list[_Answer]:
     completion = json.loads(body)
     choices = completion.get("choices") if isinstance(completion, dict) else None
     if not isinstance(choices, list) or not choices:
         raise ValueError(f"not a chat completion: {error_text(completion)}")
-    choice = next((c for c in choices if c.get("index", 0) == 0), choices[0])
+    return [_answer(c) for c in sorted(choices, key=lambda c: c.get("index", 0))]
+
+
+def _answer(choice: JsonObject) -> _Answer:
     message = choice.get("message") or {}
     calls = [
         (str(c.get("id") or ""), str(c["function"].get("name", "")), c["function"].get("arguments", ""))
         for c in message.get("tool_calls") or []
         if isinstance(c, dict) and isinstance(c.get("function"), dict)
     ]
-    return Turn(text_of(message.get("content")) or str(message.get("refusal") or ""), calls)
+    text, refusal = texts_and_refusal(message.get("content"))
+    function = message.get(_LEGACY)
+    legacy = (
+        (str(function.get("name", "")), function.get("arguments", "")) if isinstance(function, dict) else None
+    )
+    return _Answer(
+        text=text,
+        refusal=str(message.get("refusal") or "") + refusal,
+        calls=calls,
+        function_call=legacy,
+        finish_reason=choice.get("finish_reason"),
+        annotations=_annotation_list(message.get("annotations")),
+    )
+
+
+def _annotation_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"annotations must be a list, not {type(value).__name__}")
+    return value
 
 
 @dataclass
 class _StreamState:
+    """One choice of a stream, as its deltas arrive."""
+
     text: list[str] = field(default_factory=list)
     refusal: list[str] = field(default_factory=list)
     # Each call's id, name and arguments as the pieces the deltas carried: joined once at the end,
     # so a stream of many small deltas costs linear time, not quadratic.
     calls: dict[int, dict[str, list[str]]] = field(default_factory=dict)
-    finished: bool = False
+    function_call: dict[str, list[str]] | None = None
+    annotations: list[Any] = field(default_factory=list)
+    finish_reason: Any = None
 
     def add(self, choice: JsonObject) -> None:
         delta = choice.get("delta") or {}
@@ -350,18 +573,33 @@ class _StreamState:
             call["id"].append(piece.get("id") or "")
             call["name"].append(function.get("name") or "")
             call["arguments"].append(function.get("arguments") or "")
-        self.finished = self.finished or bool(choice.get("finish_reason"))
+        legacy = delta.get(_LEGACY)
+        if isinstance(legacy, dict):
+            if self.function_call is None:
+                self.function_call = {"name": [], "arguments": []}
+            self.function_call["name"].append(legacy.get("name") or "")
+            self.function_call["arguments"].append(legacy.get("arguments") or "")
+        self.annotations.extend(_annotation_list(delta.get("annotations")))
+        self.finish_reason = choice.get("finish_reason") or self.finish_reason
 
-    def turn(self) -> Turn:
+    def answer(self) -> _Answer:
         calls = [
             ("".join(c["id"]), "".join(c["name"]), "".join(c["arguments"]))
             for _, c in sorted(self.calls.items())
         ]
-        return Turn("".join(self.text) or "".join(self.refusal), calls)
+        legacy = self.function_call
+        return _Answer(
+            text="".join(self.text),
+            refusal="".join(self.refusal),
+            calls=calls,
+            function_call=("".join(legacy["name"]), "".join(legacy["arguments"])) if legacy else None,
+            finish_reason=self.finish_reason,
+            annotations=self.annotations,
+        )
 
 
-def _stream_turn(body: bytes) -> Turn:
-    state = _StreamState()
+def _stream_answers(body: bytes) -> list[_Answer]:
+    states: dict[int, _StreamState] = {}
     for data in sse_data(body):
         if data.startswith("[DONE]"):
             break
@@ -369,11 +607,10 @@ def _stream_turn(body: bytes) -> Turn:
         if not isinstance(chunk, dict) or chunk.get("error"):
             raise ValueError(f"the stream reported an error: {error_text(chunk)}")
         for choice in chunk.get("choices") or []:
-            if choice.get("index", 0) == 0:
-                state.add(choice)
-    if not state.finished:
+            states.setdefault(choice.get("index", 0), _StreamState()).add(choice)
+    if not states or not all(s.finish_reason for s in states.values()):
         raise ValueError("the stream ended before a finish_reason")
-    return state.turn()
+    return [states[index].answer() for index in sorted(states)]
 
 
 # --- synthesized responses --------------------------------------------------------------------
@@ -401,24 +638,82 @@ def wire_turn(output: JsonObject) -> tuple[str, list[tuple[str, str, str]]]:
     return (text if isinstance(text, str) else ""), calls
 
 
-def _completion(output: JsonObject, request: JsonObject) -> JsonObject:
+@dataclass
+class _Sent:
+    """One choice to send: what a neutral output says, in Chat's terms."""
+
+    text: str
+    refusal: str | None
+    calls: list[tuple[str, str, str]]  # (neutral id, name, arguments text)
+    finish_reason: str
+    annotations: list[Any]
+    legacy: bool  # its one call goes as the deprecated functions API's function_call
+
+    @property
+    def content(self) -> str | None:
+        """``null`` when the answer is only calls or only a refusal, as the API sends it."""
+        return self.text if self.text or not (self.calls or self.refusal) else None
+
+
+def _sent(output: JsonObject) -> list[_Sent]:
+    """Every choice of an output, the payload itself first."""
+    return [_sent_choice(o) for o in [output, *extras_of(output).choices]]
+
+
+def _sent_choice(output: JsonObject) -> _Sent:
     text, calls = wire_turn(output)
+    extras = extras_of(output)
+    reason = extras.stop_reason
+    finish = _FINISH_REASONS.get(reason, reason) if reason else ("tool_calls" if calls else "stop")
+    return _Sent(
+        text=text,
+        refusal=extras.refusal,
+        calls=calls,
+        finish_reason=finish,
+        annotations=_annotations(extras.hosted),
+        legacy=reason == _LEGACY and len(calls) == 1,
+    )
+
+
+def _annotations(hosted: list[Hosted]) -> list[Any]:
+    """The message's annotations: the results of its web searches (Chat has no other hosted tool)."""
+    found: list[Any] = []
+    for item in hosted:
+        if item.tool_name == _WEB_SEARCH and item.has_result:
+            if not isinstance(item.result, list):
+                raise ValueError("a web_search result must be the list of the message's annotations")
+            found.extend(item.result)
+    return found
+
+
+def _function(name: str, arguments: str) -> JsonObject:
+    return {"name": name, "arguments": arguments}
+
+
+def _message(choice: _Sent) -> JsonObject:
     message: JsonObject = {
         "role": "assistant",
-        "content": text if text or not calls else None,
-        "refusal": None,
+        "content": choice.content,
+        "refusal": choice.refusal,
+        "annotations": choice.annotations,
     }
-    if calls:
+    if choice.legacy:
+        _, name, arguments = choice.calls[0]
+        message[_LEGACY] = _function(name, arguments)
+    elif choice.calls:
         message["tool_calls"] = [
-            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-            for call_id, name, arguments in calls
+            {"id": call_id, "type": "function", "function": _function(name, arguments)}
+            for call_id, name, arguments in choice.calls
         ]
-    choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": _finish(calls)}
-    return {**_head(output, request, "chat.completion"), "choices": [choice], "usage": dict(_ZERO_USAGE)}
+    return message
 
 
-def _finish(calls: list[Any]) -> str:
-    return "tool_calls" if calls else "stop"
+def _completion(output: JsonObject, request: JsonObject) -> JsonObject:
+    choices = [
+        {"index": index, "message": _message(c), "logprobs": None, "finish_reason": c.finish_reason}
+        for index, c in enumerate(_sent(output))
+    ]
+    return {**_head(output, request, "chat.completion"), "choices": choices, "usage": dict(_ZERO_USAGE)}
 
 
 def _head(output: JsonObject, request: JsonObject, kind: str) -> JsonObject:
@@ -427,33 +722,45 @@ def _head(output: JsonObject, request: JsonObject, kind: str) -> JsonObject:
 
 
 def _chunks(output: JsonObject, request: JsonObject) -> Iterator[JsonObject]:
-    """The stream the API would send: role first, text deltas, each call's id and name once then its
-    arguments in pieces (the SDK concatenates every string it sees twice), the finish reason."""
-    text, calls = wire_turn(output)
+    """The stream the API would send: each choice whole, in order, then the usage chunk if asked."""
     base = _head(output, request, "chat.completion.chunk")
     include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
     if include_usage:
         base["usage"] = None  # the API's shape: null on every chunk but the last
+    for index, choice in enumerate(_sent(output)):
+        yield from _choice_chunks(base, index, choice)
+    if include_usage:
+        yield {**base, "choices": [], "usage": dict(_ZERO_USAGE)}
+
+
+def _choice_chunks(base: JsonObject, index: int, choice: _Sent) -> Iterator[JsonObject]:
+    """One choice's chunks: role first, text and refusal deltas, its annotations in one delta (the SDK
+    cannot merge a list of them sent in parts), each call's id and name once then its arguments in
+    pieces (the SDK concatenates every string it sees twice), the finish reason."""
 
     def chunk(delta: JsonObject, finish_reason: str | None = None) -> JsonObject:
         return {
             **base,
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
+            "choices": [{"index": index, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
         }
 
-    yield chunk({"role": "assistant", "content": "" if text or not calls else None, "refusal": None})
-    for piece in pieces(text):
+    content = "" if choice.content is not None else None
+    yield chunk({"role": "assistant", "content": content, "refusal": None})
+    for piece in pieces(choice.text):
         yield chunk({"content": piece})
-    for index, (call_id, name, arguments) in enumerate(calls):
-        head = {
-            "index": index,
-            "id": call_id,
-            "type": "function",
-            "function": {"name": name, "arguments": ""},
-        }
-        yield chunk({"tool_calls": [head]})
+    for piece in pieces(choice.refusal or ""):
+        yield chunk({"refusal": piece})
+    if choice.annotations:
+        yield chunk({"annotations": choice.annotations})
+    if choice.legacy:
+        _, name, arguments = choice.calls[0]
+        yield chunk({_LEGACY: _function(name, "")})
         for piece in pieces(arguments):
-            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-    yield chunk({}, _finish(calls))
-    if include_usage:
-        yield {**base, "choices": [], "usage": dict(_ZERO_USAGE)}
+            yield chunk({_LEGACY: {"arguments": piece}})
+    else:
+        for call_index, (call_id, name, arguments) in enumerate(choice.calls):
+            head = {"index": call_index, "id": call_id, "type": "function", "function": _function(name, "")}
+            yield chunk({"tool_calls": [head]})
+            for piece in pieces(arguments):
+                yield chunk({"tool_calls": [{"index": call_index, "function": {"arguments": piece}}]})
+    yield chunk({}, choice.finish_reason)
