@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["RequestFields"]
+__all__ = ["ANTHROPIC_FIELDS", "CHAT_FIELDS", "RequestFields"]
 
 JsonObject = dict[str, Any]
 
@@ -59,3 +59,85 @@ class RequestFields:
             else:
                 params[key] = value
         return params
+
+
+# OpenAI Chat Completions (replay/providers/openai_chat.py).
+CHAT_FIELDS = RequestFields(
+    read=frozenset({"messages", "model", "tools"}),
+    neutral={
+        "max_tokens": "maxTokens",
+        "max_completion_tokens": "maxTokens",
+        "temperature": "temperature",
+        "top_p": "topP",
+        "tool_choice": "toolChoice",
+        "response_format": "responseFormat",
+        "stop": "stop",
+    },
+    transport={
+        "stream": "how the answer is delivered (one JSON body or SSE chunks), not what it says",
+        "stream_options": "what a stream carries besides the answer (a usage chunk, obfuscation padding)",
+        "metadata": "tags for the stored completion and the dashboard; the model never sees them",
+        "user": "an end-user identifier for abuse monitoring and caching, not a prompt",
+        "safety_identifier": "an end-user identifier for abuse detection, not a prompt",
+        "service_tier": "the processing tier: latency and price, not the answer",
+        "prompt_cache_key": "a prompt-cache routing key: a hit costs less, the answer is the same",
+        "prompt_cache_retention": "how long cached prefixes are kept, not the answer",
+        "prompt_cache_options": "prompt-cache breakpoints and their lifetime, not the answer",
+        "store": "whether OpenAI keeps the completion for evals and distillation",
+        "logprobs": "whether log-probabilities are reported beside the answer, not what it says",
+        "top_logprobs": "how many alternatives the log-probabilities list, not what the answer says",
+    },
+    behaviour=(
+        "seed",
+        "parallel_tool_calls",
+        "reasoning_effort",
+        "frequency_penalty",
+        "presence_penalty",
+        "logit_bias",
+        "n",
+        "modalities",
+        "audio",
+        "prediction",
+        "verbosity",
+        "web_search_options",
+        "functions",
+        "function_call",
+        "moderation",
+    ),
+)
+
+
+# Anthropic Messages (replay/providers/anthropic.py).
+ANTHROPIC_FIELDS = RequestFields(
+    read=frozenset({"messages", "model", "system", "tools"}),
+    neutral={
+        "max_tokens": "maxTokens",
+        "temperature": "temperature",
+        "top_p": "topP",
+        "tool_choice": "toolChoice",
+        "stop_sequences": "stop",
+    },
+    nested={"output_config": ("format", "responseFormat")},
+    transport={
+        "stream": "how the answer is delivered (JSON or SSE), not what it says; replay answers in the "
+        "shape asked",
+        "metadata": "an identifier of the end user (user_id) for abuse detection; the model never sees it",
+        "service_tier": "which capacity serves the request (priority or standard): latency and billing",
+        "container": "the id of a container an earlier response handed out, for reuse; replay hands out "
+        "none (an object's skills are compared, as params.container.skills)",
+        "inference_geo": "the region the request is processed in: data residency, not the answer",
+        "cache_control": "a prompt-cache marker on the last cacheable block: cost and latency, not the "
+        "answer",
+        "diagnostics": "asks for a report of prompt-cache misses against an earlier message id: reporting",
+        "user_profile_id": "whom the request is attributed to (the SDK sends it as a header)",
+        "workspace_id": "which workspace the request is billed to (the SDK sends it as a header)",
+        "speed": "output tokens per second (fast mode: the same model, faster, at another price): how "
+        "fast, not what",
+        "billing_policy": "who is billed for the request (beta)",
+        "fallback_credit_token": "a token from an earlier refusal that bills a retry's cache at the read "
+        "rate (beta)",
+        "thread": "server-held conversation state (beta): a message id a response handed out (replay "
+        "hands out its own); the messages compared are the ones this request sent",
+    },
+    behaviour=("thinking", "top_k", "mcp_servers", "context_management", "compaction", "fallbacks"),
+)

@@ -70,10 +70,10 @@ from typing import Any
 
 from ...cassette.model import tool_calls_of
 from ...cassette.output import Extras, Hosted, extras_of, with_extras
+from ...cassette.request_fields import CHAT_FIELDS
 from .base import (
     CallIds,
     JsonObject,
-    RequestFields,
     WireResponse,
     call_signature,
     replaced_content,
@@ -84,49 +84,8 @@ from .base import (
 __all__ = ["REQUEST_FIELDS", "OpenAIChat"]
 
 _SYSTEM_ROLES = ("system", "developer")
-REQUEST_FIELDS = RequestFields(
-    read=frozenset({"messages", "model", "tools"}),
-    neutral={
-        "max_tokens": "maxTokens",
-        "max_completion_tokens": "maxTokens",
-        "temperature": "temperature",
-        "top_p": "topP",
-        "tool_choice": "toolChoice",
-        "response_format": "responseFormat",
-        "stop": "stop",
-    },
-    transport={
-        "stream": "how the answer is delivered (one JSON body or SSE chunks), not what it says",
-        "stream_options": "what a stream carries besides the answer (a usage chunk, obfuscation padding)",
-        "metadata": "tags for the stored completion and the dashboard; the model never sees them",
-        "user": "an end-user identifier for abuse monitoring and caching, not a prompt",
-        "safety_identifier": "an end-user identifier for abuse detection, not a prompt",
-        "service_tier": "the processing tier: latency and price, not the answer",
-        "prompt_cache_key": "a prompt-cache routing key: a hit costs less, the answer is the same",
-        "prompt_cache_retention": "how long cached prefixes are kept, not the answer",
-        "prompt_cache_options": "prompt-cache breakpoints and their lifetime, not the answer",
-        "store": "whether OpenAI keeps the completion for evals and distillation",
-        "logprobs": "whether log-probabilities are reported beside the answer, not what it says",
-        "top_logprobs": "how many alternatives the log-probabilities list, not what the answer says",
-    },
-    behaviour=(
-        "seed",
-        "parallel_tool_calls",
-        "reasoning_effort",
-        "frequency_penalty",
-        "presence_penalty",
-        "logit_bias",
-        "n",
-        "modalities",
-        "audio",
-        "prediction",
-        "verbosity",
-        "web_search_options",
-        "functions",
-        "function_call",
-        "moderation",
-    ),
-)
+# The table lives on the analysis side: a cassette built from spans reads recorded settings with it.
+REQUEST_FIELDS = CHAT_FIELDS
 JSON_HEADERS = [("content-type", "application/json")]
 SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
 # Agents that log cost read usage without a None check; replay has no token counts to give.
