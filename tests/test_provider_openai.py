@@ -838,6 +838,7 @@ def test_chat_request_parts_images_late_system_and_unknown_ids() -> None:
             "responseFormat": {"type": "json_object"},
             "stop": ["END"],
             "maxTokens": 10,
+            "seed": 7,  # a behaviour setting: compared under its own name; stream_options is not
         },
     }  # fmt: skip
     assert request == before, "model_input does not touch the request"
@@ -887,7 +888,10 @@ def test_responses_request_items_turns_and_dropped_items() -> None:
                 {"type": "image", "fileId": "file-1", "detail": "auto"},
                 {"type": "input_file", "file_id": "file-2"},
             ]},
+            # The reasoning items the program sent back are kept (issue 18), first in the turn.
             {"role": "assistant", "content": [
+                {"type": "reasoning", "summary": []},
+                {"type": "reasoning", "summary": []},
                 {"type": "text", "text": "Let me look."},
                 tool_use("call-0", "look", {"a": 1}),
             ]},

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ANTHROPIC_FIELDS", "CHAT_FIELDS", "RequestFields"]
+__all__ = ["ANTHROPIC_FIELDS", "CHAT_FIELDS", "RESPONSES_FIELDS", "RequestFields"]
 
 JsonObject = dict[str, Any]
 
@@ -40,6 +40,15 @@ class RequestFields:
     transport: Mapping[str, str]
     behaviour: tuple[str, ...] = ()
     nested: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+    def fields(self) -> frozenset[str]:
+        """The wire fields the table knows to change what the model does (every kept one but unknowns)."""
+        return frozenset({*self.neutral, *self.behaviour, *self.nested})
+
+    def names(self) -> frozenset[str]:
+        """The ``params`` names those fields can take."""
+        nested = {name for _, name in self.nested.values()}
+        return frozenset({*self.neutral.values(), *self.behaviour, *self.nested, *nested})
 
     def params(self, request: JsonObject) -> JsonObject:
         """The request's ``params``: every field but those read elsewhere and the transport-only ones."""
@@ -140,4 +149,47 @@ ANTHROPIC_FIELDS = RequestFields(
         "hands out its own); the messages compared are the ones this request sent",
     },
     behaviour=("thinking", "top_k", "mcp_servers", "context_management", "compaction", "fallbacks"),
+)
+
+
+# OpenAI Responses (replay/providers/openai_responses.py).
+RESPONSES_FIELDS = RequestFields(
+    read=frozenset({"input", "instructions", "model", "tools"}),
+    neutral={
+        "max_output_tokens": "maxTokens",
+        "temperature": "temperature",
+        "top_p": "topP",
+        "tool_choice": "toolChoice",
+    },
+    nested={"text": ("format", "responseFormat")},
+    transport={
+        "stream": "how the answer is delivered (one JSON body or server-sent events), not what it says",
+        "stream_options": "options of the event stream (obfuscation padding), not of the answer",
+        "metadata": "the program's own labels, stored with the response",
+        "user": "an end-user identifier, for abuse detection and cache bucketing",
+        "safety_identifier": "an end-user identifier, for abuse detection",
+        "service_tier": "the processing tier: latency and price, not the answer",
+        "prompt_cache_key": "a prompt-cache bucketing key: latency and price, not the answer",
+        "prompt_cache_retention": "how long the prompt cache keeps a prefix",
+        "prompt_cache_options": "the prompt cache's breakpoints and lifetime",
+        "store": "whether the API stores the response for later retrieval",
+        "include": "what the response reports (encrypted reasoning, sources...), not what the model does",
+        "background": "whether the API runs the response in the background, to be polled",
+        "background_options": "the background run's completion window",
+        "top_logprobs": "log probabilities the response reports, not what the model does",
+        "previous_response_id": "a response id: in replay it is one the replay made up, so it differs by "
+        "construction; the history it names is the run's earlier steps",
+    },
+    behaviour=(
+        "reasoning",
+        "parallel_tool_calls",
+        "max_tool_calls",
+        "truncation",
+        "prompt",
+        "conversation",
+        "context_management",
+        "moderation",
+        "image",
+        "access_programs",
+    ),
 )

@@ -8,34 +8,77 @@ Requests (``model_input``):
   string; list content becomes parts (``input_text`` / ``output_text`` -> ``{type: text, text}``,
   ``input_image`` -> ``{type: image, url, detail?}`` or ``{type: image, fileId, detail?}``, any other
   part kept as sent).
-* An assistant turn, the assistant messages and ``function_call`` items that follow each other
-  (items between them that are not conversation, such as ``reasoning``, do not break it), is
-  canonicalized to the shape replay sends back: its text joined into one leading text part, then a
-  ``tool_use`` part per call (``call_id`` -> ``call-N``, ``arguments`` JSON-parsed). A turn that is a
-  single message with string content stays a string.
+* An assistant turn is the items the model produced that follow each other: assistant messages,
+  ``function_call`` items, ``reasoning`` items and hosted tool calls (items that are not
+  conversation, such as ``item_reference``, do not break it). It is canonicalized to the shape replay
+  sends back, the order of every provider's history: a ``{type: reasoning, summary, text?,
+  encryptedContent?}`` part per reasoning item (its summary texts, its ``reasoning_text`` content
+  joined, its ``encrypted_content``), a ``{type: hosted_tool, toolName, toolInput?, result?,
+  status?}`` part per hosted call (the table below), the text of the messages joined into one text
+  part, their refusal parts joined into one ``{type: refusal, refusal}`` part, then a ``tool_use``
+  part per call (``call_id`` -> ``call-N``, ``arguments`` JSON-parsed). A turn that is a single
+  message with string content stays a string. Item ids are dropped, and statuses but a hosted call's.
 * ``function_call_output`` items that follow each other become one user turn of ``tool_result``
   parts, ``output`` as sent; the tool name comes from the call earlier in the same request, else the
   item's own ``name``.
-* Items that are not conversation (``reasoning``, ``item_reference``, built-in tool calls) are
-  dropped, as ``model_output`` drops them; so are item ids and statuses, ``previous_response_id``,
-  ``store`` and ``include``. With ``previous_response_id`` the history lives on the server: the
+* ``item_reference`` items are dropped: one names an item stored on the server by its id, and in
+  replay that is an id the replay made up (as for ``previous_response_id``), while what it names is
+  an item of the run's earlier steps. Calls the program itself answers other than ``function_call``
+  (``custom_tool_call``, ``computer_call``, ``local_shell_call``, ``shell_call``, ``apply_patch_call``)
+  and the other items (``mcp_list_tools``, ``compaction``...) are dropped as well, as ``model_output``
+  drops them.
+* ``tools`` -> ``{name, description, inputSchema?}`` (a built-in tool is named by its type). Every
+  other field is classified by ``REQUEST_FIELDS``: ``max_output_tokens`` -> ``params.maxTokens``,
+  ``temperature``, ``top_p`` -> ``topP``, ``tool_choice`` -> ``toolChoice``, ``text.format`` ->
+  ``responseFormat`` (``text``'s other keys, such as ``verbosity``, under ``params.text``); the
+  transport-only fields (each with its reason in the table) are not compared; everything else
+  (``reasoning``, ``parallel_tool_calls``... and any field the table does not know) is under
+  ``params`` with its own name. With ``previous_response_id`` the history lives on the server: the
   messages are only what this request sent.
-* ``tools`` -> ``{name, description, inputSchema?}`` (a built-in tool is named by its type);
-  ``max_output_tokens``, ``temperature``, ``top_p``, ``tool_choice``, ``text.format`` -> ``params``.
 
 A fork's rewrite (``replace_tool_result``) replaces the ``output`` of the ``function_call_output``
 items whose ``call_id`` is the id: a string stays a string, a list of parts becomes one
 ``input_text`` part. A string ``input`` holds no results.
 
-Responses (``model_output``), a JSON ``response`` or its event stream: the text of the ``message``
-items (``output_text``, or a ``refusal``) joined, and the ``function_call`` items as calls with
-``call-N`` ids. A stream is read as the SDK reads it: the ``response.completed`` output, or the items
-rebuilt from ``output_item`` events and deltas when it has none. A failed response, an ``error``
-event or a stream cut short raises ``ValueError``.
+Responses (``model_output``), a JSON ``response`` or its event stream: the ``output_text`` of the
+``message`` items joined, and the ``function_call`` items as calls with ``call-N`` ids; besides them
+(``cassette/output.py``), a ``status: incomplete`` response's ``incomplete_details.reason`` as
+``stopReason`` (``max_output_tokens`` -> ``max_tokens``, ``content_filter``, any other reason as
+sent, ``incomplete`` when it names none), the messages' refusal parts joined as ``refusal``, each
+``reasoning`` item as a ``reasoning`` entry, and each hosted tool call as a ``hostedTools`` entry:
 
-Synthesized responses (``wire_response``) use ids derived from the output (``resp_blackbox_...``,
-``msg_blackbox_...``, ``fc_blackbox_...``), the neutral ids as ``call_id``, ``created_at`` 0 and zero
-usage; a stream has every event the SDK's stream helper checks, in order.
+* ``web_search_call`` -> ``toolName: web_search``, ``toolInput``: its ``action``;
+* ``file_search_call`` -> ``file_search``, ``toolInput``: its ``queries``, ``result``: its ``results``;
+* ``code_interpreter_call`` -> ``code_interpreter``, ``toolInput``: ``{code?, container_id}``,
+  ``result``: its ``outputs``;
+* any other ``*_call`` (``image_generation_call``, ``mcp_call``...) -> its type less ``_call``,
+  ``toolInput``: every field but ``id``, ``type`` and ``status``, nulls left out.
+
+A reasoning entry always has ``summary`` (``[]`` when the item's is empty); its ``text`` is there
+when the item has ``reasoning_text`` content. ``status`` is the item's own; a hosted call is a
+``*_call`` item that is not one the program answers (``function_call`` and the others listed under
+Requests, or a ``tool_search_call`` with ``execution: client``). The Responses API has no ``n``
+choices. A stream is read as the SDK reads it: the ``response.completed`` (or
+``response.incomplete``) output, or the items rebuilt from ``output_item`` events and deltas when it
+has none. Dropped: ids, usage, timestamps, the served model's name, ``output_text`` annotations (web
+search citations) and logprobs, a message's ``phase``. A failed response, an ``error`` event or a
+stream cut short raises ``ValueError``.
+
+Synthesized responses (``wire_response``) list the items in the neutral order (reasoning, hosted
+calls, the message, function calls: a live response that interleaves them comes back in that order),
+with ids derived from the output: ``resp_blackbox_<digest>``, ``rs_blackbox_<digest>_<n>`` for the
+n-th reasoning entry, ``ws_`` / ``fs_`` / ``ci_`` / ``ig_`` / ``mcp_`` (else ``htc_``)
+``blackbox_<digest>_<n>`` for the n-th hosted call, ``msg_blackbox_...``, ``fc_blackbox_...``. They
+carry the neutral ids as ``call_id``, ``created_at`` 0 and zero usage, and echo the request's
+settings the API echoes (tools, tool_choice, reasoning, text...). A ``stopReason`` makes the response
+``incomplete`` with that ``incomplete_details.reason`` (``max_tokens`` -> ``max_output_tokens``;
+``incomplete`` -> no details; ``refusal`` and ``stop_sequence``, which this API does not have, leave
+it completed), and a trailing message ``incomplete``. A message is sent when there is text or a
+refusal, or nothing else to send. A hosted tool named like a call the program runs (``function``...)
+is refused. A stream has every event the SDK's stream helper checks, in order: the reasoning text and
+summary parts and their deltas, each hosted call's own lifecycle events
+(``web_search_call.searching``, ``code_interpreter_call_code.delta``...), refusal deltas, and
+``response.incomplete`` in place of ``response.completed`` for an incomplete response.
 """
 
 from __future__ import annotations
@@ -45,6 +88,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from ...cassette.output import Extras, Hosted, Reasoning, extras_of, with_extras
+from ...cassette.request_fields import RESPONSES_FIELDS
 from .base import (
     CallIds,
     JsonObject,
@@ -68,23 +113,61 @@ from .openai_chat import (
     objects_of,
     pieces,
     sse_data,
-    text_of,
     tool_input,
     tool_result,
     tool_use,
     wire_turn,
 )
 
-__all__ = ["OpenAIResponses"]
+__all__ = ["REQUEST_FIELDS", "OpenAIResponses"]
+
+# The table lives on the analysis side: a cassette built from spans reads recorded settings with it.
+REQUEST_FIELDS = RESPONSES_FIELDS
 
 _SYSTEM_ROLES = ("system", "developer")
-_PARAMS = {
-    "max_output_tokens": "maxTokens",
-    "temperature": "temperature",
-    "top_p": "topP",
-    "tool_choice": "toolChoice",
-}
 _TEXT_PARTS = ("input_text", "output_text", "text")
+# Calls the program runs and answers with a ``*_output`` item; any other ``*_call`` the API ran.
+_PROGRAM_CALLS = (
+    "function_call",
+    "custom_tool_call",
+    "computer_call",
+    "local_shell_call",
+    "shell_call",
+    "apply_patch_call",
+)
+# A hosted call's fields: the one (or the ones) that are its input, and the one that is its result.
+_HOSTED_INPUT: dict[str, str | tuple[str, ...]] = {
+    "web_search_call": "action",
+    "file_search_call": "queries",
+    "code_interpreter_call": ("code", "container_id"),
+}
+_HOSTED_RESULT = {"file_search_call": "results", "code_interpreter_call": "outputs"}
+_NOT_INPUT = ("id", "type", "status")
+_ID_PREFIXES = {
+    "web_search_call": "ws",
+    "file_search_call": "fs",
+    "code_interpreter_call": "ci",
+    "image_generation_call": "ig",
+    "mcp_call": "mcp",
+}
+# incomplete_details.reason <-> the neutral stopReason; any other reason is kept as sent.
+_STOP_REASONS = {"max_output_tokens": "max_tokens", "content_filter": "content_filter"}
+_WIRE_REASONS = {neutral: wire for wire, neutral in _STOP_REASONS.items()}
+_COMPLETE = ("refusal", "stop_sequence")  # neutral reasons this API has no incomplete reason for
+_NO_REASON = "incomplete"  # an incomplete response whose details name no reason
+# The request settings a response echoes (besides tools, tool_choice and the sampling settings).
+_ECHOED = (
+    "reasoning",
+    "text",
+    "truncation",
+    "max_tool_calls",
+    "top_logprobs",
+    "previous_response_id",
+    "metadata",
+    "user",
+    "safety_identifier",
+    "prompt_cache_key",
+)
 # The SDK's ResponseUsage requires every one of these fields; replay has no token counts to give.
 _ZERO_USAGE = {
     "input_tokens": 0,
@@ -114,7 +197,7 @@ class OpenAIResponses:
             payload["systemPrompt"] = system
         if request.get("model") is not None:
             payload["model"] = request["model"]
-        params = _params(request)
+        params = REQUEST_FIELDS.params(request)
         if params:
             payload["params"] = params
         return payload
@@ -124,8 +207,9 @@ class OpenAIResponses:
 
     @wire_errors("an OpenAI Responses API response")
     def model_output(self, body: bytes, *, streamed: bool, ids: CallIds) -> JsonObject:
-        items = _stream_items(body) if streamed else _response_items(body)
-        return _turn(items).neutral(ids)
+        response = _stream_response(body) if streamed else _json_response(body)
+        items = [i for i in response["output"] if isinstance(i, dict)]
+        return with_extras(_turn(items).neutral(ids), _extras(response, items))
 
     @wire_errors("a model_output to send as an OpenAI Responses API response")
     def wire_response(self, output: JsonObject, request: JsonObject) -> WireResponse:
@@ -149,6 +233,60 @@ class OpenAIResponses:
         return rewritten(request, targets, rewrite)
 
 
+# --- items, both ways -------------------------------------------------------------------------
+
+
+def _text_of(content: Any) -> str:
+    """A message's text: the string itself, or its text parts joined (refusals are apart)."""
+    if isinstance(content, str):
+        return content
+    return "".join(str(p.get("text", "")) for p in objects_of(content) if p.get("type") in _TEXT_PARTS)
+
+
+def _refusal_of(content: Any) -> str | None:
+    """A message's refusal parts joined; None when it has none."""
+    refusals = [p for p in objects_of(content) if p.get("type") == "refusal"]
+    return "".join(str(p.get("refusal", "")) for p in refusals) if refusals else None
+
+
+def _is_hosted(item: JsonObject) -> bool:
+    kind = item.get("type")
+    if not isinstance(kind, str) or not kind.endswith("_call") or kind in _PROGRAM_CALLS:
+        return False
+    return item.get("execution") != "client"  # a tool search the program runs itself
+
+
+def _reasoning(item: JsonObject) -> Reasoning:
+    """A reasoning item's summary texts, its reasoning_text content joined, its encrypted content."""
+    summary = [str(p.get("text", "")) for p in objects_of(item.get("summary"))]
+    content = objects_of(item.get("content"))
+    encrypted = item.get("encrypted_content")
+    return Reasoning(
+        text="".join(str(p.get("text", "")) for p in content) if content else None,
+        summary=summary,
+        encrypted_content=encrypted if isinstance(encrypted, str) else None,
+    )
+
+
+def _hosted(item: JsonObject) -> Hosted:
+    """A hosted tool call by the table of the module docstring."""
+    kind = str(item["type"])
+    name = kind.removesuffix("_call")
+    status = item["status"] if isinstance(item.get("status"), str) else None
+    fields = _HOSTED_INPUT.get(kind)
+    if fields is None:
+        rest = {k: v for k, v in item.items() if k not in _NOT_INPUT and v is not None}
+        return Hosted(name, tool_input=rest, status=status)
+    if isinstance(fields, tuple):
+        given: Any = {k: item[k] for k in fields if item.get(k) is not None}
+    else:
+        given = item.get(fields)
+    result = item.get(_HOSTED_RESULT[kind]) if kind in _HOSTED_RESULT else None
+    if result is None:
+        return Hosted(name, tool_input=given, status=status)
+    return Hosted(name, tool_input=given, result=result, status=status)
+
+
 # --- requests ---------------------------------------------------------------------------------
 
 
@@ -168,17 +306,9 @@ def _split_system(request: JsonObject) -> tuple[str | None, list[JsonObject]]:
     texts = [request["instructions"]] if isinstance(request.get("instructions"), str) else []
     leading = 0
     while leading < len(items) and _is_message(items[leading]) and items[leading]["role"] in _SYSTEM_ROLES:
-        texts.append(text_of(items[leading].get("content")))
+        texts.append(_text_of(items[leading].get("content")))
         leading += 1
     return ("\n\n".join(texts) if texts else None), items[leading:]
-
-
-def _params(request: JsonObject) -> JsonObject:
-    params = {_PARAMS[k]: v for k, v in request.items() if k in _PARAMS and v is not None}
-    text = request.get("text")
-    if isinstance(text, dict) and text.get("format") is not None:
-        params["responseFormat"] = text["format"]
-    return params
 
 
 def _is_output_of(item: JsonObject, tool_call_id: str) -> bool:
@@ -186,7 +316,10 @@ def _is_output_of(item: JsonObject, tool_call_id: str) -> bool:
 
 
 def _is_assistant(item: JsonObject) -> bool:
-    return item.get("type") == "function_call" or (_is_message(item) and item["role"] == "assistant")
+    """An item the model produced: it belongs to an assistant turn."""
+    if item.get("type") in ("function_call", "reasoning") or _is_hosted(item):
+        return True
+    return _is_message(item) and item["role"] == "assistant"
 
 
 def _messages(items: list[JsonObject], ids: CallIds) -> list[JsonObject]:
@@ -214,13 +347,21 @@ def _messages(items: list[JsonObject], ids: CallIds) -> list[JsonObject]:
 
 
 def _assistant(turn: list[JsonObject], ids: CallIds, names: dict[str, str]) -> JsonObject:
+    """One assistant turn in the neutral order: reasoning, hosted calls, text, refusal, tool uses."""
     messages = [i for i in turn if _is_message(i)]
-    calls = [i for i in turn if i.get("type") == "function_call"]
-    if not calls and len(messages) == 1 and isinstance(messages[0].get("content"), str):
+    if len(turn) == 1 and messages and isinstance(messages[0].get("content"), str):
         return {"role": "assistant", "content": messages[0]["content"]}
-    text = "".join(text_of(m.get("content")) for m in messages)
-    parts: list[JsonObject] = [{"type": "text", "text": text}] if text else []
-    for call in calls:
+    parts: list[JsonObject] = [
+        {"type": "reasoning", **_reasoning(i).to_json()} for i in turn if i.get("type") == "reasoning"
+    ]
+    parts += [{"type": "hosted_tool", **_hosted(i).to_json()} for i in turn if _is_hosted(i)]
+    text = "".join(_text_of(m.get("content")) for m in messages)
+    if text:
+        parts.append({"type": "text", "text": text})
+    refusals = [r for r in (_refusal_of(m.get("content")) for m in messages) if r is not None]
+    if refusals:
+        parts.append({"type": "refusal", "refusal": "".join(refusals)})
+    for call in (i for i in turn if i.get("type") == "function_call"):
         call_id = ids.neutral(str(call.get("call_id", "")))
         names[call_id] = str(call.get("name", ""))
         parts.append(tool_use(call_id, names[call_id], tool_input(call.get("arguments", ""))))
@@ -258,14 +399,15 @@ def _checked(response: Any) -> JsonObject:
     return response
 
 
-def _response_items(body: bytes) -> list[JsonObject]:
+def _json_response(body: bytes) -> JsonObject:
     response = _checked(json.loads(body))
     if response.get("object") != "response" or not isinstance(response.get("output"), list):
         raise ValueError(f"not an OpenAI response: {error_text(response)}")
-    return [i for i in response["output"] if isinstance(i, dict)]
+    return response
 
 
-def _stream_items(body: bytes) -> list[JsonObject]:
+def _stream_response(body: bytes) -> JsonObject:
+    """The stream's final response, its output as the SDK takes it."""
     items: dict[int, JsonObject] = {}
     final: JsonObject | None = None
     for data in sse_data(body):
@@ -277,6 +419,8 @@ def _stream_items(body: bytes) -> list[JsonObject]:
             raise ValueError(f"the stream reported an error: {_event_error(event)}")
         if kind in ("response.completed", "response.incomplete"):
             final = _checked(event.get("response"))
+            if kind == "response.incomplete":
+                final.setdefault("status", "incomplete")
         elif kind in ("response.output_item.added", "response.output_item.done"):
             items[event["output_index"]] = copy.deepcopy(event["item"])  # the deltas change it
         elif kind in _DELTAS:
@@ -285,18 +429,18 @@ def _stream_items(body: bytes) -> list[JsonObject]:
             _DELTAS[kind](items[event["output_index"]], event)
     if final is None:
         raise ValueError("the stream ended before response.completed")
-    # As the SDK does: the completed output, or the items the events built when it has none.
-    output = final.get("output")
-    if isinstance(output, list):
-        return [i for i in output if isinstance(i, dict)]
-    return [_joined(items[i]) for i in sorted(items)]
+    # As the SDK does: the final output, or the items the events built when it has none.
+    if isinstance(final.get("output"), list):
+        return final
+    return {**final, "output": [_joined(items[i]) for i in sorted(items)]}
 
 
 def _joined(item: JsonObject) -> JsonObject:
     join_pieces(item, "arguments")
-    for part in item.get("content") or []:
-        if isinstance(part, dict):
-            join_pieces(part, "text")
+    join_pieces(item, "code")
+    for part in objects_of(item.get("content")) + objects_of(item.get("summary")):
+        join_pieces(part, "text")
+        join_pieces(part, "refusal")
     return item
 
 
@@ -310,8 +454,20 @@ def _part_added(item: JsonObject, event: JsonObject) -> None:
     item.setdefault("content", []).append(dict(event["part"]))
 
 
+def _summary_added(item: JsonObject, event: JsonObject) -> None:
+    item.setdefault("summary", []).append(dict(event["part"]))
+
+
 def _text_delta(item: JsonObject, event: JsonObject) -> None:
     add_piece(item["content"][event.get("content_index", 0)], "text", event.get("delta", ""))
+
+
+def _refusal_delta(item: JsonObject, event: JsonObject) -> None:
+    add_piece(item["content"][event.get("content_index", 0)], "refusal", event.get("delta", ""))
+
+
+def _summary_delta(item: JsonObject, event: JsonObject) -> None:
+    add_piece(item["summary"][event.get("summary_index", 0)], "text", event.get("delta", ""))
 
 
 def _arguments_delta(item: JsonObject, event: JsonObject) -> None:
@@ -322,18 +478,32 @@ def _arguments_done(item: JsonObject, event: JsonObject) -> None:
     item["arguments"] = event.get("arguments", item.get("arguments", ""))
 
 
-# The events that fill in an item; the others (lifecycle, annotations, reasoning) change nothing the
-# neutral output keeps.
+def _code_delta(item: JsonObject, event: JsonObject) -> None:
+    add_piece(item, "code", event.get("delta", ""))
+
+
+def _code_done(item: JsonObject, event: JsonObject) -> None:
+    item["code"] = event.get("code", item.get("code", ""))
+
+
+# The events that fill in an item; the others (lifecycle, annotations, a hosted call's progress)
+# change nothing the neutral output keeps, and an item's output_item.done carries it whole anyway.
 _DELTAS = {
     "response.content_part.added": _part_added,
     "response.output_text.delta": _text_delta,
+    "response.refusal.delta": _refusal_delta,
+    "response.reasoning_text.delta": _text_delta,
+    "response.reasoning_summary_part.added": _summary_added,
+    "response.reasoning_summary_text.delta": _summary_delta,
     "response.function_call_arguments.delta": _arguments_delta,
     "response.function_call_arguments.done": _arguments_done,
+    "response.code_interpreter_call_code.delta": _code_delta,
+    "response.code_interpreter_call_code.done": _code_done,
 }
 
 
 def _turn(items: list[JsonObject]) -> Turn:
-    text = "".join(text_of(i.get("content")) for i in items if i.get("type") == "message")
+    text = "".join(_text_of(i.get("content")) for i in items if i.get("type") == "message")
     calls = [
         (str(i.get("call_id") or ""), str(i.get("name", "")), i.get("arguments", ""))
         for i in items
@@ -342,36 +512,118 @@ def _turn(items: list[JsonObject]) -> Turn:
     return Turn(text, calls)
 
 
+def _extras(response: JsonObject, items: list[JsonObject]) -> Extras:
+    refusals = [_refusal_of(i.get("content")) for i in items if i.get("type") == "message"]
+    found = [r for r in refusals if r is not None]
+    return Extras(
+        stop_reason=_stop_reason(response),
+        refusal="".join(found) if found else None,
+        reasoning=[_reasoning(i) for i in items if i.get("type") == "reasoning"],
+        hosted=[_hosted(i) for i in items if _is_hosted(i)],
+    )
+
+
+def _stop_reason(response: JsonObject) -> str | None:
+    if response.get("status") != "incomplete":
+        return None
+    details = response.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, dict) else None
+    if reason is None:
+        return _NO_REASON
+    return _STOP_REASONS.get(str(reason), str(reason))
+
+
 # --- synthesized responses --------------------------------------------------------------------
 
 
-def _output_items(output: JsonObject) -> list[JsonObject]:
+def _reasoning_item(reasoning: Reasoning, item_id: str) -> JsonObject:
+    item: JsonObject = {"id": item_id, "type": "reasoning"}
+    item["summary"] = [{"type": "summary_text", "text": s} for s in reasoning.summary or []]
+    if reasoning.text is not None:
+        item["content"] = [{"type": "reasoning_text", "text": reasoning.text}]
+    if reasoning.encrypted_content is not None:
+        item["encrypted_content"] = reasoning.encrypted_content
+    return item
+
+
+def _hosted_item(hosted: Hosted, item_id: str) -> JsonObject:
+    """The item ``_hosted`` read, rebuilt: the inverse of the docstring's table."""
+    kind = f"{hosted.tool_name}_call"
+    if kind in _PROGRAM_CALLS:  # it would read back as a call the program answers
+        raise ValueError(
+            f"a hosted tool cannot be named {hosted.tool_name!r}: that is a call the program runs"
+        )
+    given = hosted.tool_input if hosted.has_input else None
+    fields = _HOSTED_INPUT.get(kind)
+    if fields is None:
+        if not isinstance(given, dict):
+            raise ValueError(f"the toolInput of a hosted {hosted.tool_name} call must be an object")
+        item: JsonObject = {**given, "id": item_id, "type": kind}
+        return {**item, "status": hosted.status} if hosted.status is not None else item
+    item = {"id": item_id, "type": kind}
+    if isinstance(fields, tuple):
+        for key in fields:
+            item[key] = given.get(key) if isinstance(given, dict) else None
+    else:
+        item[fields] = given
+    if kind in _HOSTED_RESULT:
+        item[_HOSTED_RESULT[kind]] = hosted.result if hosted.has_result else None
+    item["status"] = hosted.status or "completed"  # a status the SDK requires of these items
+    return item
+
+
+def _message_item(text: str, refusal: str | None, tag: str) -> JsonObject:
+    content: list[JsonObject] = []
+    if text or refusal is None:
+        content.append({"type": "output_text", "text": text, "annotations": [], "logprobs": []})
+    if refusal is not None:
+        content.append({"type": "refusal", "refusal": refusal})
+    message = {"id": f"msg_blackbox_{tag}", "type": "message", "role": "assistant", "content": content}
+    return {**message, "status": "completed"}
+
+
+def _output_items(output: JsonObject, extras: Extras) -> list[JsonObject]:
     text, calls = wire_turn(output)
     tag = digest(output)
-    items: list[JsonObject] = []
-    if text or not calls:
-        part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-        message = {"id": f"msg_blackbox_{tag}", "type": "message", "role": "assistant", "content": [part]}
-        items.append({**message, "status": "completed"})
+    items = [_reasoning_item(r, f"rs_blackbox_{tag}_{n}") for n, r in enumerate(extras.reasoning)]
+    for n, hosted in enumerate(extras.hosted):
+        prefix = _ID_PREFIXES.get(f"{hosted.tool_name}_call", "htc")
+        items.append(_hosted_item(hosted, f"{prefix}_blackbox_{tag}_{n}"))
+    if text or extras.refusal is not None or not (calls or items):
+        items.append(_message_item(text, extras.refusal, tag))
     for n, (call_id, name, arguments) in enumerate(calls):
         call = {"id": f"fc_blackbox_{tag}_{n}", "type": "function_call", "call_id": call_id, "name": name}
         items.append({**call, "arguments": arguments, "status": "completed"})
     return items
 
 
+def _status(stop_reason: str | None) -> tuple[str, JsonObject | None]:
+    """The response's status and incomplete_details for a neutral stopReason."""
+    if stop_reason is None or stop_reason in _COMPLETE:
+        return "completed", None
+    if stop_reason == _NO_REASON:
+        return "incomplete", None
+    return "incomplete", {"reason": _WIRE_REASONS.get(stop_reason, stop_reason)}
+
+
 def _response(output: JsonObject, request: JsonObject) -> JsonObject:
     """The whole response; what it echoes of the request (tools, tool_choice...) the SDK requires."""
+    extras = extras_of(output)
+    items = _output_items(output, extras)
+    status, details = _status(extras.stop_reason)
+    if status == "incomplete" and items[-1]["type"] == "message":
+        items[-1]["status"] = "incomplete"  # the message the limit cut short
     instructions = request.get("instructions")
-    return {
+    response: JsonObject = {
         "id": f"resp_blackbox_{digest(output)}",
         "object": "response",
         "created_at": 0,
-        "status": "completed",
+        "status": status,
         "error": None,
-        "incomplete_details": None,
+        "incomplete_details": details,
         "instructions": instructions if isinstance(instructions, str) else None,
         "model": str(request.get("model") or ""),
-        "output": _output_items(output),
+        "output": items,
         "parallel_tool_calls": request.get("parallel_tool_calls") is not False,
         "tool_choice": request.get("tool_choice") or "auto",
         "tools": list(request.get("tools") or []),
@@ -380,37 +632,62 @@ def _response(output: JsonObject, request: JsonObject) -> JsonObject:
         "max_output_tokens": request.get("max_output_tokens"),
         "usage": copy.deepcopy(_ZERO_USAGE),
     }
+    echoed = {k: copy.deepcopy(request[k]) for k in _ECHOED if request.get(k) is not None}
+    return {**response, **echoed}
 
 
-def _events(response: JsonObject) -> Iterator[tuple[str, JsonObject]]:
+Events = Iterator[tuple[str, JsonObject]]
+
+
+def _events(response: JsonObject) -> Events:
     """The stream the API would send; the SDK's helper insists on response.created first, each
     item added before its deltas and done after them, and one response id throughout."""
-    started = {**response, "status": "in_progress", "output": [], "usage": None}
+    started = {**response, "status": "in_progress", "incomplete_details": None, "output": [], "usage": None}
     yield "response.created", {"response": started}
     yield "response.in_progress", {"response": started}
     for index, item in enumerate(response["output"]):
-        if item["type"] == "message":
+        kind = item["type"]
+        if kind == "message":
             yield from _message_events(index, item)
-        else:
+        elif kind == "function_call":
             yield from _call_events(index, item)
-    yield "response.completed", {"response": response}
+        elif kind == "reasoning":
+            yield from _reasoning_events(index, item)
+        else:
+            yield from _hosted_events(index, item)
+    yield f"response.{response['status']}", {"response": response}
 
 
-def _message_events(index: int, item: JsonObject) -> Iterator[tuple[str, JsonObject]]:
-    where = {"item_id": item["id"], "output_index": index, "content_index": 0}
-    part = item["content"][0]
+def _message_events(index: int, item: JsonObject) -> Events:
     added = {**item, "status": "in_progress", "content": []}
     yield "response.output_item.added", {"output_index": index, "item": added}
+    for content_index, part in enumerate(item["content"]):
+        where = {"item_id": item["id"], "output_index": index, "content_index": content_index}
+        if part["type"] == "refusal":
+            yield from _refusal_events(where, part)
+        else:
+            yield from _text_events(where, part)
+    yield "response.output_item.done", {"output_index": index, "item": item}
+
+
+def _text_events(where: JsonObject, part: JsonObject) -> Events:
     # The helper appends text deltas to a part that content_part.added must have opened.
     yield "response.content_part.added", {**where, "part": {**part, "text": ""}}
     for piece in pieces(part["text"]):
         yield "response.output_text.delta", {**where, "delta": piece, "logprobs": []}
     yield "response.output_text.done", {**where, "text": part["text"], "logprobs": []}
     yield "response.content_part.done", {**where, "part": part}
-    yield "response.output_item.done", {"output_index": index, "item": item}
 
 
-def _call_events(index: int, item: JsonObject) -> Iterator[tuple[str, JsonObject]]:
+def _refusal_events(where: JsonObject, part: JsonObject) -> Events:
+    yield "response.content_part.added", {**where, "part": {**part, "refusal": ""}}
+    for piece in pieces(part["refusal"]):
+        yield "response.refusal.delta", {**where, "delta": piece}
+    yield "response.refusal.done", {**where, "refusal": part["refusal"]}
+    yield "response.content_part.done", {**where, "part": part}
+
+
+def _call_events(index: int, item: JsonObject) -> Events:
     where = {"item_id": item["id"], "output_index": index}
     added = {**item, "status": "in_progress", "arguments": ""}
     yield "response.output_item.added", {"output_index": index, "item": added}
@@ -418,3 +695,71 @@ def _call_events(index: int, item: JsonObject) -> Iterator[tuple[str, JsonObject
         yield "response.function_call_arguments.delta", {**where, "delta": piece}
     yield "response.function_call_arguments.done", {**where, "arguments": item["arguments"]}
     yield "response.output_item.done", {"output_index": index, "item": item}
+
+
+def _reasoning_events(index: int, item: JsonObject) -> Events:
+    """The reasoning text as a reasoning_text content part, then each summary part, in deltas."""
+    where = {"item_id": item["id"], "output_index": index}
+    added = {k: v for k, v in item.items() if k not in ("content", "encrypted_content")}
+    yield "response.output_item.added", {"output_index": index, "item": {**added, "summary": []}}
+    for content_index, part in enumerate(item.get("content") or []):
+        at = {**where, "content_index": content_index}
+        yield "response.content_part.added", {**at, "part": {**part, "text": ""}}
+        for piece in pieces(part["text"]):
+            yield "response.reasoning_text.delta", {**at, "delta": piece}
+        yield "response.reasoning_text.done", {**at, "text": part["text"]}
+        yield "response.content_part.done", {**at, "part": part}
+    for summary_index, part in enumerate(item["summary"]):
+        at = {**where, "summary_index": summary_index}
+        yield "response.reasoning_summary_part.added", {**at, "part": {**part, "text": ""}}
+        for piece in pieces(part["text"]):
+            yield "response.reasoning_summary_text.delta", {**at, "delta": piece}
+        yield "response.reasoning_summary_text.done", {**at, "text": part["text"]}
+        yield "response.reasoning_summary_part.done", {**at, "part": part}
+    yield "response.output_item.done", {"output_index": index, "item": item}
+
+
+# What a hosted call's item holds before it has run, and the progress events the API sends for it.
+_STARTED: dict[str, JsonObject] = {
+    "file_search_call": {"results": None},
+    "code_interpreter_call": {"code": "", "outputs": None},
+    "image_generation_call": {"result": None},
+    "mcp_call": {"arguments": "", "output": None},
+}
+_PROGRESS = {
+    "web_search_call": ("in_progress", "searching"),
+    "file_search_call": ("in_progress", "searching"),
+    "code_interpreter_call": ("in_progress",),
+    "image_generation_call": ("in_progress", "generating"),
+    "mcp_call": ("in_progress",),
+}
+
+
+def _hosted_events(index: int, item: JsonObject) -> Events:
+    kind = item["type"]
+    where = {"item_id": item["id"], "output_index": index}
+    added = {**item, **_STARTED.get(kind, {})}
+    if "status" in item:
+        added["status"] = "in_progress"
+    yield "response.output_item.added", {"output_index": index, "item": added}
+    for phase in _PROGRESS.get(kind, ()):
+        yield f"response.{kind}.{phase}", dict(where)
+    yield from _hosted_deltas(kind, where, item)
+    if kind in _PROGRESS and item.get("status") == "completed":
+        yield f"response.{kind}.completed", dict(where)
+    elif kind == "mcp_call" and item.get("status") == "failed":
+        yield "response.mcp_call.failed", dict(where)
+    yield "response.output_item.done", {"output_index": index, "item": item}
+
+
+def _hosted_deltas(kind: str, where: JsonObject, item: JsonObject) -> Events:
+    """The code a code interpreter runs, the arguments of an MCP call: sent in deltas."""
+    if kind == "code_interpreter_call" and isinstance(item.get("code"), str):
+        for piece in pieces(item["code"]):
+            yield "response.code_interpreter_call_code.delta", {**where, "delta": piece}
+        yield "response.code_interpreter_call_code.done", {**where, "code": item["code"]}
+        yield "response.code_interpreter_call.interpreting", dict(where)
+    elif kind == "mcp_call" and isinstance(item.get("arguments"), str):
+        for piece in pieces(item["arguments"]):
+            yield "response.mcp_call_arguments.delta", {**where, "delta": piece}
+        yield "response.mcp_call_arguments.done", {**where, "arguments": item["arguments"]}
