@@ -19,8 +19,9 @@ Frameworks:
   by the agent's own loop (the SDK's automatic function calling would make one span of all rounds).
 
 With ``--tool-url`` the tools are HTTP calls to examples/weather_api.py; otherwise they compute the
-same answers in-process. With ``--dict-tools`` the pydantic-ai agent's tools return dicts, which
-pydantic-ai sends as JSON (its ordinary case), instead of JSON text.
+same answers in-process. ``--seed N`` sends a seed, a setting with no neutral name. With
+``--dict-tools`` the pydantic-ai agent's tools return dicts, which pydantic-ai sends as JSON (its
+ordinary case), instead of JSON text.
 
 Each run is one process: a TracerProvider with a BlackboxSpanProcessor on ``--db``, the framework's
 instrumentation, the agent, a flush. The answer is printed on stdout. The same program replays
@@ -64,6 +65,7 @@ MAX_TURNS = 5
 
 TOOL_URL: list[str] = []  # with --tool-url, the tools ask the weather API over HTTP
 DICT_TOOLS: list[bool] = []  # with --dict-tools, pydantic-ai's tools return dicts
+SETTINGS: dict[str, Any] = {}  # with --seed, the request's seed (LangChain and the plain OpenAI loop)
 
 
 def get_weather(city: str) -> str:
@@ -160,7 +162,12 @@ def run_langchain(provider: TracerProvider, base_url: str, question: str, stream
     LangChainInstrumentor().instrument(tracer_provider=provider)
     tools = {name: tool(function) for name, function in TOOLS.items()}
     model = ChatOpenAI(
-        model=MODEL, base_url=base_url, api_key=SecretStr(API_KEY), max_retries=0, streaming=stream
+        model=MODEL,
+        base_url=base_url,
+        api_key=SecretStr(API_KEY),
+        max_retries=0,
+        streaming=stream,
+        seed=SETTINGS.get("seed"),
     )
     bound = model.bind_tools(list(tools.values()))
     messages: list[BaseMessage] = [SystemMessage(INSTRUCTIONS), HumanMessage(question)]
@@ -187,7 +194,7 @@ def _openai_chat_loop(base_url: str, question: str, stream: bool) -> str:
     ]
     with OpenAI(base_url=base_url, api_key=API_KEY, max_retries=0) as client:
         for _ in range(MAX_TURNS):
-            message = weather_agent.complete(client, MODEL, messages, stream).choices[0].message
+            message = weather_agent.complete(client, MODEL, messages, stream, SETTINGS).choices[0].message
             messages.append(weather_agent.assistant_turn(message))
             calls = [c for c in message.tool_calls or [] if c.type == "function"]
             if not calls:
@@ -306,7 +313,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stream", action="store_true")
     parser.add_argument("--tool-url", help="the tools call this weather API (examples/weather_api.py)")
     parser.add_argument("--dict-tools", action="store_true", help="pydantic-ai's tools return dicts")
+    parser.add_argument("--seed", type=int, help="the request's seed (langchain and the OpenAI loops)")
     args = parser.parse_args(argv)
+    SETTINGS.clear()
+    SETTINGS.update({"seed": args.seed} if args.seed is not None else {})
     TOOL_URL[:] = [args.tool_url] if args.tool_url else []
     DICT_TOOLS[:] = [True] if args.dict_tools else []
     provider = TracerProvider(resource=Resource.create({"service.name": f"{args.framework}-agent"}))

@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 from fake_llm import FakeLLMServer
@@ -177,12 +178,21 @@ def agent_span(tracer: Tracer, name: str, question: str, session_id: str) -> Ite
 
 
 def complete(
-    client: OpenAI, model: str, messages: list[ChatCompletionMessageParam], stream: bool
+    client: OpenAI,
+    model: str,
+    messages: list[ChatCompletionMessageParam],
+    stream: bool,
+    settings: dict[str, Any] | None = None,
 ) -> ChatCompletion:
+    """One model call; ``settings`` are more of the SDK's arguments (``{"seed": 7}``)."""
+    extra = settings or {}
     if not stream:
-        return client.chat.completions.create(model=model, messages=messages, tools=TOOLS)
+        completion: ChatCompletion = client.chat.completions.create(
+            model=model, messages=messages, tools=TOOLS, **extra
+        )
+        return completion
     with client.chat.completions.stream(
-        model=model, messages=messages, tools=TOOLS, stream_options={"include_usage": True}
+        model=model, messages=messages, tools=TOOLS, stream_options={"include_usage": True}, **extra
     ) as events:
         return events.get_final_completion()
 

@@ -24,6 +24,7 @@ from weather_api import WeatherAPI
 
 from otel_blackbox.cassette.io import load_cassette
 from otel_blackbox.cassette.model import OBSERVED, terminal_outcome, tool_call_sequence
+from otel_blackbox.cassette.request_fields import ANTHROPIC_FIELDS, CHAT_FIELDS
 from otel_blackbox.cassette.verify import verify_cassette
 
 AGENT = EXAMPLES / "framework_agent.py"
@@ -45,16 +46,19 @@ CASES = [
     ("openinference-anthropic", False),
     ("openinference-google-genai", True),
 ]
+CHAT_PARAMS = [f"params.{name}" for name in sorted(CHAT_FIELDS.neutral_names())]
+ANTHROPIC_PARAMS = [f"params.{name}" for name in sorted(ANTHROPIC_FIELDS.neutral_names())]
 # What each source's spans show of the request, so what an exact replay compares.
 OBSERVED_BY = {
     "agents": ["messages", "systemPrompt", "tools"],  # model and settings are the response's echo
     "pydantic-ai": ["messages", "model", "params.maxTokens", "params.stop", "params.temperature",
                     "params.topP", "systemPrompt", "tools"],  # no tool_choice
-    "langchain": ["messages", "model", "params", "systemPrompt", "tools"],
+    # The neutral settings, and each other setting the span recorded (none here).
+    "langchain": ["messages", "model", *CHAT_PARAMS, "systemPrompt", "tools"],
     "openai-v2": ["messages", "model", "params.maxTokens", "params.stop", "params.temperature",
                   "params.topP", "systemPrompt"],  # no tool definitions
-    "openinference-openai": ["messages", "model", "params", "systemPrompt", "tools"],
-    "openinference-anthropic": ["messages", "model", "params", "systemPrompt", "tools"],
+    "openinference-openai": ["messages", "model", *CHAT_PARAMS, "systemPrompt", "tools"],
+    "openinference-anthropic": ["messages", "model", *ANTHROPIC_PARAMS, "systemPrompt", "tools"],
     "openinference-google-genai": ["messages", "systemPrompt", "tools"],  # no invocation parameters
 }  # fmt: skip
 
@@ -219,3 +223,29 @@ def test_a_pydantic_ai_tool_that_returns_a_dict_replays_exactly_from_its_spans(t
     replayed = _replay(cassette_path, replay_argv)
     assert replayed.returncode == 0, replayed.stderr
     assert replayed.stdout.strip().splitlines()[-1] == answer
+
+
+@pytest.mark.parametrize("framework", ["langchain", "openinference-openai"])
+def test_a_setting_with_no_neutral_name_is_compared_in_a_replay_from_spans(
+    tmp_path: Path, framework: str
+) -> None:
+    """The spans' recorded request settings are read with the wire's own table: a seed the program
+    sends again replays, another seed diverges naming both."""
+    db, cassette_path = tmp_path / "blackbox.db", tmp_path / "incident.json"
+    with FakeLLMServer() as server:
+        base_url = server.openai_base_url
+        argv = [*_agent(framework, base_url, db, False), "--seed", "7"]
+        recorded = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=120)
+        assert recorded.returncode == 0, recorded.stderr
+        assert all(body.get("seed") == 7 for _, body in server.requests)
+    _cassette_of_the_run(db, cassette_path)
+    inputs = [s.payload for s in load_cassette(cassette_path).steps_of("model_input")]
+    assert all(p["params"]["seed"] == 7 for p in inputs)
+
+    again = [str(tmp_path / "replay.db") if a == str(db) else a for a in argv]
+    replayed = _replay(cassette_path, again)
+    assert replayed.returncode == 0, replayed.stderr
+    changed = _replay(cassette_path, [*again[:-1], "8"])
+    assert changed.returncode == 1
+    last = changed.stderr.strip().splitlines()[-1]
+    assert "step 0 (model_input) differs at $.params.seed: recorded 7, got 8" in last, last

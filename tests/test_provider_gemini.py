@@ -167,9 +167,18 @@ def test_parts_thoughts_and_other_kinds() -> None:
         {"parts": [{"text": "Thanks"}, {"text": "!"}]},
         {"role": "model", "parts": []},
     )  # fmt: skip
+    # The thought, the code Gemini ran and the lone signature are kept (issue 18), in the canonical
+    # order: thoughts, hosted tools, text (a lone signature is the text's), calls.
     assert at(JSON_URL).model_input(body, CallIds())["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "Look:"}, {"type": "inlineData", **image}]},
-        {"role": "assistant", "content": "A cat."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "reasoning", "text": "hmm"},
+                {"type": "hosted_tool", "toolName": "code_execution", "toolInput": {"code": "1"}},
+                {"type": "text", "text": "A cat.", "signature": "c2ln"},
+            ],
+        },
         {"role": "user", "content": [{"type": "text", "text": "Thanks"}, {"type": "text", "text": "!"}]},
         {"role": "assistant", "content": ""},
     ]
@@ -327,7 +336,7 @@ def chunk(*parts: JsonObject, finish: str | None = None) -> JsonObject:
     return {"candidates": [candidate], "modelVersion": "gemini-2.5-flash", "responseId": "r-1"}
 
 
-def test_a_stream_is_read_whole_thoughts_and_metadata_dropped() -> None:
+def test_a_stream_is_read_whole_unknown_parts_and_metadata_dropped() -> None:
     body = sse(
         chunk({"text": "planning", "thought": True}),
         chunk({"text": "Sunny "}),
@@ -340,11 +349,13 @@ def test_a_stream_is_read_whole_thoughts_and_metadata_dropped() -> None:
         "type": "tool_calls",
         "text": "Sunny today.",
         "calls": [{"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Oslo"}}],
+        "reasoning": [{"text": "planning"}],  # thoughts are kept (issue 18)
     }
     array = json.dumps([chunk({"text": "a"}), chunk({"text": "b"}, finish="MAX_TOKENS")]).encode()
     assert at(ARRAY_URL).model_output(array, streamed=True, ids=CallIds()) == {
         "type": "final_answer",
         "text": "ab",
+        "stopReason": "max_tokens",  # a stop reason other than STOP is kept (issue 18)
     }
     assert at(JSON_URL).model_output(response(finish="STOP"), streamed=False, ids=CallIds()) == {
         "type": "final_answer",
@@ -358,9 +369,8 @@ def test_a_stream_is_read_whole_thoughts_and_metadata_dropped() -> None:
         (b"<html>", False, "a Gemini generateContent response is not JSON"),
         (b'{"error": {"code": 400, "message": "API key not valid.", "status": "INVALID_ARGUMENT"}}', False,
          "the API reported an error: API key not valid."),
-        (b'{"promptFeedback": {"blockReason": "SAFETY"}}', False, "the prompt was blocked (SAFETY)"),
-        (json.dumps({"candidates": [{"finishReason": "SAFETY", "index": 0}]}).encode(), False,
-         "the model gave no answer (finishReason SAFETY)"),
+        # A blocked prompt and an answer blocked with no content are answers now (test_features_gemini.py).
+        (b'{"usageMetadata": {"totalTokenCount": 3}}', False, "the model gave no answer (no candidates)"),
         (b'{"candidates": "no"}', False, "candidates is not a list"),
         (sse(chunk({"text": "cut sh"})), True, "the stream ended before a finishReason"),
         (sse(chunk({"text": "a"}), {"error": {"code": 500, "message": "Internal error"}}), True,

@@ -37,6 +37,7 @@ from .call_ids import CallIds, call_signature
 from .captured import captured_exchange, captured_model_call
 from .model import OBSERVED, Cassette
 from .output import Extras, Hosted, Reasoning, neutral_stop_reason, with_extras
+from .request_fields import ANTHROPIC_FIELDS, CHAT_FIELDS, RESPONSES_FIELDS, RequestFields
 
 __all__ = ["PROCESS_EXIT", "cassette_from_spans"]
 
@@ -45,18 +46,12 @@ _LLM = OpenInferenceSpanKindValues.LLM.value
 _TOOL = OpenInferenceSpanKindValues.TOOL.value
 _SYSTEM_ROLES = ("system", "developer")
 _ROLES = {"model": "assistant"}  # Gemini's name for the assistant
-# Request controls that change behaviour, under their neutral names (format v2 `params`).
-_PARAMS = {
-    "max_tokens": "maxTokens",
-    "max_completion_tokens": "maxTokens",
-    "max_output_tokens": "maxTokens",
-    "temperature": "temperature",
-    "top_p": "topP",
-    "tool_choice": "toolChoice",
-    "response_format": "responseFormat",
-    "stop": "stop",
-    "stop_sequences": "stop",
-}
+# Instrumentors whose llm.invocation_parameters are the SDK call's own arguments.
+_SDK_ARGUMENTS = frozenset(
+    {"openinference.instrumentation.openai", "openinference.instrumentation.anthropic"}
+)
+# SDK arguments that are not request fields.
+_SDK_ONLY = ("extra_headers", "extra_query", "extra_body", "timeout")
 GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
 _GEN_AI_PARAMS = {
     "gen_ai.request.max_tokens": "maxTokens",
@@ -234,8 +229,8 @@ def _model_input(span: SpanRecord, calls: _Calls) -> dict[str, Any]:
         observed += ["tools"] if GEN_AI_TOOL_DEFINITIONS in attrs else []
     elif isinstance(invocation, dict) and span.scope.get("name") not in _ECHOING_SCOPES:
         payload["model"] = str(invocation.get("model") or span.model or "") or None
-        params = {_PARAMS[k]: v for k, v in invocation.items() if k in _PARAMS and v is not None}
-        observed += ["model", "params", "tools"]  # the request's arguments, tools among them
+        params, seen = _invocation_params(span, invocation)
+        observed += ["model", *seen, "tools"]  # the request's arguments, tools among them
     else:  # settings read back from the response, or none at all: not the request's
         payload["model"] = span.model
         params = {}
@@ -246,6 +241,30 @@ def _model_input(span: SpanRecord, calls: _Calls) -> dict[str, Any]:
         payload["params"] = params
     payload[OBSERVED] = sorted(observed)
     return payload
+
+
+def _invocation_params(span: SpanRecord, invocation: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``params`` from a span's recorded request arguments, read with the wire's own table, and what
+    of them the span observed: the neutral settings (present or absent), and each other setting it
+    recorded. An SDK instrumentor records the SDK's arguments (not ``extra_body``'s fields, which it
+    never sees: so a setting absent from the span is not taken as absent from the request); a
+    framework's (LangChain) records its own settings beside them, so only the table's fields count."""
+    table = _table_for(span)
+    arguments = {k: v for k, v in invocation.items() if k not in _SDK_ONLY}
+    if span.scope.get("name") not in _SDK_ARGUMENTS:
+        known = table.fields()
+        arguments = {k: v for k, v in arguments.items() if k in known}
+    params = table.params(arguments)
+    return params, [f"params.{name}" for name in sorted({*table.neutral_names(), *params})]
+
+
+def _table_for(span: SpanRecord) -> RequestFields:
+    provider = span.attributes.get(
+        SpanAttributes.LLM_PROVIDER, span.attributes.get(SpanAttributes.LLM_SYSTEM)
+    )
+    if provider == "anthropic" or span.scope.get("name") == "openinference.instrumentation.anthropic":
+        return ANTHROPIC_FIELDS
+    return RESPONSES_FIELDS if span.name == "Response" else CHAT_FIELDS  # OpenInference's span names
 
 
 def _model_output(span: SpanRecord, calls: _Calls) -> dict[str, Any] | None:

@@ -45,10 +45,13 @@ class RequestFields:
         """The wire fields the table knows to change what the model does (every kept one but unknowns)."""
         return frozenset({*self.neutral, *self.behaviour, *self.nested})
 
+    def neutral_names(self) -> frozenset[str]:
+        """The neutral ``params`` names this API's settings take (``maxTokens``, ``responseFormat``...)."""
+        return frozenset({*self.neutral.values(), *(name for _, name in self.nested.values())})
+
     def names(self) -> frozenset[str]:
-        """The ``params`` names those fields can take."""
-        nested = {name for _, name in self.nested.values()}
-        return frozenset({*self.neutral.values(), *self.behaviour, *self.nested, *nested})
+        """The ``params`` names the known fields can take."""
+        return frozenset({*self.neutral_names(), *self.behaviour, *self.nested})
 
     def params(self, request: JsonObject) -> JsonObject:
         """The request's ``params``: every field but those read elsewhere and the transport-only ones."""

@@ -9,13 +9,16 @@ spellings the API's JSON takes (``generationConfig``, ``generation_config``).
 
 Requests (``model_input``):
 
-* ``contents`` -> ``messages``, and the ids of calls and results: see gemini_contents.py.
+* ``contents`` -> ``messages``, and the ids of calls and results: see gemini_contents.py. A model turn
+  the program sends back keeps its thoughts with their signatures, the signatures of its calls and
+  text, and its code execution and server-side tool parts, in the canonical order.
 * ``systemInstruction``'s text parts, joined with a blank line, are ``systemPrompt``.
 * ``tools``: ``functionDeclarations`` -> ``{name, description, inputSchema}`` (``parameters`` or
   ``parametersJsonSchema``); a built-in tool (``googleSearch``...) is named by its field.
 * ``generationConfig`` -> ``params``: ``maxOutputTokens`` -> ``maxTokens``, ``temperature``, ``topP``,
   ``stopSequences`` -> ``stop``, ``responseMimeType`` / ``responseSchema`` / ``responseJsonSchema`` ->
-  ``responseFormat`` (an object of those fields), every other setting under its own name but
+  ``responseFormat`` (an object of those fields), every other setting under its own name
+  (``candidateCount``, ``thinkingConfig``, ``seed``, a setting nobody knows yet...) but
   ``responseLogprobs`` / ``logprobs``; ``toolConfig`` -> ``toolChoice``. ``safetySettings``,
   ``cachedContent`` and ``labels`` are not kept.
 
@@ -25,15 +28,51 @@ order): the replacement goes under ``result`` / ``output`` where the agent sent 
 under ``result`` where it sent a lone ``error`` (the replacement is a success), else it is the
 response itself when it is an object, or ``{result: replacement}``.
 
-Responses (``model_output``), a ``GenerateContentResponse`` or its stream: the first candidate's text
-parts joined (thoughts dropped) and its function calls, numbered on (``CallIds.made_call``). Ids,
-``usageMetadata``, ``finishReason``, ``modelVersion`` and ``responseId`` are dropped. An ``error``, a
-blocked prompt, a candidate with no text and no call that did not stop normally, or a stream with
-no ``finishReason`` raise ``ValueError``.
+Responses (``model_output``), a ``GenerateContentResponse`` or its stream (SSE with ``alt=sse``, else
+one JSON array), read whole; each candidate's parts are read as a request's model turn is
+(gemini_contents.py's ``ModelParts``), so that what a program sends back normalizes alike:
 
-Synthesized responses (``wire_response``) carry the neutral ids as the calls' ``id`` (the SDK sends
-them back), ``finishReason: STOP``, zero usage and an id derived from the output; a stream spreads
-the text over several chunks and sends the calls in the last.
+* its texts joined (``text``) and its function calls (``calls``), numbered on (``CallIds.made_call``);
+* ``thought: true`` parts -> ``reasoning`` ``{text?, signature?}``: their text joined until a
+  ``thoughtSignature`` ends one;
+* a ``thoughtSignature`` on a function call -> that call's ``signature``; on a text part (or alone on
+  a part of metadata only) -> ``textSignature``;
+* ``hostedTools``, in order: ``executableCode`` + ``codeExecutionResult`` ->
+  ``{toolName: code_execution, toolInput: {language, code}, result: {outcome, output}}``; a server-side
+  ``toolCall`` + ``toolResponse`` -> ``{toolName: <toolType, lower case>, toolInput: args, result:
+  response}``; then the candidate's ``groundingMetadata`` -> ``{toolName: google_search, result:
+  <the groundingMetadata as sent>}`` (``grounding`` when it holds neither ``webSearchQueries`` nor a
+  ``searchEntryPoint``: Maps, a retrieval store) and its ``urlContextMetadata`` ->
+  ``{toolName: url_context, result: ...}``. The parts' and results' ``id`` are not kept;
+* ``finishReason`` -> ``stopReason``: ``MAX_TOKENS`` is ``max_tokens``, ``SAFETY`` is
+  ``content_filter``, any other but ``STOP`` (``RECITATION``, ``PROHIBITED_CONTENT``,
+  ``MALFORMED_FUNCTION_CALL``...) as sent. A candidate that stopped with nothing said (``SAFETY``
+  with no content) is a ``final_answer`` whose ``text`` is ``""``;
+* with ``candidateCount`` > 1, the candidate of the lowest ``index`` is the output and the others, in
+  ``index`` order, its ``choices``, their calls numbered after its own;
+* a prompt blocked outright (no candidates, ``promptFeedback.blockReason``) is a ``final_answer``
+  with ``text`` ``""`` and ``stopReason`` ``prompt_blocked:<blockReason>``, so a program that handles
+  the block replays.
+
+Dropped: ids, ``usageMetadata``, ``modelVersion``, ``responseId``, ``safetyRatings`` (the prompt's and
+the candidates': a classifier's scores, not what the model said; ``stopReason`` keeps the verdict),
+``citationMetadata``, ``finishMessage``, ``avgLogprobs`` / ``logprobsResult``, ``tokenCount``, and a
+``thought`` flag or signature on a hosted tool's part. An ``error``, a response with no candidates
+that is not a blocked prompt, or a stream whose first candidate has no ``finishReason`` raise
+``ValueError``.
+
+Synthesized responses (``wire_response``) rebuild each candidate's parts in the canonical order:
+thought parts (``{text, thought: true, thoughtSignature}``, one a reasoning entry), hosted tools'
+parts, the text (its signature on its last part; an empty text part where only the signature is),
+the calls (with the neutral ids as their ``id``: the SDK sends them back, and their signatures); the
+candidate's ``finishReason`` (``STOP`` by default; ``max_tokens`` -> ``MAX_TOKENS``,
+``content_filter`` -> ``SAFETY``, ``stop_sequence`` and ``refusal``, which Gemini reports as
+``STOP``, -> ``STOP``, any other as it is), ``groundingMetadata`` / ``urlContextMetadata``; the choices
+as candidates 1, 2...; zero usage and an id derived from the output. An empty plain answer has one
+empty text part, one that stopped otherwise no content (as the API sends a blocked answer); a
+blocked prompt is a response with no candidates and its ``promptFeedback``. A stream sends each
+candidate's thoughts and hosted parts first, spreads its text over several chunks and sends its calls
+in its last chunk, with the finishReason.
 """
 
 from __future__ import annotations
@@ -46,9 +85,10 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ...cassette.model import tool_calls_of
+from ...cassette.output import Extras, Hosted, Reasoning, extras_of, with_extras
 from ...messages import FUNCTION_OUTPUT_FIELDS
 from .base import CallIds, JsonObject, WireResponse, call_signature, rewritten, wire_errors
-from .gemini_contents import call_of, fields, objects, part_kind, read_contents, texts
+from .gemini_contents import CODE_EXECUTION, ModelParts, fields, objects, read_contents, texts
 from .openai_chat import JSON_HEADERS, SSE_HEADERS, digest, dumps, error_text, pieces, sse_data
 
 __all__ = ["GeminiGenerateContent"]
@@ -59,7 +99,15 @@ _PARAMS = {"maxOutputTokens": "maxTokens", "temperature": "temperature", "topP":
 _FORMAT = ("responseMimeType", "responseSchema", "responseJsonSchema")
 # How log-probabilities are reported, not what is asked; "logprobs" is also a key verify refuses.
 _NOT_KEPT = ("responseLogprobs", "logprobs")
-_STOPPED = ("STOP", "MAX_TOKENS")  # an empty answer that stopped so is still an answer
+# finishReason -> stopReason; STOP, the normal end (tool use included), is not stored.
+_STOP_REASONS = {"MAX_TOKENS": "max_tokens", "SAFETY": "content_filter"}
+# stopReason -> finishReason: Gemini reports a stop sequence as STOP, and has no refusal of its own.
+_FINISH_REASONS = {"max_tokens": "MAX_TOKENS", "content_filter": "SAFETY", "stop_sequence": "STOP",
+                   "refusal": "STOP"}  # fmt: skip
+_BLOCKED = "prompt_blocked:"  # the stopReason of a prompt blocked outright, before its blockReason
+# The hostedTools a candidate's metadata holds (not parts), and the field each one is.
+_FOUND_FIELDS = {"google_search": "groundingMetadata", "grounding": "groundingMetadata",
+                 "url_context": "urlContextMetadata"}  # fmt: skip
 # Agents that log cost read usage without a None check; replay has no token counts to give.
 _ZERO_USAGE = {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0}
 
@@ -117,9 +165,7 @@ class GeminiGenerateContent:
         turn = _Turn()
         for chunk in _stream_chunks(body) if streamed else [json.loads(body)]:
             turn.add(chunk)
-        if streamed and turn.finish is None:
-            raise ValueError("the stream ended before a finishReason")
-        return turn.neutral(ids)
+        return turn.neutral(ids, streamed=streamed)
 
     @wire_errors("a model_output to send as a Gemini generateContent response")
     def wire_response(self, output: JsonObject, request: JsonObject) -> WireResponse:
@@ -211,13 +257,66 @@ def _stream_chunks(body: bytes) -> list[Any]:
     return [json.loads(data) for data in sse_data(body)]
 
 
+def _stop_reason(finish: Any) -> str | None:
+    if finish is None or finish == "STOP":
+        return None
+    if not isinstance(finish, str):
+        raise ValueError("a candidate's finishReason is not a string")
+    return _STOP_REASONS.get(finish, finish)
+
+
+def _found_tools(found: JsonObject) -> list[Hosted]:
+    """The hosted tools a candidate's metadata reports: what grounding and URL context fetched."""
+    tools: list[Hosted] = []
+    grounding = found.get("groundingMetadata")
+    if grounding is not None:
+        searched = {"webSearchQueries", "searchEntryPoint"} & set(fields(grounding, "groundingMetadata"))
+        tools.append(Hosted("google_search" if searched else "grounding", result=grounding))
+    if found.get("urlContextMetadata") is not None:
+        tools.append(Hosted("url_context", result=found["urlContextMetadata"]))
+    return tools
+
+
+@dataclass
+class _Candidate:
+    """What one candidate said, over a whole stream, and why it stopped."""
+
+    parts: ModelParts = field(default_factory=ModelParts)
+    finish: Any = None
+    found: JsonObject = field(default_factory=dict)  # its groundingMetadata... (the last sent)
+
+    def add(self, candidate: JsonObject) -> None:
+        content = candidate.get("content")
+        for part in objects(fields(content, "content").get("parts"), "parts") if content else []:
+            self.parts.add(part, strict=False)
+        self.finish = candidate.get("finishReason") or self.finish
+        self.found.update({k: candidate[k] for k in _FOUND_FIELDS.values() if candidate.get(k) is not None})
+
+    def neutral(self, ids: CallIds) -> JsonObject:
+        calls: list[JsonObject] = []
+        for name, args, provider_id, signature in self.parts.calls:
+            call = {"toolCallId": ids.made_call(call_signature(name, args), provider_id), "toolName": name,
+                    "toolInput": args}  # fmt: skip
+            calls.append(call if signature is None else {**call, "signature": signature})
+        text = self.parts.text
+        output: JsonObject = {"type": "final_answer", "text": text}
+        if calls:
+            output = {"type": "tool_calls", "calls": calls, **({"text": text} if text else {})}
+        extras = Extras(
+            stop_reason=_stop_reason(self.finish),
+            reasoning=self.parts.reasoning,
+            hosted=[*self.parts.hosted, *_found_tools(self.found)],
+            text_signature=self.parts.text_signature,
+        )
+        return with_extras(output, extras)
+
+
 @dataclass
 class _Turn:
-    """What a response (or a whole stream) said: candidate 0's texts and calls, and why it stopped."""
+    """What a response (or a whole stream) said: each candidate by its index, or the prompt's block."""
 
-    texts: list[str] = field(default_factory=list)
-    calls: list[tuple[str, Any, str | None]] = field(default_factory=list)
-    finish: str | None = None
+    candidates: dict[int, _Candidate] = field(default_factory=dict)
+    blocked: str | None = None
 
     def add(self, chunk: Any) -> None:
         response = fields(chunk, "a GenerateContentResponse")
@@ -228,63 +327,129 @@ class _Turn:
             feedback = response.get("promptFeedback")
             blocked = fields(feedback, "promptFeedback").get("blockReason") if feedback else None
             if blocked:
-                raise ValueError(f"the prompt was blocked ({blocked})")
+                self.blocked = str(blocked)
             return  # a stream's chunk with only usage
-        first = [fields(c, "a candidate") for c in candidates]
-        candidate = next((c for c in first if c.get("index", 0) == 0), first[0])
-        content = candidate.get("content")
-        for part in objects(fields(content, "content").get("parts"), "parts") if content else []:
-            kind, value, found = part_kind(part, strict=False)
-            if kind == "text" and not found.get("thought"):
-                self.texts.append(value)
-            elif kind == "functionCall":
-                self.calls.append(call_of(found))
-        self.finish = candidate.get("finishReason") or self.finish
+        for position, value in enumerate(candidates):
+            candidate = fields(value, "a candidate")
+            index = candidate.get("index")
+            index = position if index is None else index  # proto3 JSON leaves out an index of 0
+            if not isinstance(index, int):
+                raise ValueError("a candidate's index is not an integer")
+            self.candidates.setdefault(index, _Candidate()).add(candidate)
 
-    def neutral(self, ids: CallIds) -> JsonObject:
-        text = "".join(self.texts)
-        if not text and not self.calls and self.finish not in _STOPPED:
-            raise ValueError(f"the model gave no answer (finishReason {self.finish or 'missing'})")
-        calls = [
-            {"toolCallId": ids.made_call(call_signature(name, args), provider_id), "toolName": name,
-             "toolInput": args}
-            for name, args, provider_id in self.calls
-        ]  # fmt: skip
-        if not calls:
-            return {"type": "final_answer", "text": text}
-        output: JsonObject = {"type": "tool_calls", "calls": calls}
-        if text:
-            output["text"] = text
-        return output
+    def neutral(self, ids: CallIds, *, streamed: bool) -> JsonObject:
+        if not self.candidates:
+            if self.blocked is not None:
+                return {"type": "final_answer", "text": "", "stopReason": f"{_BLOCKED}{self.blocked}"}
+            raise ValueError(
+                "the stream ended before a finishReason"
+                if streamed
+                else "the model gave no answer (no candidates)"
+            )
+        first, *others = (self.candidates[index] for index in sorted(self.candidates))
+        if streamed and first.finish is None:
+            raise ValueError("the stream ended before a finishReason")
+        output = first.neutral(ids)  # first: the choices' calls are numbered after its own
+        choices = [choice.neutral(ids) for choice in others]
+        return {**output, "choices": choices} if choices else output
 
 
 # --- synthesized responses --------------------------------------------------------------------
 
 
 def _wire_chunks(output: JsonObject, model: str, *, streamed: bool) -> list[JsonObject]:
-    """The response (one chunk) or the stream's chunks: text in several, the calls in the last."""
+    """The response (one chunk) or the stream's chunks: chunk N holds each candidate's Nth."""
+    head = {"modelVersion": model, "responseId": f"blackbox-{digest(output)}"}
+    extras = extras_of(output)
+    if extras.stop_reason is not None and extras.stop_reason.startswith(_BLOCKED):
+        feedback = {"blockReason": extras.stop_reason.removeprefix(_BLOCKED)}
+        return [{"promptFeedback": feedback, "usageMetadata": dict(_ZERO_USAGE), **head}]
+    each = [
+        _candidate_chunks(o, index, streamed=streamed) for index, o in enumerate([output, *extras.choices])
+    ]
+    return [
+        {"candidates": [c[n] for c in each if n < len(c)], "usageMetadata": dict(_ZERO_USAGE), **head}
+        for n in range(max(map(len, each)))
+    ]
+
+
+def _candidate_chunks(output: JsonObject, index: int, *, streamed: bool) -> list[JsonObject]:
+    """One candidate in the canonical order: thoughts, hosted tools, text, calls; the finishReason and
+    what its hosted tools found on the last of its chunks."""
+    extras = extras_of(output)
     text = output.get("text") if isinstance(output.get("text"), str) else ""
-    calls: list[JsonObject] = []
-    for call in tool_calls_of(output):
+    first = [_thought_part(r) for r in extras.reasoning] + [
+        p for h in extras.hosted for p in _hosted_parts(h)
+    ]
+    said = [{"text": t} for t in (pieces(str(text)) if streamed else [str(text)]) if t]
+    if extras.text_signature is not None:
+        said = said or [{"text": ""}]
+        said[-1]["thoughtSignature"] = extras.text_signature
+    calls = _call_parts(output)
+    finish = _FINISH_REASONS.get(extras.stop_reason or "STOP", extras.stop_reason or "STOP")
+    if not (first or said or calls) and finish == "STOP":
+        said = [{"text": ""}]  # an empty answer, as the API sends one
+    groups = [first, *([t] for t in said), calls] if streamed else [first + said + calls]
+    candidates: list[JsonObject] = [
+        {"content": {"role": "model", "parts": parts}, "index": index} for parts in groups if parts
+    ] or [{"index": index}]  # nothing said: no content, as the API sends an answer it blocked
+    candidates[-1]["finishReason"] = finish
+    for tool in extras.hosted:
+        where = _FOUND_FIELDS.get(tool.tool_name)
+        if where is not None and tool.has_result:
+            candidates[-1][where] = _object(tool.result, f"the result of {tool.tool_name}")
+    return candidates
+
+
+def _thought_part(reasoning: Reasoning) -> JsonObject:
+    part: JsonObject = {} if reasoning.text is None else {"text": reasoning.text}
+    part["thought"] = True
+    if reasoning.signature is not None:
+        part["thoughtSignature"] = reasoning.signature
+    return part
+
+
+def _hosted_parts(tool: Hosted) -> list[JsonObject]:
+    """A hosted tool's parts: the code and its result, or the server-side toolCall and toolResponse."""
+    name = tool.tool_name
+    if name in _FOUND_FIELDS:
+        return []  # candidate metadata, not parts
+    if name == CODE_EXECUTION:
+        code = [{"executableCode": _object(tool.tool_input, "the code")}] if tool.has_input else []
+        ran = [{"codeExecutionResult": _object(tool.result, "the code's result")}] if tool.has_result else []
+        return code + ran
+    call: JsonObject = {"toolType": name.upper()}  # the model sends no toolResponse without its toolCall
+    if tool.has_input:
+        call["args"] = _object(tool.tool_input, f"the input of {name}")
+    if not tool.has_result:
+        return [{"toolCall": call}]
+    response = {"toolType": name.upper(), "response": _object(tool.result, f"the result of {name}")}
+    return [{"toolCall": call}, {"toolResponse": response}]
+
+
+def _object(value: Any, what: str) -> JsonObject:
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} is not a JSON object, as Gemini's is")
+    return value
+
+
+def _call_parts(output: JsonObject) -> list[JsonObject]:
+    """The functionCall parts, with the neutral ids and the calls' signatures."""
+    raw = output.get("calls") if output.get("type") == "tool_calls" else [output]
+    signed = [c for c in raw if isinstance(c, dict)] if isinstance(raw, list) else []
+    parts: list[JsonObject] = []
+    for call, sent in zip(tool_calls_of(output), signed, strict=False):
         if not isinstance(call.tool_input, dict):
             raise ValueError(
                 f"the toolInput of {call.tool_call_id} is not a JSON object, as Gemini's args are"
             )
-        calls.append(
-            {"functionCall": {"id": call.tool_call_id, "name": call.tool_name, "args": call.tool_input}}
-        )
-    head = {"modelVersion": model, "responseId": f"blackbox-{digest(output)}"}
-
-    def chunk(parts: list[JsonObject], last: bool) -> JsonObject:
-        candidate: JsonObject = {"content": {"role": "model", "parts": parts}, "index": 0}
-        if last:
-            candidate["finishReason"] = "STOP"
-        return {"candidates": [candidate], "usageMetadata": dict(_ZERO_USAGE), **head}
-
-    said = [{"text": t} for t in (pieces(str(text)) if streamed else [str(text)]) if t or not calls]
-    if not streamed:
-        return [chunk(said + calls, True)]
-    if calls:
-        return [*(chunk([t], False) for t in said), chunk(calls, True)]
-    said = said or [{"text": ""}]
-    return [chunk([t], position == len(said) - 1) for position, t in enumerate(said)]
+        part: JsonObject = {
+            "functionCall": {"id": call.tool_call_id, "name": call.tool_name, "args": call.tool_input}
+        }
+        signature = sent.get("signature")
+        if signature is not None:
+            if not isinstance(signature, str):
+                raise ValueError(f"the signature of {call.tool_call_id} is not a string")
+            part["thoughtSignature"] = signature
+        parts.append(part)
+    return parts
