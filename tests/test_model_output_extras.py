@@ -16,13 +16,14 @@ import openai
 import pytest
 import weather_agent
 from fake_llm import FakeLLMServer
-from helpers import EXAMPLES, blocked_network, run_cli
+from helpers import EXAMPLES, CannedProvider, blocked_network, run_cli
 from opentelemetry.sdk.trace import TracerProvider
 
 import otel_blackbox
 from otel_blackbox.cassette.io import load_cassette, save_cassette
 from otel_blackbox.cassette.model import comparable_results, observed_view
 from otel_blackbox.cassette.output import Extras, Hosted, Reasoning, check_output, extras_of, with_extras
+from otel_blackbox.cassette.verify import verify_cassette
 from otel_blackbox.errors import CassetteError, ReplayDivergence, SessionError
 from otel_blackbox.replay.script import check_replies
 
@@ -221,3 +222,59 @@ def test_a_cassette_from_spans_does_not_compare_the_parts_spans_never_record() -
     assert observed_view(wire, None) is wire  # a recording that saw the wire compares every part
     changed = {**wire, "messages": [{"role": "user", "content": "other"}, wire["messages"][1]]}
     assert observed_view(changed, observed) != observed_view(spans, observed)
+
+
+def _chat_choice(index: int, name: str, call_id: str) -> dict[str, Any]:
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": '{"city":"Lisbon"}'}}
+    message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": [call]}
+    return {"index": index, "message": message, "logprobs": None, "finish_reason": "tool_calls"}
+
+
+def _completion(choices: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"id": "chatcmpl-canned0001", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
+            "choices": choices}  # fmt: skip
+
+
+def test_the_tool_round_is_the_one_of_the_choice_the_program_ran(tmp_path: Path) -> None:
+    """With n = 2 a program may run the second choice's calls: the recording's tool steps are those,
+    the cassette verifies, and the run replays."""
+    first = _completion(
+        [_chat_choice(0, "get_weather", "call_aaaaaaaa"), _chat_choice(1, "get_forecast", "call_bbbbbbbb")]
+    )
+    answer = {"index": 0, "message": {"role": "assistant", "content": "Sunny."}, "finish_reason": "stop"}
+    path = tmp_path / "run.json"
+
+    def program(base_url: str) -> str:
+        with openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0) as client:
+            messages: list[Any] = [{"role": "user", "content": "Lisbon?"}]
+            reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages, n=2)
+            chosen = reply.choices[1].message  # the program prefers the second choice
+            call = (chosen.tool_calls or [])[0]
+            assert call.type == "function"
+            function = {"name": call.function.name, "arguments": call.function.arguments}
+            turn = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": call.id, "type": "function", "function": function}],
+            }
+            messages.append(turn)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": "14, 17"})
+            final = client.chat.completions.create(model="gpt-4o-mini", messages=messages, n=2)
+            return str(final.choices[0].message.content)
+
+    with (
+        CannedProvider([first, _completion([answer])]) as canned,
+        otel_blackbox.session(mode="record", cassette=path),
+    ):
+        assert program(canned.url + "/v1") == "Sunny."
+    cassette = load_cassette(path)
+    rounds = [
+        (s.type, s.payload["toolCallId"], s.payload["toolName"])
+        for s in cassette.steps
+        if s.type.startswith("tool_")
+    ]
+    assert rounds == [("tool_call", "call-1", "get_forecast"), ("tool_result", "call-1", "get_forecast")]
+    assert verify_cassette(cassette).passed
+    with blocked_network() as attempts, otel_blackbox.session(mode="replay", cassette=path):
+        assert program(canned.url + "/v1") == "Sunny."
+    assert attempts == []

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .canonical import canonical_or_none
-from .model import tool_calls_of
+from .model import choice_calls
 
 __all__ = ["CallIds", "call_signature"]
 
@@ -86,7 +86,7 @@ class CallIds:
     def learn(self, output: dict[str, Any]) -> None:
         """A model output the program was served from a cassette or a script: its calls, remembered as
         if a translation had read them from a response."""
-        for call in tool_calls_of(output):
+        for call in (c for calls in choice_calls(output) for c in calls):
             self._remember(call_signature(call.tool_name, call.tool_input), call.tool_call_id)
 
     def _remember(self, signature: str, neutral: str) -> None:

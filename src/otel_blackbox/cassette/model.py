@@ -22,6 +22,7 @@ __all__ = [
     "Outcome",
     "Step",
     "ToolCall",
+    "choice_calls",
     "comparable_results",
     "observed_view",
     "terminal_outcome",
@@ -129,6 +130,17 @@ def tool_calls_of(payload: Any) -> list[ToolCall]:
         for c in raw
         if isinstance(c, dict)
     ]
+
+
+def choice_calls(payload: Any) -> list[list[ToolCall]]:
+    """The calls of each choice of a model_output: the payload's own first, then those of every
+    later choice (``choices``, when the model was asked for several), in order."""
+    others = payload.get("choices") if isinstance(payload, dict) else None
+    return (
+        [tool_calls_of(payload), *(tool_calls_of(c) for c in others if isinstance(c, dict))]
+        if (isinstance(others, list))
+        else [tool_calls_of(payload)]
+    )
 
 
 @dataclass(frozen=True)

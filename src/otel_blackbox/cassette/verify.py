@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from .canonical import CanonicalError
 from .io import loads_json, parse_cassette, read_text
-from .model import FORMAT_VERSION, Cassette, Step, terminal_outcome, tool_calls_of
+from .model import FORMAT_VERSION, Cassette, Step, choice_calls, terminal_outcome
 from .neutrality import audit_neutrality
 
 __all__ = [
@@ -206,7 +206,7 @@ def _call_ref(step: Step, position: int) -> tuple[str, Any]:
 
 
 def _replay_model_output(state: _Replay, step: Step, position: int, is_last: bool) -> None:
-    for call in tool_calls_of(step.payload):
+    for call in (c for calls in choice_calls(step.payload) for c in calls):  # any choice may be run
         state.requested[call.tool_call_id] = call.tool_name
     state.last_output = (position, step.payload)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..cassette.model import Cassette, tool_calls_of
+from ..cassette.model import Cassette, choice_calls, tool_calls_of
 from ..errors import SessionError
 from .http.exchange import HttpRequest, HttpResponse
 from .providers.base import CallIds, Provider
@@ -144,7 +144,7 @@ def _max_call_index(cassette: Cassette, end: int) -> int:
     highest = -1
     for step in cassette.steps[:end]:
         ids = [step.payload.get("toolCallId")] if isinstance(step.payload, dict) else []
-        ids += [c.tool_call_id for c in tool_calls_of(step.payload)]
+        ids += [c.tool_call_id for calls in choice_calls(step.payload) for c in calls]
         for call_id in ids:
             if isinstance(call_id, str) and call_id.startswith("call-") and call_id[5:].isdigit():
                 highest = max(highest, int(call_id[5:]))

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..cassette.io import save_cassette
-from ..cassette.model import Cassette, tool_calls_of
+from ..cassette.model import Cassette, choice_calls
 from ..errors import CredentialLeak
 from ..redact import Redactor
 from . import tool_spans
@@ -58,7 +58,8 @@ class Recorder:
         self.ids = ids
         self._redactor = redactor
         self._masked_from = masked_from  # steps before this one are a parent's, masked when it was recorded
-        self._pending: list[dict[str, Any]] = pending or []  # the last output's calls, awaiting results
+        # The last output's calls awaiting results, one list per choice (the program runs one of them).
+        self._pending: list[list[dict[str, Any]]] = [pending] if pending else []
         self._seen_keys: set[str] = set()
         self._final_answer: str | None = None
         self._tool_runs: list[ToolRun] = []  # finished TOOL spans not yet matched to a call
@@ -93,7 +94,7 @@ class Recorder:
             self._final_answer = str(output.get("text", ""))
             self._pending = []
         else:  # its tool calls wait for their results
-            self._pending = [c.__dict__ for c in tool_calls_of(output)]
+            self._pending = [[c.__dict__ for c in calls] for calls in choice_calls(output)]
 
     def record_exchange(self, request: HttpRequest, response: HttpResponse) -> None:
         redact = self._redactor.redact_text
@@ -133,7 +134,9 @@ class Recorder:
             if isinstance(part, dict) and part.get("type") == "tool_result"
         }
         now = now_ms()
-        for call in self._pending:
+        # The choice the program ran: the first whose calls this request answers, else the first.
+        ran = next((c for c in self._pending if any(call["tool_call_id"] in results for call in c)), None)
+        for call in ran if ran is not None else self._pending[0]:
             head = {"toolCallId": call["tool_call_id"], "toolName": call["tool_name"]}
             self.cassette.append("tool_call", {**head, "toolInput": call["tool_input"]}, now)
             outcome = self._tool_outcome(call["tool_name"], results.get(call["tool_call_id"]))
