@@ -154,8 +154,33 @@ def test_a_request_in_neutral_terms() -> None:
             "responseFormat": {"responseMimeType": "application/json",
                                "responseJsonSchema": {"type": "object"}},
             "toolChoice": {"functionCallingConfig": {"mode": "ANY"}},
+            # issue 18: safety thresholds change what the model answers; they are compared now.
+            "safetySettings": [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}],
         },
     }  # fmt: skip
+
+
+def test_top_level_settings_are_compared_and_transport_fields_are_not() -> None:
+    """Beside generationConfig: safety thresholds and cached context change what the model answers,
+    and so does a field nobody knows; billing labels, the tier, storage and a continuation do not."""
+    body = {
+        **request(user("hi")),
+        "safety_settings": [{"category": "HARM_CATEGORY_HATE_SPEECH", "threshold": "BLOCK_LOW_AND_ABOVE"}],
+        "cachedContent": "cachedContents/abc123",
+        "someFutureSetting": {"on": True},
+        "labels": {"team": "a"},
+        "serviceTier": "flex",
+        "store": False,
+        "continuationToken": "tok",
+    }
+    params = at(JSON_URL).model_input(body, CallIds())["params"]
+    assert params == {
+        "safetySettings": [{"category": "HARM_CATEGORY_HATE_SPEECH", "threshold": "BLOCK_LOW_AND_ABOVE"}],
+        "cachedContent": "cachedContents/abc123",
+        "someFutureSetting": {"on": True},
+    }
+    plain = at(JSON_URL).model_input(request(user("hi")), CallIds())
+    assert "params" not in plain  # a request with none of them normalizes as before
 
 
 def test_parts_thoughts_and_other_kinds() -> None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ANTHROPIC_FIELDS", "CHAT_FIELDS", "RESPONSES_FIELDS", "RequestFields"]
+__all__ = ["ANTHROPIC_FIELDS", "CHAT_FIELDS", "GEMINI_FIELDS", "RESPONSES_FIELDS", "RequestFields"]
 
 JsonObject = dict[str, Any]
 
@@ -195,4 +195,21 @@ RESPONSES_FIELDS = RequestFields(
         "image",
         "access_programs",
     ),
+)
+
+
+# Gemini generateContent (replay/providers/gemini.py): its top-level fields, as the API spells them.
+# The settings in generationConfig are read by the translation itself (each under its own name but
+# the neutral ones), and toolConfig is toolChoice.
+GEMINI_FIELDS = RequestFields(
+    read=frozenset({"contents", "systemInstruction", "tools", "toolConfig", "generationConfig"}),
+    neutral={},
+    transport={
+        "labels": "the program's own billing labels; the model never sees them",
+        "serviceTier": "the processing tier: latency and price, not the answer",
+        "store": "whether the API keeps the request and response",
+        "continuationToken": "a token a response handed out to continue it; replay hands out none, and "
+        "the history it stands for is the run's earlier steps",
+    },
+    behaviour=("safetySettings", "cachedContent"),
 )

@@ -19,8 +19,10 @@ Requests (``model_input``):
   ``stopSequences`` -> ``stop``, ``responseMimeType`` / ``responseSchema`` / ``responseJsonSchema`` ->
   ``responseFormat`` (an object of those fields), every other setting under its own name
   (``candidateCount``, ``thinkingConfig``, ``seed``, a setting nobody knows yet...) but
-  ``responseLogprobs`` / ``logprobs``; ``toolConfig`` -> ``toolChoice``. ``safetySettings``,
-  ``cachedContent`` and ``labels`` are not kept.
+  ``responseLogprobs`` / ``logprobs``; ``toolConfig`` -> ``toolChoice``. The other top-level fields
+  are sorted by ``REQUEST_FIELDS``: ``safetySettings``, ``cachedContent`` and any field it does not
+  know under their own names; ``labels``, ``serviceTier``, ``store`` and ``continuationToken`` are
+  transport, not kept.
 
 A fork's rewrite (``replace_tool_result``) replaces the ``response`` of the ``functionResponse`` parts
 that answer the id (numbered as ``model_input`` numbers them: by the ids the request carries, else in
@@ -86,12 +88,16 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ...cassette.model import tool_calls_of
 from ...cassette.output import Extras, Hosted, Reasoning, extras_of, with_extras
+from ...cassette.request_fields import GEMINI_FIELDS
 from ...messages import FUNCTION_OUTPUT_FIELDS
 from .base import CallIds, JsonObject, WireResponse, call_signature, rewritten, wire_errors
 from .gemini_contents import CODE_EXECUTION, ModelParts, fields, objects, read_contents, texts
 from .openai_chat import JSON_HEADERS, SSE_HEADERS, digest, dumps, error_text, pieces, sse_data
 
-__all__ = ["GeminiGenerateContent"]
+__all__ = ["REQUEST_FIELDS", "GeminiGenerateContent"]
+
+# The table lives on the analysis side, beside the other APIs'.
+REQUEST_FIELDS = GEMINI_FIELDS
 
 _ENDPOINT = re.compile(r"/(models|tunedModels)/([^/:]+):(generateContent|streamGenerateContent)$")
 _PARAMS = {"maxOutputTokens": "maxTokens", "temperature": "temperature", "topP": "topP",
@@ -234,6 +240,7 @@ def _params(request: JsonObject) -> JsonObject:
         params["responseFormat"] = response_format
     if request.get("toolConfig") is not None:
         params["toolChoice"] = request["toolConfig"]
+    params.update(REQUEST_FIELDS.params(request))  # safetySettings, cachedContent, a field nobody knows
     return params
 
 
