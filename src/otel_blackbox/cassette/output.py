@@ -63,6 +63,9 @@ _NEUTRAL_REASONS = {
     "refusal": "refusal",
     "stop_sequence": "stop_sequence",
 }
+_EXTRA_KEYS = frozenset(
+    {"stopReason", "stopSequence", "refusal", "reasoning", "hostedTools", "choices", "textSignature"}
+)
 _REASONING_STRINGS = ("text", "signature", "encryptedContent", "redacted")
 _HOSTED_STRINGS = ("status", "resultType")
 _MISSING: Any = object()
@@ -164,8 +167,8 @@ def with_extras(output: JsonObject, extras: Extras) -> JsonObject:
 
 def extras_of(output: Any) -> Extras:
     """The extras of a model_output; ValueError naming the first field of the wrong shape."""
-    if not isinstance(output, dict):
-        return Extras()
+    if not isinstance(output, dict) or _EXTRA_KEYS.isdisjoint(output):
+        return Extras()  # the usual answer: nothing but text and calls
     return Extras(
         stop_reason=_string(output, "stopReason"),
         stop_sequence=_string(output, "stopSequence"),
