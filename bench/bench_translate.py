@@ -48,7 +48,7 @@ def requests() -> dict[str, tuple[str, str, dict[str, Any]]]:
         "type": "function",
         "function": {"name": "get_weather", "arguments": '{"city":"Lisbon"}'},
     }
-    chat_tools = [
+    chat_tools: list[dict[str, Any]] = [
         {"type": "function", "function": {"name": n, "description": "d", "parameters": WEATHER}}
         for n in ("get_weather", "get_forecast")
     ]

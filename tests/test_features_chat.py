@@ -37,7 +37,8 @@ from otel_blackbox.cassette.output import check_output
 from otel_blackbox.cassette.verify import verify_cassette
 from otel_blackbox.errors import ReplayDivergence
 from otel_blackbox.replay.providers.base import CallIds, JsonObject
-from otel_blackbox.replay.providers.openai_chat import REQUEST_FIELDS, OpenAIChat, text_of
+from otel_blackbox.replay.providers.openai_chat import REQUEST_FIELDS, OpenAIChat
+from otel_blackbox.replay.providers.shared import text_of
 
 CHAT = OpenAIChat()
 MODEL = "gpt-4o-mini"

@@ -92,7 +92,7 @@ from ...cassette.request_fields import GEMINI_FIELDS
 from ...messages import FUNCTION_OUTPUT_FIELDS
 from .base import CallIds, JsonObject, WireResponse, call_signature, rewritten, wire_errors
 from .gemini_contents import CODE_EXECUTION, ModelParts, fields, objects, read_contents, texts
-from .openai_chat import JSON_HEADERS, SSE_HEADERS, digest, dumps, error_text, pieces, sse_data
+from .shared import JSON_HEADERS, SSE_HEADERS, digest, dumps, error_text, pieces, sse_data
 
 __all__ = ["REQUEST_FIELDS", "GeminiGenerateContent"]
 

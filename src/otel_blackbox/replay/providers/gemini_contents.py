@@ -53,7 +53,7 @@ from typing import Any
 from ...cassette.output import Hosted, Reasoning
 from ...messages import function_response_outcome
 from .base import CallIds, JsonObject, call_signature
-from .openai_chat import add_tool_result, tool_use
+from .shared import add_tool_result, tool_use
 
 __all__ = [
     "CODE_EXECUTION", "Call", "ModelParts", "call_of", "fields", "objects", "part_kind", "read_contents",

@@ -57,18 +57,16 @@ index, so the first must come first), its annotations in one delta. The neutral 
 has no value for are sent as ``stop`` (``refusal``, ``stop_sequence``); a provider's own reason is
 sent as is. Hosted tools other than web search have no place in a Chat answer and are not sent.
 
-The helpers below the provider are shared with ``openai_responses``.
+The pieces shared with ``openai_responses`` (and Gemini's framing) are in ``shared.py``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...cassette.model import tool_calls_of
 from ...cassette.output import Extras, Hosted, extras_of, with_extras
 from ...cassette.request_fields import CHAT_FIELDS
 from .base import (
@@ -80,17 +78,33 @@ from .base import (
     rewritten,
     wire_errors,
 )
+from .shared import (
+    JSON_HEADERS,
+    SSE_HEADERS,
+    Turn,
+    add_tool_result,
+    digest,
+    dumps,
+    error_text,
+    image_part,
+    neutral_tool,
+    objects_of,
+    pieces,
+    sse_data,
+    text_of,
+    tool_input,
+    tool_result,
+    tool_use,
+    wire_turn,
+)
 
 __all__ = ["REQUEST_FIELDS", "OpenAIChat"]
 
 _SYSTEM_ROLES = ("system", "developer")
 # The table lives on the analysis side: a cassette built from spans reads recorded settings with it.
 REQUEST_FIELDS = CHAT_FIELDS
-JSON_HEADERS = [("content-type", "application/json")]
-SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
 # Agents that log cost read usage without a None check; replay has no token counts to give.
 _ZERO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-_PIECE = 16  # characters per streamed delta: several deltas, so clients really accumulate
 _DEFAULT_FINISHES = ("stop", "tool_calls")
 _STOP_REASONS = {"length": "max_tokens", "content_filter": "content_filter"}
 # The inverse, and the neutral reasons Chat has no value of its own for (it says "stop" for both).
@@ -288,146 +302,6 @@ def refusal_part(refusal: str) -> JsonObject:
     return {"type": "refusal", "refusal": refusal}
 
 
-# --- shared with openai_responses: request pieces ---------------------------------------------
-
-
-def objects_of(items: Any) -> list[JsonObject]:
-    """The objects of a list field (``messages``, ``input``); nothing when it is not a list."""
-    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
-
-
-def text_of(content: Any) -> str:
-    """A message's text: the string itself, or its text (or refusal) parts joined."""
-    if isinstance(content, str):
-        return content
-    texts = []
-    for part in content if isinstance(content, list) else []:
-        if isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text"):
-            texts.append(str(part.get("text", "")))
-        elif isinstance(part, dict) and part.get("type") == "refusal":
-            texts.append(str(part.get("refusal", "")))
-    return "".join(texts)
-
-
-def image_part(url: Any, detail: Any) -> JsonObject:
-    part: JsonObject = {"type": "image", "url": url}
-    if detail is not None:
-        part["detail"] = detail
-    return part
-
-
-def tool_use(call_id: str, name: str, tool_input: Any) -> JsonObject:
-    return {"type": "tool_use", "toolCallId": call_id, "toolName": name, "toolInput": tool_input}
-
-
-def tool_result(call_id: str, name: str, result: Any) -> JsonObject:
-    return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": _or_empty(result)}
-
-
-def _or_empty(value: Any) -> Any:
-    return "" if value is None else value
-
-
-def add_tool_result(out: list[JsonObject], part: JsonObject) -> None:
-    """Results that follow each other form one user turn, as in the format's tool rounds."""
-    content = out[-1].get("content") if out and out[-1].get("role") == "user" else None
-    if isinstance(content, list) and content and all(_is_result(p) for p in content):
-        content.append(part)
-    else:
-        out.append({"role": "user", "content": [part]})
-
-
-def _is_result(part: Any) -> bool:
-    return isinstance(part, dict) and part.get("type") == "tool_result"
-
-
-def neutral_tool(tool: JsonObject) -> JsonObject:
-    """Chat nests a tool under its type (``{type: function, function: {...}}``); Responses does not."""
-    nested = tool.get(str(tool.get("type")))
-    spec: JsonObject = nested if isinstance(nested, dict) else tool
-    neutral: JsonObject = {
-        "name": str(spec.get("name") or tool.get("type") or ""),
-        "description": spec.get("description") or "",
-    }
-    if spec.get("parameters") is not None:
-        neutral["inputSchema"] = spec["parameters"]
-    return neutral
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _strict_json(text: str) -> Any:
-    return json.loads(text, parse_constant=_no_constants)
-
-
-def tool_input(arguments: Any) -> Any:
-    """Arguments arrive as JSON text: the parsed value, or the text itself when it is not JSON."""
-    if not isinstance(arguments, str):
-        return arguments
-    try:
-        return _strict_json(arguments)
-    except ValueError:
-        return arguments
-
-
-def arguments_text(value: Any) -> str:
-    """The inverse of ``tool_input``: a string that is not JSON was the model's raw text."""
-    if isinstance(value, str):
-        try:
-            _strict_json(value)
-        except ValueError:
-            return value
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-# --- shared with openai_responses: responses ---------------------------------------------------
-
-
-@dataclass
-class Turn:
-    """What one response said: its text and its calls as (provider id, name, raw arguments)."""
-
-    text: str = ""
-    calls: list[tuple[str, str, Any]] = field(default_factory=list)
-
-    def neutral(self, ids: CallIds) -> JsonObject:
-        calls = [
-            {
-                # A call with no id (some compatible servers) still gets its own neutral id.
-                "toolCallId": ids.neutral(call_id or f"missing-{ids.next_index()}"),
-                "toolName": name,
-                "toolInput": tool_input(arguments),
-            }
-            for call_id, name, arguments in self.calls
-        ]
-        if not calls:
-            return {"type": "final_answer", "text": self.text}
-        output: JsonObject = {"type": "tool_calls", "calls": calls}
-        if self.text:
-            output["text"] = self.text
-        return output
-
-
-def error_text(value: Any) -> str:
-    """The message of an error body (``{error: {message}}``, or a stream's ``{message}``)."""
-    error = value.get("error") if isinstance(value, dict) else None
-    if isinstance(error, dict) and error.get("message"):
-        return str(error["message"])
-    if isinstance(value, dict) and isinstance(value.get("message"), str):
-        return str(value["message"])
-    return type(value).__name__
-
-
-def sse_data(body: bytes) -> Iterator[str]:
-    """The data of each server-sent event (``event:`` names and comments are not needed)."""
-    for chunk in body.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n").split("\n\n"):
-        data = [line[5:].removeprefix(" ") for line in chunk.split("\n") if line.startswith("data:")]
-        if data:
-            yield "\n".join(data)
-
-
 def _stop_reason(finish_reason: Any) -> str | None:
     """The neutral stopReason of a finish reason: none for the defaults (the end, tool use)."""
     if finish_reason is None or finish_reason == "" or finish_reason in _DEFAULT_FINISHES:
@@ -573,28 +447,6 @@ def _stream_answers(body: bytes) -> list[_Answer]:
 
 
 # --- synthesized responses --------------------------------------------------------------------
-
-
-def dumps(value: Any) -> str:
-    # ASCII escapes keep every SSE data line one line for any decoder (U+2028 is a line break to
-    # str.splitlines) and survive lone surrogates, which UTF-8 cannot encode.
-    return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
-
-
-def digest(output: JsonObject) -> str:
-    """An id part derived from the output: deterministic, and different for different answers."""
-    return hashlib.sha256(json.dumps(output, sort_keys=True).encode()).hexdigest()[:24]
-
-
-def pieces(text: str) -> list[str]:
-    return [text[i : i + _PIECE] for i in range(0, len(text), _PIECE)]
-
-
-def wire_turn(output: JsonObject) -> tuple[str, list[tuple[str, str, str]]]:
-    """The text and the (neutral id, name, arguments text) calls to send, from either output shape."""
-    text = output.get("text")
-    calls = [(c.tool_call_id, c.tool_name, arguments_text(c.tool_input)) for c in tool_calls_of(output)]
-    return (text if isinstance(text, str) else ""), calls
 
 
 @dataclass

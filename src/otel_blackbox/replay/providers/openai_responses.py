@@ -100,7 +100,7 @@ from .base import (
     rewritten,
     wire_errors,
 )
-from .openai_chat import (
+from .shared import (
     JSON_HEADERS,
     SSE_HEADERS,
     Turn,
