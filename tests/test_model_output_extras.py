@@ -22,7 +22,16 @@ from opentelemetry.sdk.trace import TracerProvider
 import otel_blackbox
 from otel_blackbox.cassette.io import load_cassette, save_cassette
 from otel_blackbox.cassette.model import comparable_results, observed_view
-from otel_blackbox.cassette.output import Extras, Hosted, Reasoning, check_output, extras_of, with_extras
+from otel_blackbox.cassette.output import (
+    Extras,
+    Hosted,
+    Reasoning,
+    check_output,
+    extras_of,
+    ordered,
+    sequence_of,
+    with_extras,
+)
 from otel_blackbox.cassette.verify import verify_cassette
 from otel_blackbox.errors import CassetteError, ReplayDivergence, SessionError
 from otel_blackbox.replay.script import check_replies
@@ -46,6 +55,12 @@ BAD_FIELDS: list[tuple[dict[str, Any], str]] = [
     ({"choices": [{"text": "b"}]}, "field choices[0].type must be final_answer or tool_calls"),
     ({"choices": [{"type": "final_answer", "text": "b", "stopReason": 1}]}, "(in choices[0])"),
     ({"textSignature": 7}, "field textSignature must be a string, not int"),
+    ({"sequence": "text"}, "field sequence must be a list of reasoning, hosted, text, call"),
+    ({"sequence": ["text", "image"]}, "field sequence must be a list of reasoning, hosted, text, call"),
+    ({"sequence": ["text", "text"]}, "field sequence names 2 text parts, the output has 1"),
+    ({"sequence": ["text", "text"], "textParts": ["a", 1]}, "field textParts must be a list of strings"),
+    ({"sequence": ["text", "text"], "textParts": ["b", "a"]}, "field textParts must join to the text"),
+    ({"sequence": ["reasoning", "text"]}, "field sequence names 1 reasoning parts, the output has 0"),
 ]
 
 
@@ -56,6 +71,27 @@ def test_a_malformed_field_names_itself(extra: dict[str, Any], message: str) -> 
     with pytest.raises(ValueError, match=r"^field ") as raised:
         check_output({"type": "final_answer", "text": "a", **extra})
     assert message in str(raised.value)
+
+
+def test_the_order_of_the_parts_is_kept_only_when_it_is_not_the_canonical_one() -> None:
+    assert sequence_of(["reasoning", "hosted", "text", "call", "call"], ["t"]) == (None, None)
+    kinds, texts = ["text", "hosted", "text", "call"], ["I'll search. ", "Lisbon: sunny."]
+    assert sequence_of(kinds, texts) == (kinds, texts)
+    assert sequence_of(["text", "text"], ["a", "b"]) == (["text", "text"], ["a", "b"])  # two pieces
+    call = {"toolCallId": "call-0", "toolName": "f", "toolInput": {}}
+    extras = Extras(hosted=[Hosted("web_search", result=[1])], sequence=kinds, text_parts=texts)
+    output = with_extras({"type": "tool_calls", "text": "".join(texts), "calls": [call]}, extras)
+    check_output(output)
+    read = extras_of(output)
+    assert read == extras
+    assert [(kind, value) for kind, value in ordered(output, read, [call])] == [
+        ("text", "I'll search. "),
+        ("hosted", Hosted("web_search", result=[1])),
+        ("text", "Lisbon: sunny."),
+        ("call", call),
+    ]
+    plain = {"type": "tool_calls", "text": "t", "calls": [call]}
+    assert ordered(plain, extras_of(plain), [call]) == [("text", "t"), ("call", call)]
 
 
 def test_a_malformed_call_signature_names_the_call() -> None:

@@ -18,6 +18,11 @@ that uses none of them hashes as before:
   whole ``model_output`` of its own; the payload itself is the first.
 * ``textSignature``, and ``signature`` on a call: the signature the API attached to that part
   (Gemini's ``thoughtSignature``).
+* ``sequence`` and ``textParts``: the order the parts came in, when it is not the canonical one
+  (reasoning, hosted tools, text, calls) or the text came in several pieces: ``sequence`` names each
+  part's kind in wire order (``reasoning``, ``hosted``, ``text``, ``call``), each taking the next of
+  its kind; ``textParts`` holds the text's pieces, whose join is ``text``. A replay hands the parts
+  back in that order (Anthropic's text, web search, text; Gemini's text, code, result, text).
 
 ``check_output`` names the first field that is not of its documented shape, so a replay refuses a
 malformed cassette with one error naming the step, before it answers anything.
@@ -42,6 +47,8 @@ __all__ = [
     "check_outputs",
     "extras_of",
     "neutral_stop_reason",
+    "ordered",
+    "sequence_of",
     "with_extras",
 ]
 
@@ -64,8 +71,10 @@ _NEUTRAL_REASONS = {
     "stop_sequence": "stop_sequence",
 }
 _EXTRA_KEYS = frozenset(
-    {"stopReason", "stopSequence", "refusal", "reasoning", "hostedTools", "choices", "textSignature"}
-)
+    {"stopReason", "stopSequence", "refusal", "reasoning", "hostedTools", "choices", "textSignature",
+     "sequence", "textParts"}
+)  # fmt: skip
+PART_KINDS = ("reasoning", "hosted", "text", "call")
 _REASONING_STRINGS = ("text", "signature", "encryptedContent", "redacted")
 _HOSTED_STRINGS = ("status", "resultType")
 _MISSING: Any = object()
@@ -137,6 +146,8 @@ class Extras:
     hosted: list[Hosted] = field(default_factory=list)
     choices: list[JsonObject] = field(default_factory=list)
     text_signature: str | None = None
+    sequence: list[str] | None = None
+    text_parts: list[str] | None = None
 
 
 def neutral_stop_reason(reason: str | None) -> str | None:
@@ -160,6 +171,10 @@ def with_extras(output: JsonObject, extras: Extras) -> JsonObject:
         output["hostedTools"] = [h.to_json() for h in extras.hosted]
     if extras.text_signature is not None:
         output["textSignature"] = extras.text_signature
+    if extras.sequence is not None:
+        output["sequence"] = list(extras.sequence)
+    if extras.text_parts is not None:
+        output["textParts"] = list(extras.text_parts)
     if extras.choices:
         output["choices"] = list(extras.choices)
     return output
@@ -177,6 +192,7 @@ def extras_of(output: Any) -> Extras:
         hosted=[_hosted(item, f"hostedTools[{n}]") for n, item in enumerate(_list(output, "hostedTools"))],
         choices=[_choice(item, f"choices[{n}]") for n, item in enumerate(_list(output, "choices"))],
         text_signature=_string(output, "textSignature"),
+        **_order(output),
     )
 
 
@@ -187,6 +203,31 @@ def check_output(output: Any) -> None:
         for n, call in enumerate(output["calls"]):
             if isinstance(call, dict):
                 _string(call, "signature", f"calls[{n}].")
+
+
+def sequence_of(kinds: list[str], texts: list[str]) -> tuple[list[str] | None, list[str] | None]:
+    """``sequence`` and ``textParts`` for parts that came in the order ``kinds`` (one of
+    ``PART_KINDS`` each) with the text pieces ``texts``: (None, None) when that is the canonical order
+    with at most one piece of text, so an ordinary answer carries neither."""
+    if kinds == sorted(kinds, key=PART_KINDS.index) and kinds.count("text") <= 1:
+        return None, None
+    return list(kinds), (list(texts) if kinds.count("text") > 1 else None)
+
+
+def ordered(output: JsonObject, extras: Extras, calls: list[Any]) -> list[tuple[str, Any]]:
+    """The parts of ``output`` as (kind, value) in the order to send them: ``extras.sequence`` when the
+    output has one, else the canonical order. A text part's value is its piece of the text."""
+    text = output.get("text") if isinstance(output.get("text"), str) else ""
+    texts = extras.text_parts if extras.text_parts is not None else ([text] if text else [])
+    queues: dict[str, list[Any]] = {
+        "reasoning": list(extras.reasoning),
+        "hosted": list(extras.hosted),
+        "text": list(texts),
+        "call": list(calls),
+    }
+    if extras.sequence is None:
+        return [(kind, value) for kind in PART_KINDS for value in queues[kind]]
+    return [(kind, queues[kind].pop(0)) for kind in extras.sequence]
 
 
 def check_outputs(cassette: Cassette, source: str) -> None:
@@ -250,6 +291,34 @@ def _hosted(item: Any, where: str) -> Hosted:
         status=strings["status"],
         result_type=strings["resultType"],
     )
+
+
+def _order(output: JsonObject) -> dict[str, Any]:
+    """``sequence`` and ``textParts``, checked against the parts they order."""
+    sequence, parts = output.get("sequence"), output.get("textParts")
+    if sequence is None and parts is None:
+        return {}
+    if not (isinstance(sequence, list) and all(kind in PART_KINDS for kind in sequence)):
+        raise ValueError(f"field sequence must be a list of {', '.join(PART_KINDS)}")
+    if parts is not None and not (isinstance(parts, list) and all(isinstance(p, str) for p in parts)):
+        raise ValueError("field textParts must be a list of strings")
+    text = output.get("text") if isinstance(output.get("text"), str) else ""
+    if parts is not None and "".join(parts) != text:
+        raise ValueError("field textParts must join to the text")
+    calls = output.get("calls") if output.get("type") == "tool_calls" else []
+    calls = [output] if output.get("type") == "tool_call" else calls
+    counts = {
+        "reasoning": len(output.get("reasoning") or []),
+        "hosted": len(output.get("hostedTools") or []),
+        "text": len(parts) if parts is not None else (1 if text else 0),
+        "call": len(calls) if isinstance(calls, list) else 0,
+    }
+    for kind, count in counts.items():
+        if sequence.count(kind) != count:
+            raise ValueError(
+                f"field sequence names {sequence.count(kind)} {kind} parts, the output has {count}"
+            )
+    return {"sequence": sequence, "text_parts": parts}
 
 
 def _choice(item: Any, where: str) -> JsonObject:
