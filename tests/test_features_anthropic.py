@@ -108,6 +108,9 @@ def block_events(index: int, block: JsonObject) -> list[bytes]:
     if kind == "text":
         opened = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": piece} for piece in halves(block["text"])]
+        if "citations" in block:  # each citation its own delta, after the text
+            opened["citations"] = []
+            deltas += [{"type": "citations_delta", "citation": c} for c in block["citations"]]
     elif kind == "thinking":
         opened = {"type": "thinking", "thinking": "", "signature": ""}
         deltas = [{"type": "thinking_delta", "thinking": piece} for piece in halves(block["thinking"])]
@@ -463,9 +466,19 @@ THINKING_TURN = message(
     ],
     "tool_use",
 )
+CITATION = {
+    "type": "web_search_result_location",
+    "url": SEARCH_RESULT["url"],
+    "title": SEARCH_RESULT["title"],
+    "encrypted_index": "EpIBCioIAhgBIiQ0ZGJj",
+    "cited_text": "Sunny, high of 18C.",
+}
+# As the API answers a web search: a word first, the search and its results, then the answer in
+# pieces, the cited piece a block of its own.
 SEARCH_TURN = message(
     "msg_01Se",
     [
+        text("I'll search for Lisbon's weather today."),
         {
             "type": "server_tool_use",
             "id": "srvtoolu_01WYG3",
@@ -473,10 +486,13 @@ SEARCH_TURN = message(
             "input": {"query": "Lisbon weather"},
         },
         {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01WYG3", "content": [SEARCH_RESULT]},
-        text("Lisbon is 18C and sunny today."),
+        text("Lisbon is "),
+        {**text("18C and sunny"), "citations": [CITATION]},
+        text(" today."),
     ],
     "end_turn",
 )
+SEARCH_PIECES = ["I'll search for Lisbon's weather today.", "Lisbon is ", "18C and sunny", " today."]
 THINKING_OUTPUT: JsonObject = {
     "type": "tool_calls",
     "calls": [{"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Lisbon"}}],
@@ -484,7 +500,9 @@ THINKING_OUTPUT: JsonObject = {
 }
 SEARCH_OUTPUT: JsonObject = {
     "type": "final_answer",
-    "text": "Lisbon is 18C and sunny today.",
+    "text": "".join(SEARCH_PIECES),
+    "sequence": ["text", "hosted", "text", "text", "text"],
+    "textParts": SEARCH_PIECES,
     "hostedTools": [
         {
             "toolName": "web_search",
@@ -515,10 +533,62 @@ FEATURE_OUTPUTS = [
 ]
 
 
+# Interleaved thinking with a server tool: think, search, think again, say a word, call a tool.
+INTERLEAVED_TURN = message(
+    "msg_01In",
+    [
+        {"type": "thinking", "thinking": THINKING, "signature": SIGNATURE},
+        SEARCH_TURN["content"][1],
+        SEARCH_TURN["content"][2],
+        {
+            "type": "thinking",
+            "thinking": "The search says 18C; confirm with the tool.",
+            "signature": SIGNATURE,
+        },
+        text("Checking the station too."),
+        {"type": "tool_use", "id": "toolu_01W", "name": "get_weather", "input": {"city": "Lisbon"}},
+    ],
+    "tool_use",
+)
+
+
 @pytest.mark.parametrize("streamed", [False, True], ids=["json", "sse"])
 def test_thinking_and_hosted_tools_are_recorded(streamed: bool) -> None:
-    assert recorded(THINKING_TURN, streamed) == THINKING_OUTPUT
+    assert recorded(THINKING_TURN, streamed) == THINKING_OUTPUT  # the canonical order: no sequence
     assert recorded(SEARCH_TURN, streamed) == SEARCH_OUTPUT
+
+
+def wire_blocks(output: JsonObject, streamed: bool) -> list[JsonObject]:
+    """The content blocks of the response replay sends, from the JSON body or the stream's events
+    (checking those give consecutive indexes, each block started, filled and stopped in turn)."""
+    body = PROVIDER.wire_response(output, {"model": MODEL, "stream": streamed}).body
+    if not streamed:
+        content: list[JsonObject] = json.loads(body)["content"]
+        return content
+    events = [json.loads(chunk.split(b"data: ", 1)[1]) for chunk in body.split(b"\n\n") if chunk]
+    blocks: list[JsonObject] = []
+    for item in events:
+        if item["type"] == "content_block_start":
+            assert item["index"] == len(blocks)
+            blocks.append(item["content_block"])
+        elif item["type"] in ("content_block_delta", "content_block_stop"):
+            assert item["index"] == len(blocks) - 1
+    return blocks
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("whole", [SEARCH_TURN, INTERLEAVED_TURN], ids=["search", "thinking"])
+def test_interleaved_parts_keep_their_order(whole: JsonObject, streamed: bool) -> None:
+    output = recorded(whole, streamed)
+    kinds = {"thinking": "reasoning", "server_tool_use": "hosted", "text": "text", "tool_use": "call"}
+    assert output["sequence"] == [kinds[b["type"]] for b in whole["content"] if b["type"] in kinds]
+    assert output.get("textParts") == (SEARCH_PIECES if whole is SEARCH_TURN else None)
+    assert [b["type"] for b in wire_blocks(output, streamed)] == [b["type"] for b in whole["content"]]
+    if not streamed:  # a stream's text is in its deltas: the read back below compares each piece
+        texts = [b["text"] for b in wire_blocks(output, streamed) if b["type"] == "text"]
+        assert texts == [b["text"] for b in whole["content"] if b["type"] == "text"]
+    replayed = PROVIDER.wire_response(output, {"model": MODEL, "stream": streamed}).body
+    assert PROVIDER.model_output(replayed, streamed=streamed, ids=CallIds()) == output
 
 
 def test_citations_are_dropped() -> None:
@@ -576,7 +646,8 @@ def test_wire_blocks_are_canonical_with_ids_of_our_making() -> None:
 
 
 def test_wire_stream_events() -> None:
-    output = {**SEARCH_OUTPUT, "reasoning": THINKING_OUTPUT["reasoning"], "stopReason": "stop_sequence"}
+    canonical = {k: v for k, v in SEARCH_OUTPUT.items() if k not in ("sequence", "textParts")}
+    output = {**canonical, "reasoning": THINKING_OUTPUT["reasoning"], "stopReason": "stop_sequence"}
     output["stopSequence"] = "</answer>"
     body = PROVIDER.wire_response(output, {"model": MODEL, "stream": True}).body
     events = [json.loads(chunk.split(b"data: ", 1)[1]) for chunk in body.split(b"\n\n") if chunk]
@@ -675,7 +746,9 @@ def live_message(whole: JsonObject) -> Message:
     return Message.model_validate(whole)
 
 
-@pytest.mark.parametrize("whole", [THINKING_TURN, SEARCH_TURN], ids=["thinking", "hosted"])
+@pytest.mark.parametrize(
+    "whole", [THINKING_TURN, SEARCH_TURN, INTERLEAVED_TURN], ids=["thinking", "hosted", "interleaved"]
+)
 def test_sdk_parses_replay_strictly_and_echoes_normalize_alike(whole: JsonObject) -> None:
     output = recorded(whole, streamed=False)
     kwargs: dict[str, Any] = {"model": MODEL, "max_tokens": 64, "messages": BASE["messages"]}
@@ -692,6 +765,9 @@ def test_sdk_parses_replay_strictly_and_echoes_normalize_alike(whole: JsonObject
     live = live_message(whole)
     for replayed in (created, final, streamed):
         assert [b.type for b in replayed.content] == [b.type for b in live.content]
+        assert [getattr(b, "text", None) for b in replayed.content] == [
+            getattr(b, "text", None) for b in live.content
+        ]
         echo_replayed = {**kwargs, "messages": [*BASE["messages"], replayed.to_param()]}
         echo_live = {**kwargs, "messages": [*BASE["messages"], live.to_param()]}
         assert PROVIDER.model_input(_as_json(echo_replayed), CallIds()) == PROVIDER.model_input(
@@ -810,7 +886,7 @@ async def thinking_program(send: Send, change: str | None) -> list[Message]:
 
 
 def change_search_result(blocks: list[JsonObject]) -> None:
-    blocks[1]["content"][0]["title"] = "Porto weather today"
+    blocks[2]["content"][0]["title"] = "Porto weather today"
 
 
 async def hosted_tools_program(send: Send, change: str | None) -> list[Message]:
@@ -926,8 +1002,9 @@ def run(program: Program, mode: str, wire: str, base_url: str, change: str | Non
 
 
 def received(messages: list[Message]) -> list[JsonObject]:
-    """What the program got, less what replay makes up: ids, usage; and a refusal's category, which no
-    neutral field holds (test_refusal_category_is_not_carried)."""
+    """What the program got, less what replay makes up: ids, usage; and what no neutral field holds, a
+    refusal's category (test_refusal_category_is_not_carried) and citations (test_citations_are_dropped).
+    The blocks, their order and each text piece are compared whole."""
     seen = []
     for reply in messages:
         dump = reply.model_dump()
@@ -935,6 +1012,8 @@ def received(messages: list[Message]) -> list[JsonObject]:
         for block in dump["content"]:
             block.pop("id", None)
             block.pop("tool_use_id", None)
+            if block["type"] == "text":
+                block["citations"] = None
         if dump.get("stop_details"):
             dump["stop_details"]["category"] = None
         seen.append(dump)

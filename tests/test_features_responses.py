@@ -35,6 +35,7 @@ from pydantic import TypeAdapter
 
 import otel_blackbox
 from otel_blackbox.cassette.io import load_cassette
+from otel_blackbox.cassette.output import sequence_of
 from otel_blackbox.cassette.verify import verify_cassette
 from otel_blackbox.errors import ReplayDivergence
 from otel_blackbox.replay.providers.base import CallIds, JsonObject
@@ -224,6 +225,7 @@ WEATHER_CALL = {
     "name": "get_weather",
 }
 LISBON_CALL = {"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Lisbon"}}
+CHECKING = message("msg_68a1f0c2d4e6b8a0c2e4f6d4", "Checking the weather in Lisbon for you.")
 THOUGHT_2 = {
     "id": "rs_68a1f0c2d4e6b8a0c2e4f6d2",
     "type": "reasoning",
@@ -235,7 +237,7 @@ REASONING_ECHO = {"reasoning": REASONING_SETTING}
 REASONING_1 = response(
     "resp_68a1f0c2d4e6b8a0c2e4f6d0b0",
     "o4-mini",
-    [THOUGHT_1, WEATHER_CALL],
+    [THOUGHT_1, WEATHER_CALL, CHECKING],  # the call before the text, as the API may send them
     tools=[WEATHER_TOOL],
     **REASONING_ECHO,
 )
@@ -274,7 +276,8 @@ def function_call_events(index: int, item: JsonObject) -> list[Event]:
     return events
 
 
-# hosted_tools: a web search and the code interpreter, sent back with the follow-up question.
+# hosted_tools: reasoning between two web searches, then the code interpreter, sent back with the
+# follow-up question.
 HOSTED_TOOLS: list[JsonObject] = [
     {"type": "web_search"},
     {"type": "code_interpreter", "container": {"type": "auto"}},
@@ -291,6 +294,24 @@ SEARCH = {
         "query": "Lisbon population 2024",
         "sources": [{"type": "url", "url": "https://en.wikipedia.org/wiki/Lisbon"}],
     },
+}
+SEARCH_2 = {
+    "id": "ws_68a1f0c2d4e6b8a0c2e4f6e5",
+    "type": "web_search_call",
+    "status": "completed",
+    "action": {"type": "search", "query": "Lisbon municipality population census"},
+}
+THINK_SEARCH: JsonObject = {
+    "id": "rs_68a1f0c2d4e6b8a0c2e4f6e6",
+    "type": "reasoning",
+    "summary": [{"type": "summary_text", "text": "**Finding the population**\n\nI'll search the web."}],
+}
+THINK_AGAIN: JsonObject = {
+    "id": "rs_68a1f0c2d4e6b8a0c2e4f6e7",
+    "type": "reasoning",
+    "summary": [
+        {"type": "summary_text", "text": "**Checking the figure**\n\nOne more source, then square it."}
+    ],
 }
 SQUARE = {
     "id": "ci_68a1f0c2d4e6b8a0c2e4f6e1",
@@ -312,10 +333,17 @@ CUBE = {
     "outputs": [{"type": "logs", "logs": "162702480915245467\n"}],
 }
 CUBED = message("msg_68a1f0c2d4e6b8a0c2e4f6e4", "Cubed, it is 162,702,480,915,245,467.")
+# A reasoning model thinks, searches, thinks again, searches again, runs code, then answers.
 HOSTED_1 = response(
-    "resp_68a1f0c2d4e6b8a0c2e4f6e0b0", "gpt-4.1", [SEARCH, SQUARE, POPULATION], tools=HOSTED_TOOLS
+    "resp_68a1f0c2d4e6b8a0c2e4f6e0b0",
+    "o4-mini",
+    [THINK_SEARCH, SEARCH, THINK_AGAIN, SEARCH_2, SQUARE, POPULATION],
+    tools=HOSTED_TOOLS,
+    **REASONING_ECHO,
 )
-HOSTED_2 = response("resp_68a1f0c2d4e6b8a0c2e4f6e0b1", "gpt-4.1", [CUBE, CUBED], tools=HOSTED_TOOLS)
+HOSTED_2 = response(
+    "resp_68a1f0c2d4e6b8a0c2e4f6e0b1", "o4-mini", [CUBE, CUBED], tools=HOSTED_TOOLS, **REASONING_ECHO
+)
 
 
 def web_search_events(index: int, item: JsonObject) -> list[Event]:
@@ -365,15 +393,23 @@ STREAMS: dict[str, tuple[Raw, Raw]] = {
         sse(REFUSAL_2, text_message_events(0, LOCKSMITH)),
     ),
     "reasoning": (
-        sse(REASONING_1, reasoning_events(0, THOUGHT_1) + function_call_events(1, WEATHER_CALL)),
+        sse(
+            REASONING_1,
+            reasoning_events(0, THOUGHT_1)
+            + function_call_events(1, WEATHER_CALL)
+            + text_message_events(2, CHECKING),
+        ),
         sse(REASONING_2, reasoning_events(0, THOUGHT_2) + text_message_events(1, WEATHER)),
     ),
     "hosted_tools": (
         sse(
             HOSTED_1,
-            web_search_events(0, SEARCH)
-            + code_interpreter_events(1, SQUARE)
-            + text_message_events(2, POPULATION),
+            reasoning_events(0, THINK_SEARCH)
+            + web_search_events(1, SEARCH)
+            + reasoning_events(2, THINK_AGAIN)
+            + web_search_events(3, SEARCH_2)
+            + code_interpreter_events(4, SQUARE)
+            + text_message_events(5, POPULATION),
         ),
         sse(HOSTED_2, code_interpreter_events(0, CUBE) + text_message_events(1, CUBED)),
     ),
@@ -673,8 +709,10 @@ def test_the_features_read_from_json_and_from_the_stream_alike() -> None:
         "reasoning": [
             {
                 "type": "tool_calls",
+                "text": CHECKING["content"][0]["text"],
                 "calls": [LISBON_CALL],
                 "reasoning": [{"summary": [SUMMARY_1], "encryptedContent": ENCRYPTED_1}],
+                "sequence": ["reasoning", "call", "text"],
             },
             {
                 "type": "final_answer",
@@ -686,7 +724,13 @@ def test_the_features_read_from_json_and_from_the_stream_alike() -> None:
             {
                 "type": "final_answer",
                 "text": POPULATION["content"][0]["text"],
-                "hostedTools": [HOSTED_ITEMS[0][1], HOSTED_ITEMS[3][1]],
+                "reasoning": [{"summary": [THINK_SEARCH["summary"][0]["text"]]},
+                              {"summary": [THINK_AGAIN["summary"][0]["text"]]}],
+                "hostedTools": [HOSTED_ITEMS[0][1],
+                                {"toolName": "web_search", "toolInput": SEARCH_2["action"],
+                                 "status": "completed"},
+                                HOSTED_ITEMS[3][1]],
+                "sequence": ["reasoning", "hosted", "reasoning", "hosted", "hosted", "text"],
             },
             {
                 "type": "final_answer",
@@ -850,6 +894,140 @@ def test_an_incomplete_stream_ends_with_response_incomplete() -> None:
     assert events[-1] == "response.incomplete" and "response.completed" not in events
 
 
+# --- the order of the parts: sequence and textParts ----------------------------------------------------
+
+
+def two_parts(msg_id: str, first: str, second: str) -> JsonObject:
+    """A message whose text came in two output_text parts."""
+    item = message(msg_id, first)
+    return {**item, "content": [*item["content"], {**item["content"][0], "text": second}]}
+
+
+# Reasoning, a message in two parts, a web search, reasoning, a message, a call: every kind out of the
+# canonical order, and three text pieces in two messages.
+INTERLEAVED_ITEMS: list[JsonObject] = [
+    THINK_SEARCH,
+    two_parts("msg_68a1f0c2d4e6b8a0c2e4f6f2", "Let me look ", "that up."),
+    SEARCH,
+    THINK_AGAIN,
+    message("msg_68a1f0c2d4e6b8a0c2e4f6f3", " Found it; now the weather."),
+    WEATHER_CALL,
+]
+INTERLEAVED = response("resp_68a1f0c2d4e6b8a0c2e4f6f2b0", "o4-mini", INTERLEAVED_ITEMS, tools=[WEATHER_TOOL])
+INTERLEAVED_OUTPUT: JsonObject = {
+    "type": "tool_calls",
+    "text": "Let me look that up. Found it; now the weather.",
+    "calls": [LISBON_CALL],
+    "reasoning": [{"summary": [THINK_SEARCH["summary"][0]["text"]]},
+                  {"summary": [THINK_AGAIN["summary"][0]["text"]]}],
+    "hostedTools": [HOSTED_ITEMS[0][1]],
+    "sequence": ["reasoning", "text", "text", "hosted", "reasoning", "text", "call"],
+    "textParts": ["Let me look ", "that up.", " Found it; now the weather."],
+}  # fmt: skip
+# The search pattern of a reasoning model: reasoning, search, reasoning, search, the answer.
+SEARCHED = response(
+    "resp_68a1f0c2d4e6b8a0c2e4f6f3b0",
+    "o4-mini",
+    [THINK_SEARCH, SEARCH, THINK_AGAIN, SEARCH_2, POPULATION],
+    tools=HOSTED_TOOLS,
+)
+
+
+def interleaved_events(body: JsonObject) -> Raw:
+    """The stream of ``body``, each item's events in its order, two-part messages included."""
+    makers = {
+        "reasoning": reasoning_events,
+        "web_search_call": web_search_events,
+        "function_call": function_call_events,
+    }
+    events: list[Event] = []
+    for index, item in enumerate(body["output"]):
+        if item["type"] != "message":
+            events += makers[item["type"]](index, item)
+            continue
+        one = text_message_events(index, {**item, "content": item["content"][:1]})
+        for n, part in enumerate(item["content"][1:], 1):
+            where = {"item_id": item["id"], "output_index": index, "content_index": n}
+            one[-1:-1] = [
+                ("response.content_part.added", {**where, "part": {**part, "text": ""}}),
+                ("response.output_text.delta", {**where, "delta": part["text"], "logprobs": []}),
+                ("response.output_text.done", {**where, "text": part["text"], "logprobs": []}),
+                ("response.content_part.done", {**where, "part": part}),
+            ]
+        one[-1] = ("response.output_item.done", {"output_index": index, "item": item})
+        events += one
+    return sse(body, events)
+
+
+def test_an_interleaved_response_reads_its_order_from_json_and_from_the_stream() -> None:
+    TypeAdapter(list[ResponseStreamEvent]).validate_python(_events_of(interleaved_events(INTERLEAVED)))
+    assert model_output(INTERLEAVED) == INTERLEAVED_OUTPUT
+    assert model_output(interleaved_events(INTERLEAVED).body, streamed=True) == INTERLEAVED_OUTPUT
+    searched = model_output(SEARCHED)
+    assert searched["sequence"] == ["reasoning", "hosted", "reasoning", "hosted", "text"]
+    assert "textParts" not in searched  # one piece of text
+    assert model_output(interleaved_events(SEARCHED).body, streamed=True) == searched
+
+
+@pytest.mark.parametrize("body", [INTERLEAVED, SEARCHED], ids=["interleaved", "searched"])
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_an_interleaved_response_is_written_back_in_its_order(body: JsonObject, stream: bool) -> None:
+    """The items in the recorded order (adjacent text pieces as the parts of one message), the events
+    following them with consecutive output_index values, and read back identically."""
+    output = model_output(body)
+    wire = RESPONSES.wire_response(output, {"model": "o4-mini", "input": "Go", "stream": stream})
+    assert RESPONSES.model_output(wire.body, streamed=stream, ids=CallIds()) == output
+    if not stream:
+        items = json.loads(wire.body)["output"]
+    else:
+        events = _events_of(Raw("text/event-stream", wire.body))
+        added = [e for e in events if e["type"] == "response.output_item.added"]
+        assert [e["output_index"] for e in added] == list(range(len(body["output"])))
+        for event in events:  # every event of an item comes between its added and its done
+            if "output_index" in event:
+                opened = [e["output_index"] for e in events[: events.index(event) + 1] if e in added]
+                assert opened[-1] == event["output_index"]
+        items = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+    assert [i["type"] for i in items] == [i["type"] for i in body["output"]]
+    assert [[p["text"] for p in i["content"]] for i in items if i["type"] == "message"] == [
+        [p["text"] for p in i["content"]] for i in body["output"] if i["type"] == "message"
+    ]
+
+
+@pytest.mark.parametrize(("mode", "wire"), MODES, ids=["-".join(m) for m in MODES])
+def test_the_sdk_gets_the_interleaved_parts_in_their_order(mode: str, wire: str) -> None:
+    client = _strict_client(mode, lambda request: RESPONSES.wire_response(INTERLEAVED_OUTPUT, request))
+    got, _ = asyncio.run(send_once(client, mode, wire, {"model": "o4-mini", "input": "Hi"}))
+    live = Response.model_validate(INTERLEAVED)
+    assert [i.type for i in got.output] == [i.type for i in live.output]
+    assert got.output_text == live.output_text
+
+
+def test_a_canonical_response_carries_no_order() -> None:
+    """Reasoning, hosted calls, one message with one part, calls: the payload is as before."""
+    canonical = response(
+        "resp_68a1f0c2d4e6b8a0c2e4f6f4b0",
+        "o4-mini",
+        [THINK_SEARCH, SEARCH, message("msg_68a1f0c2d4e6b8a0c2e4f6f4", "Checking."), WEATHER_CALL],
+    )
+    output = model_output(canonical)
+    assert "sequence" not in output and "textParts" not in output
+    wire = json.loads(RESPONSES.wire_response(output, {"input": "Hi"}).body)
+    assert [i["type"] for i in wire["output"]] == ["reasoning", "web_search_call", "message", "function_call"]
+
+
+def test_sending_back_an_interleaved_answer_replays_exactly() -> None:
+    """The program echoes the replayed items, in their order, after the live ones were recorded."""
+    for body in (INTERLEAVED, SEARCHED):
+        live = Response.model_validate(body)
+        wire = RESPONSES.wire_response(model_output(body), {"model": "o4-mini", "input": "Go"})
+        replayed = Response.model_validate_json(wire.body)
+        echo = [{"role": "user", "content": "Go"}]
+        assert model_input({"input": [*echo, *[i.to_dict() for i in replayed.output]]}) == model_input(
+            {"input": [*echo, *[i.to_dict() for i in live.output]]}
+        )
+
+
 @pytest.mark.parametrize("feature", list(BODIES))
 def test_sending_back_the_replayed_response_normalizes_as_sending_back_the_live_one(feature: str) -> None:
     """The round trip's second half: model_input(echo of wire_response(model_output(live))) equals
@@ -924,7 +1102,25 @@ def feature_outputs(draw: st.DrawFn) -> JsonObject:
     for key, values in extras.items():
         if draw(st.booleans()):
             output[key] = draw(values)
+    if draw(st.booleans()):
+        _reorder(draw, output)
     return output
+
+
+def _reorder(draw: st.DrawFn, output: JsonObject) -> None:
+    """The output's parts in a drawn order, its text in drawn (non-empty) pieces."""
+    pieces = draw(st.lists(st.text(min_size=1, max_size=6), max_size=3))
+    if output["type"] == "final_answer" or pieces:
+        output["text"] = "".join(pieces)
+    else:
+        output.pop("text", None)
+    kinds = ["reasoning"] * len(output.get("reasoning", [])) + ["hosted"] * len(output.get("hostedTools", []))
+    kinds += ["text"] * len(pieces) + ["call"] * len(output.get("calls", []))
+    sequence, parts = sequence_of(draw(st.permutations(kinds)), pieces)
+    if sequence is not None:
+        output["sequence"] = sequence
+    if parts is not None:
+        output["textParts"] = parts
 
 
 @settings(max_examples=300, deadline=None)
@@ -1178,9 +1374,10 @@ def _reasoning_second(first: Any, changed: bool) -> JsonObject:
 
 def _hosted_request(items: Any) -> JsonObject:
     return {
-        "model": "gpt-4.1",
+        "model": "o4-mini",
         "input": items,
         "tools": HOSTED_TOOLS,
+        "reasoning": REASONING_SETTING,
         "include": ["code_interpreter_call.outputs"],
     }
 
@@ -1214,7 +1411,7 @@ FEATURES: dict[str, Feature] = {
         _hosted_first,
         _hosted_second,
         2,
-        "$.messages[1].content[1].result[0].logs",
+        "$.messages[1].content[4].result[0].logs",  # after 2 reasoning parts and 2 searches
         SQUARED_LOGS,
         CHANGED_LOGS,
     ),
@@ -1268,9 +1465,14 @@ def _check_recording(feature: str, path: Path, canned: CannedProvider) -> None:
         }
         assert inputs[0]["params"] == {"reasoning": REASONING_SETTING}  # store and include are transport
     else:
-        assert [p["toolName"] for p in inputs[1]["messages"][1]["content"][:2]] == [
+        # Sent back in the canonical order, whatever order the items came in.
+        assert [p.get("toolName", p["type"]) for p in inputs[1]["messages"][1]["content"]] == [
+            "reasoning",
+            "reasoning",
+            "web_search",
             "web_search",
             "code_interpreter",
+            "text",
         ]
 
 

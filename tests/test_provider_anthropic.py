@@ -494,7 +494,7 @@ def test_model_input_block_kinds() -> None:
     assert "stream" not in json.dumps(PROVIDER.model_input({**request, "stream": True}, CallIds()))
 
 
-def test_model_output_keeps_thinking_and_joins_text() -> None:
+def test_model_output_keeps_thinking_and_the_text_pieces() -> None:
     body = {
         "id": "msg_01XyZ",
         "type": "message",
@@ -514,7 +514,12 @@ def test_model_output_keeps_thinking_and_joins_text() -> None:
         "type": "final_answer",
         "text": "Hello, world.",
         "reasoning": [{"text": "The user wants a greeting.", "signature": "c2ln"}],
+        "sequence": ["reasoning", "text", "text"],
+        "textParts": ["Hello, ", "world."],
     }
+    wire = json.loads(PROVIDER.wire_response(output, {"model": MODEL}).body)
+    assert [b["type"] for b in wire["content"]] == ["thinking", "text", "text"]
+    assert [b.get("text") for b in wire["content"][1:]] == ["Hello, ", "world."]
 
 
 def test_model_output_refuses_what_is_not_a_message() -> None:

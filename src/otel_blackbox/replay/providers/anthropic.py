@@ -49,17 +49,21 @@ block. It also removes ``is_error``: the replacement is a successful result, so 
 Responses (``model_output``), a JSON ``message`` or its SSE stream: ``text`` blocks are joined into
 the text, ``tool_use`` blocks become calls with ``call-N`` ids; ``thinking`` / ``redacted_thinking``
 blocks are ``reasoning`` (``{text, signature}`` / ``{redacted}``), hosted tool calls with their
-results ``hostedTools`` (the same entries as the request parts above). ``stop_reason`` is
-``stopReason`` unless it is ``end_turn`` or ``tool_use`` (``max_tokens``, ``stop_sequence`` with the
-matched ``stopSequence``, ``refusal``, and any other reason as sent: ``pause_turn``,
-``model_context_window_exceeded``...); a refusal's ``stop_details.explanation`` is ``refusal`` (its
-``category`` is not kept). Dropped: ids, ``usage``, ``container``, citations, ``caller`` and other
-blocks (``container_upload``...). Anthropic has no ``n``: a message is one choice, never
-``choices``. A body that is not a complete message (an ``error``, a stream cut short) raises
-``ValueError``.
+results ``hostedTools`` (the same entries as the request parts above). When the blocks are not in
+the canonical order (a web search's text, search, result, text...; thinking between tool calls) or
+there are several non-empty text blocks (citations split the answer), ``sequence`` keeps their order
+(a hosted call where its use is) and ``textParts`` the text of each block; empty text blocks are no
+part. ``stop_reason`` is ``stopReason`` unless it is ``end_turn`` or ``tool_use`` (``max_tokens``,
+``stop_sequence`` with the matched ``stopSequence``, ``refusal``, and any other reason as sent:
+``pause_turn``, ``model_context_window_exceeded``...); a refusal's ``stop_details.explanation`` is
+``refusal`` (its ``category`` is not kept). Dropped: ids, ``usage``, ``container``, citations,
+``caller`` and other blocks (``container_upload``...). Anthropic has no ``n``: a message is one
+choice, never ``choices``. A body that is not a complete message (an ``error``, a stream cut
+short) raises ``ValueError``.
 
-Synthesized responses (``wire_response``) hold the blocks in the canonical order (thinking, hosted
-tool use then its result, text, tool use), ids derived from the output (``msg_blackbox_<digest>``,
+Synthesized responses (``wire_response``) hold the blocks in the output's ``sequence``, one text block
+a piece, else in the canonical order (thinking, hosted tool use then its result, text, tool use); a
+hosted call is always its use then its result. Ids derived from the output (``msg_blackbox_<digest>``,
 ``srvtoolu_blackbox_<digest>_<n>`` / ``mcptoolu_blackbox_<digest>_<n>`` with the result's
 ``tool_use_id`` pointing at it), the neutral ``call-N`` ids on tool uses, the stop reason (the
 default from the calls, else ``stopReason``; OpenAI's ``content_filter`` is ``refusal``), zero usage.
@@ -75,7 +79,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ...cassette.output import Extras, Hosted, Reasoning, extras_of, with_extras
+from ...cassette.output import Extras, Hosted, Reasoning, extras_of, ordered, sequence_of, with_extras
 from ...cassette.request_fields import ANTHROPIC_FIELDS
 from .base import (
     CallIds,
@@ -272,34 +276,39 @@ def _text(block: JsonObject, key: str) -> str | None:
 
 
 def _hosted_calls(blocks: list[JsonObject]) -> list[Hosted]:
-    """Each server_tool_use / mcp_tool_use with the block that answers it, in the uses' order.
+    return [hosted for _, hosted in _hosted_at(blocks)]
+
+
+def _hosted_at(blocks: list[JsonObject]) -> list[tuple[int, Hosted]]:
+    """Each server_tool_use / mcp_tool_use with the block that answers it, in the uses' order, with
+    the index of the block it starts at (the use, or a result that stands alone).
 
     A result is the block whose ``tool_use_id`` is a use's id, or any ``*_tool_result`` block other
     than a client's ``tool_result`` (one that answers no use here stands alone, named by its type).
     """
     calls: list[JsonObject] = []
     open_uses: dict[str, JsonObject | None] = {}  # provider id -> its entry, until its result comes
-    for block in blocks:
+    for index, block in enumerate(blocks):
         kind = str(block.get("type"))
         if kind in _HOSTED_USES:
-            entry = {"tool_name": _hosted_name(block), "tool_input": block.get("input", {})}
+            entry = {"tool_name": _hosted_name(block), "tool_input": block.get("input", {}), "at": index}
             calls.append(entry)
             open_uses[str(block.get("id"))] = entry
         elif kind != "tool_result" and (
             kind.endswith("_tool_result") or block.get("tool_use_id") in open_uses
         ):
-            entry = open_uses.pop(str(block.get("tool_use_id")), None) or _orphan(calls, kind)
+            entry = open_uses.pop(str(block.get("tool_use_id")), None) or _orphan(calls, kind, index)
             entry["result_type"] = kind
             if "content" in block:
                 entry["result"] = block["content"]
             if kind == _MCP_RESULT and block.get("is_error"):
                 entry["status"] = "error"
-    return [Hosted(**entry) for entry in calls]
+    return [(entry.pop("at"), Hosted(**entry)) for entry in calls]
 
 
-def _orphan(calls: list[JsonObject], kind: str) -> JsonObject:
+def _orphan(calls: list[JsonObject], kind: str, index: int) -> JsonObject:
     """The entry of a result whose use is not in the same turn."""
-    entry: JsonObject = {"tool_name": kind.removesuffix("_tool_result")}
+    entry: JsonObject = {"tool_name": kind.removesuffix("_tool_result"), "at": index}
     calls.append(entry)
     return entry
 
@@ -400,13 +409,37 @@ def _extras(message: JsonObject, blocks: list[JsonObject]) -> Extras:
     stop = message.get("stop_reason")
     details = message.get("stop_details")
     explanation = details.get("explanation") if isinstance(details, dict) else None
+    hosted = _hosted_at(blocks)
+    sequence, text_parts = sequence_of(*_parts_order(blocks, {at for at, _ in hosted}))
     return Extras(
         stop_reason=None if stop in _DEFAULT_STOPS or stop is None else str(stop),
         stop_sequence=_text(message, "stop_sequence") if stop == "stop_sequence" else None,
         refusal=explanation if stop == "refusal" and isinstance(explanation, str) else None,
         reasoning=_reasonings(blocks),
-        hosted=_hosted_calls(blocks),
+        hosted=[h for _, h in hosted],
+        sequence=sequence,
+        text_parts=text_parts,
     )
+
+
+def _parts_order(blocks: list[JsonObject], hosted_at: set[int]) -> tuple[list[str], list[str]]:
+    """The kinds of the parts in block order, and the text pieces. A hosted call is where its use (or
+    its lone result) is; an empty text block is no piece (the replay's one text block of a plain
+    answer holds the empty text)."""
+    kinds: list[str] = []
+    texts: list[str] = []
+    for index, block in enumerate(blocks):
+        kind = block.get("type")
+        if index in hosted_at:
+            kinds.append("hosted")
+        elif kind in ("thinking", "redacted_thinking"):
+            kinds.append("reasoning")
+        elif kind == "tool_use":
+            kinds.append("call")
+        elif kind == "text" and block.get("text"):
+            kinds.append("text")
+            texts.append(str(block["text"]))
+    return kinds, texts
 
 
 # --- synthesized responses --------------------------------------------------------------------
@@ -426,20 +459,23 @@ def _calls(output: JsonObject) -> list[JsonObject]:
 
 def _wire_message(output: JsonObject, model: str) -> JsonObject:
     calls, extras = _calls(output), extras_of(output)
-    text = output.get("text") or ""
     digest = hashlib.sha256(json.dumps(output, sort_keys=True).encode()).hexdigest()[:24]
-    content = [_thinking_block(r) for r in extras.reasoning]
-    for n, hosted in enumerate(extras.hosted):
-        content += _hosted_blocks(hosted, f"blackbox_{digest}_{n}")
+    content: list[JsonObject] = []
+    hosted_count = 0
+    for kind, value in ordered(output, extras, calls):
+        if kind == "reasoning":
+            content.append(_thinking_block(value))
+        elif kind == "hosted":
+            content += _hosted_blocks(value, f"blackbox_{digest}_{hosted_count}")
+            hosted_count += 1
+        elif kind == "text":
+            content.append({"type": "text", "text": value})
+        else:
+            content.append(_tool_use_block(value))
     stop_reason = _stop_reason(extras, bool(calls))
     # A plain answer is one text block, even empty; a refusal or a turn of thinking can have none.
-    plain = not calls and not content and stop_reason in _DEFAULT_STOPS
-    if text or plain:
-        content.append({"type": "text", "text": text})
-    content += [
-        {"type": "tool_use", "id": c["toolCallId"], "name": c["toolName"], "input": c.get("toolInput", {})}
-        for c in calls
-    ]
+    if not content and stop_reason in _DEFAULT_STOPS:
+        content.append({"type": "text", "text": ""})
     message: JsonObject = {
         "id": f"msg_blackbox_{digest}",
         "type": "message",
@@ -453,6 +489,15 @@ def _wire_message(output: JsonObject, model: str) -> JsonObject:
     if extras.refusal is not None:
         message["stop_details"] = {"type": "refusal", "category": None, "explanation": extras.refusal}
     return message
+
+
+def _tool_use_block(call: JsonObject) -> JsonObject:
+    return {
+        "type": "tool_use",
+        "id": call["toolCallId"],
+        "name": call["toolName"],
+        "input": call.get("toolInput", {}),
+    }
 
 
 def _stop_reason(extras: Extras, has_calls: bool) -> str:

@@ -45,7 +45,10 @@ Responses (``model_output``), a JSON ``response`` or its event stream: the ``out
 (``cassette/output.py``), a ``status: incomplete`` response's ``incomplete_details.reason`` as
 ``stopReason`` (``max_output_tokens`` -> ``max_tokens``, ``content_filter``, any other reason as
 sent, ``incomplete`` when it names none), the messages' refusal parts joined as ``refusal``, each
-``reasoning`` item as a ``reasoning`` entry, and each hosted tool call as a ``hostedTools`` entry:
+``reasoning`` item as a ``reasoning`` entry, each hosted tool call as a ``hostedTools`` entry (the
+table below), and, when the items are not in the canonical order or the text came in several pieces,
+``sequence`` and ``textParts``: each non-empty output_text part of each message is one text piece (a
+message of only a refusal is no part), each ``reasoning``, hosted call and ``function_call`` one part:
 
 * ``web_search_call`` -> ``toolName: web_search``, ``toolInput``: its ``action``;
 * ``file_search_call`` -> ``file_search``, ``toolInput``: its ``queries``, ``result``: its ``results``;
@@ -64,11 +67,14 @@ has none. Dropped: ids, usage, timestamps, the served model's name, ``output_tex
 search citations) and logprobs, a message's ``phase``. A failed response, an ``error`` event or a
 stream cut short raises ``ValueError``.
 
-Synthesized responses (``wire_response``) list the items in the neutral order (reasoning, hosted
-calls, the message, function calls: a live response that interleaves them comes back in that order),
-with ids derived from the output: ``resp_blackbox_<digest>``, ``rs_blackbox_<digest>_<n>`` for the
-n-th reasoning entry, ``ws_`` / ``fs_`` / ``ci_`` / ``ig_`` / ``mcp_`` (else ``htc_``)
-``blackbox_<digest>_<n>`` for the n-th hosted call, ``msg_blackbox_...``, ``fc_blackbox_...``. They
+Synthesized responses (``wire_response``) list the items in the output's ``sequence``, else the
+neutral order (reasoning, hosted calls, the message, function calls). Text pieces that follow each
+other are the ``output_text`` parts of one message (two adjacent messages come back as one message of
+two parts); the refusal is a part of the last message; with no text, a message (for a refusal, or
+when there is nothing else) goes before the calls. Ids are derived from the output:
+``resp_blackbox_<digest>``, ``rs_blackbox_<digest>_<n>`` for the n-th reasoning entry, ``ws_`` /
+``fs_`` / ``ci_`` / ``ig_`` / ``mcp_`` (else ``htc_``) ``blackbox_<digest>_<n>`` for the n-th hosted
+call, ``msg_blackbox_<digest>`` (``_<n>`` for the n-th message after the first), ``fc_blackbox_...``. They
 carry the neutral ids as ``call_id``, ``created_at`` 0 and zero usage, and echo the request's
 settings the API echoes (tools, tool_choice, reasoning, text...). A ``stopReason`` makes the response
 ``incomplete`` with that ``incomplete_details.reason`` (``max_tokens`` -> ``max_output_tokens``;
@@ -87,7 +93,7 @@ import copy
 import json
 from typing import Any
 
-from ...cassette.output import Extras, Hosted, Reasoning, extras_of, with_extras
+from ...cassette.output import Extras, Hosted, Reasoning, extras_of, ordered, sequence_of, with_extras
 from ...cassette.request_fields import RESPONSES_FIELDS
 from .base import (
     CallIds,
@@ -514,12 +520,37 @@ def _turn(items: list[JsonObject]) -> Turn:
 def _extras(response: JsonObject, items: list[JsonObject]) -> Extras:
     refusals = [_refusal_of(i.get("content")) for i in items if i.get("type") == "message"]
     found = [r for r in refusals if r is not None]
+    sequence, text_parts = sequence_of(*_order(items))
     return Extras(
         stop_reason=_stop_reason(response),
         refusal="".join(found) if found else None,
         reasoning=[_reasoning(i) for i in items if i.get("type") == "reasoning"],
         hosted=[_hosted(i) for i in items if _is_hosted(i)],
+        sequence=sequence,
+        text_parts=text_parts,
     )
+
+
+def _order(items: list[JsonObject]) -> tuple[list[str], list[str]]:
+    """The kinds of the items in wire order, and the text pieces: each non-empty text part of each
+    message is one piece (a message with none, such as a refusal, is no part)."""
+    kinds: list[str] = []
+    texts: list[str] = []
+    for item in items:
+        kind = item.get("type")
+        if kind == "message":
+            content = item.get("content")
+            given = [content] if isinstance(content, str) else [_text_of([p]) for p in objects_of(content)]
+            pieces = [t for t in given if t]
+            kinds += ["text"] * len(pieces)
+            texts += pieces
+        elif kind == "reasoning":
+            kinds.append("reasoning")
+        elif kind == "function_call":
+            kinds.append("call")
+        elif _is_hosted(item):
+            kinds.append("hosted")
+    return kinds, texts
 
 
 def _stop_reason(response: JsonObject) -> str | None:
@@ -571,28 +602,49 @@ def _hosted_item(hosted: Hosted, item_id: str) -> JsonObject:
     return item
 
 
-def _message_item(text: str, refusal: str | None, tag: str) -> JsonObject:
-    content: list[JsonObject] = []
-    if text or refusal is None:
-        content.append({"type": "output_text", "text": text, "annotations": [], "logprobs": []})
-    if refusal is not None:
-        content.append({"type": "refusal", "refusal": refusal})
-    message = {"id": f"msg_blackbox_{tag}", "type": "message", "role": "assistant", "content": content}
+def _text_part(text: str) -> JsonObject:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+def _message_item(texts: list[str], item_id: str) -> JsonObject:
+    content = [_text_part(t) for t in texts]
+    message = {"id": item_id, "type": "message", "role": "assistant", "content": content}
     return {**message, "status": "completed"}
 
 
 def _output_items(output: JsonObject, extras: Extras) -> list[JsonObject]:
-    text, calls = wire_turn(output)
+    """The items in the output's order (``ordered``): text pieces that follow each other are the
+    output_text parts of one message; the refusal is a part of the last message."""
+    _, calls = wire_turn(output)
     tag = digest(output)
-    items = [_reasoning_item(r, f"rs_blackbox_{tag}_{n}") for n, r in enumerate(extras.reasoning)]
-    for n, hosted in enumerate(extras.hosted):
-        prefix = _ID_PREFIXES.get(f"{hosted.tool_name}_call", "htc")
-        items.append(_hosted_item(hosted, f"{prefix}_blackbox_{tag}_{n}"))
-    if text or extras.refusal is not None or not (calls or items):
-        items.append(_message_item(text, extras.refusal, tag))
-    for n, (call_id, name, arguments) in enumerate(calls):
-        call = {"id": f"fc_blackbox_{tag}_{n}", "type": "function_call", "call_id": call_id, "name": name}
-        items.append({**call, "arguments": arguments, "status": "completed"})
+    items: list[JsonObject] = []
+    counts = {"reasoning": 0, "hosted": 0, "call": 0, "text": 0}
+    messages: list[JsonObject] = []
+    for kind, value in ordered(output, extras, calls):
+        n = counts[kind]
+        counts[kind] += 1
+        if kind == "reasoning":
+            items.append(_reasoning_item(value, f"rs_blackbox_{tag}_{n}"))
+        elif kind == "hosted":
+            prefix = _ID_PREFIXES.get(f"{value.tool_name}_call", "htc")
+            items.append(_hosted_item(value, f"{prefix}_blackbox_{tag}_{n}"))
+        elif kind == "text" and messages and items[-1] is messages[-1]:
+            items[-1]["content"].append(_text_part(value))
+        elif kind == "text":
+            suffix = f"_{len(messages)}" if messages else ""
+            messages.append(_message_item([value], f"msg_blackbox_{tag}{suffix}"))
+            items.append(messages[-1])
+        else:
+            call_id, name, arguments = value
+            call = {"id": f"fc_blackbox_{tag}_{n}", "type": "function_call", "call_id": call_id, "name": name}
+            items.append({**call, "arguments": arguments, "status": "completed"})
+    if not messages and (extras.refusal is not None or not items):
+        # No text: an empty message (for a refusal, or a response of nothing) before the calls.
+        messages.append(_message_item([] if extras.refusal is not None else [""], f"msg_blackbox_{tag}"))
+        at = next((i for i, item in enumerate(items) if item["type"] == "function_call"), len(items))
+        items.insert(at, messages[-1])
+    if extras.refusal is not None:
+        messages[-1]["content"].append({"type": "refusal", "refusal": extras.refusal})
     return items
 
 
