@@ -407,6 +407,118 @@ def test_hosted_parts_sent_back_are_kept_in_the_canonical_order() -> None:
     assert messages(user("Sum 0..9"), *changed)[1]["content"][0]["result"]["output"] == "46\n"
 
 
+# --- the order of the parts ----------------------------------------------------------------------
+
+
+def chunked(*parts: JsonObject) -> list[JsonObject]:
+    """A stream of one part a chunk, the last with the finishReason."""
+    return [
+        response(candidate(p, finish=None if n < len(parts) - 1 else "STOP")) for n, p in enumerate(parts)
+    ]
+
+
+def wire_parts(output: JsonObject, url: str) -> list[JsonObject]:
+    """The parts replay sends, over all chunks, with the text a stream spread over several joined."""
+    return joined([p for c in wire_chunks(output, url) for p in c["candidates"][0]["content"]["parts"]],
+                  "thoughtSignature")  # fmt: skip
+
+
+INTERLEAVED_CODE = (
+    {"text": "Let me "}, {"text": "compute it."}, {"executableCode": {**CODE, "id": "x"}},
+    {"codeExecutionResult": {**RAN, "id": "x"}}, {"text": "The sum "}, {"text": "is 45."},
+)  # fmt: skip
+INTERLEAVED_CODE_OUTPUT: JsonObject = {
+    "type": "final_answer",
+    "text": "Let me compute it.The sum is 45.",
+    "hostedTools": [{"toolName": "code_execution", "toolInput": CODE, "result": RAN}],
+    "sequence": ["text", "hosted", "text"],
+    "textParts": ["Let me compute it.", "The sum is 45."],  # a piece in two parts is one piece
+}
+INTERLEAVED_CALL = (
+    {"text": "Paris, so ", "thought": True},
+    {"text": "the tool.", "thought": True, "thoughtSignature": THOUGHT_SIG},
+    {"text": "I will check."},
+    {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": CALL_SIG},
+    {"text": "One "}, {"text": "moment.", "thoughtSignature": TEXT_SIG},
+)  # fmt: skip
+INTERLEAVED_CALL_OUTPUT: JsonObject = {
+    "type": "tool_calls",
+    "calls": [{"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Paris"},
+               "signature": CALL_SIG}],
+    "text": "I will check.One moment.",
+    "reasoning": [{"text": "Paris, so the tool.", "signature": THOUGHT_SIG}],
+    "textSignature": TEXT_SIG,
+    "sequence": ["reasoning", "text", "call", "text"],
+    "textParts": ["I will check.", "One moment."],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("url", URLS)
+@pytest.mark.parametrize(("parts", "expected"), [(INTERLEAVED_CODE, INTERLEAVED_CODE_OUTPUT),
+                                                 (INTERLEAVED_CALL, INTERLEAVED_CALL_OUTPUT)])  # fmt: skip
+def test_interleaved_parts_are_read_and_sent_back_in_their_order(
+    url: str, parts: tuple[JsonObject, ...], expected: JsonObject
+) -> None:
+    live = response(candidate(*parts))
+    assert read(live if url == JSON_URL else chunked(*parts), url) == expected
+    assert round_trip(expected, url) == expected
+
+    # The parts in the order they came, text joined as the SDK's response.text joins it, ids aside;
+    # each signature on the part it came on.
+    def plain(found: list[JsonObject]) -> list[JsonObject]:
+        return [{k: ({f: v for f, v in value.items() if f != "id"} if isinstance(value, dict) else value)
+                 for k, value in part.items() if value is not None} for part in found]  # fmt: skip
+
+    sent = wire_parts(expected, url)
+    ids = [c["toolCallId"] for c in expected.get("calls", [])]
+    assert [p["functionCall"]["id"] for p in sent if "functionCall" in p] == ids  # the neutral ids
+    assert plain(sent) == plain(joined(list(parts), "thoughtSignature"))
+
+
+def test_an_answer_in_the_canonical_order_carries_no_order() -> None:
+    streamed = chunked({"text": "Sun"}, {"text": "ny "}, {"text": "in Paris."})
+    assert read(streamed, SSE_URL) == {"type": "final_answer", "text": "Sunny in Paris."}
+    canonical = chunked({"text": "Hm.", "thought": True}, {"executableCode": CODE},
+                        {"codeExecutionResult": RAN}, {"text": "45."},
+                        {"functionCall": {"name": "f", "args": {}}}, {"text": ""})  # fmt: skip
+    output = read(canonical, SSE_URL)
+    assert "sequence" not in output and "textParts" not in output  # a stream's last empty part is no part
+    for url in URLS:
+        assert round_trip(output, url) == output
+    assert [next(iter(p)) for p in wire_parts(output, JSON_URL)] == [
+        "text",
+        "executableCode",
+        "codeExecutionResult",
+        "text",
+        "functionCall",
+    ]
+
+
+def test_another_part_ends_a_thought() -> None:
+    output = read(
+        response(candidate({"text": "A", "thought": True}, {"text": "B"}, {"text": "C", "thought": True}))
+    )
+    assert output == {"type": "final_answer", "text": "B", "reasoning": [{"text": "A"}, {"text": "C"}],
+                      "sequence": ["reasoning", "text", "reasoning"]}  # fmt: skip
+    assert round_trip(output, SSE_URL) == output
+
+
+def test_an_interleaved_turn_sent_back_normalizes_as_the_live_one() -> None:
+    answer = {"functionResponse": {"name": "get_weather", "response": {"result": "sunny"}}}
+    results = {"role": "user", "parts": [answer]}
+    live = response(candidate(*INTERLEAVED_CALL))
+    sent = messages(user("Weather?"), *model_turn(live), results)
+    assert sent[1]["content"] == [  # the canonical order, the text joined
+        {"type": "reasoning", "text": "Paris, so the tool.", "signature": THOUGHT_SIG},
+        {"type": "text", "text": "I will check.One moment.", "signature": TEXT_SIG},
+        {"type": "tool_use", "toolCallId": "call-0", "toolName": "get_weather",
+         "toolInput": {"city": "Paris"}, "signature": CALL_SIG},
+    ]  # fmt: skip
+    for url in URLS:
+        replayed = wire_chunks(INTERLEAVED_CALL_OUTPUT, url)
+        assert messages(user("Weather?"), *model_turn(replayed[0], chunks=replayed), results) == sent
+
+
 # --- several candidates ---------------------------------------------------------------------------
 
 
@@ -423,7 +535,8 @@ def test_every_candidate_is_a_choice_and_their_calls_are_numbered_after_the_firs
         "choices": [
             {"type": "final_answer", "text": "Red.", "stopReason": "max_tokens"},
             {"type": "tool_calls", "text": "Lyon it is.",
-             "calls": [{"toolCallId": "call-1", "toolName": "get_weather", "toolInput": {"city": "Lyon"}}]},
+             "calls": [{"toolCallId": "call-1", "toolName": "get_weather", "toolInput": {"city": "Lyon"}}],
+             "sequence": ["call", "text"]},  # the call came before the text
         ],
     }  # fmt: skip
     # The program sends candidate 2's call back without an id: it is the call the model made.
@@ -673,6 +786,17 @@ def text_of(chunks: list[types.GenerateContentResponse]) -> str:
     return "".join(p.text or "" for c in sent_back(chunks) for p in c.parts or [] if not p.thought)
 
 
+def kinds_of(chunks: list[types.GenerateContentResponse]) -> list[str]:
+    """The kinds of the parts the program received, in order; parts of one kind in a row are one."""
+    kinds: list[str] = []
+    for part in (p for c in sent_back(chunks) for p in c.parts or []):
+        kind = "thought" if part.thought else "text" if part.text is not None else ""
+        kind = kind or next(k for k in ("function_call", "executable_code", "code_execution_result")
+                            if getattr(part, k) is not None)  # fmt: skip
+        kinds += [kind] if not kinds or kinds[-1] != kind else []
+    return kinds
+
+
 def finish_of(chunks: list[types.GenerateContentResponse]) -> Any:
     return [c.finish_reason for chunk in chunks for c in chunk.candidates or [] if c.finish_reason][-1]
 
@@ -740,6 +864,8 @@ def thinking_check(got: list[list[types.GenerateContentResponse]]) -> None:
         base64.b64decode(THOUGHT_SIG)
     ]
     assert [p.thought_signature for p in parts if p.function_call] == [base64.b64decode(CALL_SIG)]
+    assert kinds_of(first) == ["thought", "text", "function_call", "text"]
+    assert text_of(first) == "Let me check the weather.One moment."
     assert text_of(second) == "It is sunny in Paris."
     assert base64.b64decode(TEXT_SIG) in [
         p.thought_signature for c in sent_back(second) for p in c.parts or []
@@ -764,7 +890,8 @@ def code_execution_check(got: list[list[types.GenerateContentResponse]]) -> None
     parts = [p for c in sent_back(got[0]) for p in c.parts or []]
     assert [p.executable_code.code for p in parts if p.executable_code] == [CODE["code"]]
     assert [p.code_execution_result.output for p in parts if p.code_execution_result] == ["45\n"]
-    assert text_of(got[0]) == "The sum is 45." and text_of(got[1]) == "Doubled: 90."
+    assert text_of(got[0]) == "I will run some code.The sum is 45." and text_of(got[1]) == "Doubled: 90."
+    assert kinds_of(got[0]) == ["text", "executable_code", "code_execution_result", "text"]
 
 
 async def grounding_program(send: Send, changed: bool) -> list[list[types.GenerateContentResponse]]:
@@ -832,8 +959,11 @@ FEATURES: dict[str, Feature] = {
             [response(candidate({"text": "The user asks about Paris. ", "thought": True}, finish=None)),
              response(candidate({"text": "I need the weather tool.", "thought": True}, finish=None)),
              response(candidate({"thought": True, "thoughtSignature": THOUGHT_SIG}, finish=None)),
+             response(candidate({"text": "Let me check "}, finish=None)),
+             response(candidate({"text": "the weather."}, finish=None)),
              response(candidate({"functionCall": {"name": "get_weather", "args": {"city": "Paris"}},
-                                 "thoughtSignature": CALL_SIG}))],
+                                 "thoughtSignature": CALL_SIG}, finish=None)),
+             response(candidate({"text": "One moment."}))],
             [response(candidate({"text": "Sunny: say so.", "thought": True}, finish=None)),
              response(candidate({"text": "It is sunny "}, finish=None)),
              response(candidate({"text": "in Paris.", "thoughtSignature": TEXT_SIG}))],
@@ -846,9 +976,12 @@ FEATURES: dict[str, Feature] = {
     ),
     "code_execution": Feature(
         responses=[
-            [response(candidate({"executableCode": CODE}, finish=None)),
+            [response(candidate({"text": "I will run "}, finish=None)),
+             response(candidate({"text": "some code."}, finish=None)),
+             response(candidate({"executableCode": CODE}, finish=None)),
              response(candidate({"codeExecutionResult": RAN}, finish=None)),
-             response(candidate({"text": "The sum is 45."}))],
+             response(candidate({"text": "The sum "}, finish=None)),
+             response(candidate({"text": "is 45."}))],
             [response(candidate({"text": "Doubled: 90."}))],
         ],
         program=code_execution_program,

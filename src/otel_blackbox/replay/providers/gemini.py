@@ -36,7 +36,7 @@ one JSON array), read whole; each candidate's parts are read as a request's mode
 
 * its texts joined (``text``) and its function calls (``calls``), numbered on (``CallIds.made_call``);
 * ``thought: true`` parts -> ``reasoning`` ``{text?, signature?}``: their text joined until a
-  ``thoughtSignature`` ends one;
+  ``thoughtSignature`` or a part of another kind ends one;
 * a ``thoughtSignature`` on a function call -> that call's ``signature``; on a text part (or alone on
   a part of metadata only) -> ``textSignature``;
 * ``hostedTools``, in order: ``executableCode`` + ``codeExecutionResult`` ->
@@ -46,6 +46,10 @@ one JSON array), read whole; each candidate's parts are read as a request's mode
   <the groundingMetadata as sent>}`` (``grounding`` when it holds neither ``webSearchQueries`` nor a
   ``searchEntryPoint``: Maps, a retrieval store) and its ``urlContextMetadata`` ->
   ``{toolName: url_context, result: ...}``. The parts' and results' ``id`` are not kept;
+* the parts' order, when it is not the canonical one (thoughts, hosted tools, text, calls) or the text
+  came in several pieces -> ``sequence`` and ``textParts``: text parts with no other part between them
+  are one piece (a stream's many text parts, as the SDK's ``response.text`` joins them), an empty piece
+  is no part, and what the candidate's metadata found comes after the parts' hosted tools;
 * ``finishReason`` -> ``stopReason``: ``MAX_TOKENS`` is ``max_tokens``, ``SAFETY`` is
   ``content_filter``, any other but ``STOP`` (``RECITATION``, ``PROHIBITED_CONTENT``,
   ``MALFORMED_FUNCTION_CALL``...) as sent. A candidate that stopped with nothing said (``SAFETY``
@@ -63,18 +67,19 @@ the candidates': a classifier's scores, not what the model said; ``stopReason`` 
 that is not a blocked prompt, or a stream whose first candidate has no ``finishReason`` raise
 ``ValueError``.
 
-Synthesized responses (``wire_response``) rebuild each candidate's parts in the canonical order:
-thought parts (``{text, thought: true, thoughtSignature}``, one a reasoning entry), hosted tools'
-parts, the text (its signature on its last part; an empty text part where only the signature is),
-the calls (with the neutral ids as their ``id``: the SDK sends them back, and their signatures); the
+Synthesized responses (``wire_response``) rebuild each candidate's parts in the order ``sequence``
+says, else the canonical one: thought parts (``{text, thought: true, thoughtSignature}``, one a
+reasoning entry), hosted tools' parts, the text (one part a piece; its signature on the last part of
+the last piece, or on an empty text part before the calls where only the signature is), the calls
+(with the neutral ids as their ``id``: the SDK sends them back, and their signatures); the
 candidate's ``finishReason`` (``STOP`` by default; ``max_tokens`` -> ``MAX_TOKENS``,
 ``content_filter`` -> ``SAFETY``, ``stop_sequence`` and ``refusal``, which Gemini reports as
 ``STOP``, -> ``STOP``, any other as it is), ``groundingMetadata`` / ``urlContextMetadata``; the choices
 as candidates 1, 2...; zero usage and an id derived from the output. An empty plain answer has one
 empty text part, one that stopped otherwise no content (as the API sends a blocked answer); a
 blocked prompt is a response with no candidates and its ``promptFeedback``. A stream sends each
-candidate's thoughts and hosted parts first, spreads its text over several chunks and sends its calls
-in its last chunk, with the finishReason.
+candidate's parts in the same order: each piece of text spread over chunks of its own, the calls in a
+row together, the parts between together, the finishReason on its last chunk.
 """
 
 from __future__ import annotations
@@ -87,7 +92,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ...cassette.model import tool_calls_of
-from ...cassette.output import Extras, Hosted, Reasoning, extras_of, with_extras
+from ...cassette.output import Extras, Hosted, Reasoning, extras_of, ordered, sequence_of, with_extras
 from ...cassette.request_fields import GEMINI_FIELDS
 from ...messages import FUNCTION_OUTPUT_FIELDS
 from .base import CallIds, JsonObject, WireResponse, call_signature, rewritten, wire_errors
@@ -309,13 +314,25 @@ class _Candidate:
         output: JsonObject = {"type": "final_answer", "text": text}
         if calls:
             output = {"type": "tool_calls", "calls": calls, **({"text": text} if text else {})}
+        found = _found_tools(self.found)
+        kinds, pieces = self.parts.order()
+        # What the metadata found is no part: after the parts' hosted tools (each takes the next), where
+        # the canonical order has them.
+        at = len(kinds) - kinds[::-1].index("hosted") if "hosted" in kinds else _leading(kinds, "reasoning")
+        sequence, text_parts = sequence_of(kinds[:at] + ["hosted"] * len(found) + kinds[at:], pieces)
         extras = Extras(
             stop_reason=_stop_reason(self.finish),
             reasoning=self.parts.reasoning,
-            hosted=[*self.parts.hosted, *_found_tools(self.found)],
+            hosted=[*self.parts.hosted, *found],
             text_signature=self.parts.text_signature,
+            sequence=sequence,
+            text_parts=text_parts,
         )
         return with_extras(output, extras)
+
+
+def _leading(kinds: list[str], kind: str) -> int:
+    return next((n for n, k in enumerate(kinds) if k != kind), len(kinds))
 
 
 @dataclass
@@ -381,24 +398,32 @@ def _wire_chunks(output: JsonObject, model: str, *, streamed: bool) -> list[Json
 
 
 def _candidate_chunks(output: JsonObject, index: int, *, streamed: bool) -> list[JsonObject]:
-    """One candidate in the canonical order: thoughts, hosted tools, text, calls; the finishReason and
-    what its hosted tools found on the last of its chunks."""
+    """One candidate's parts in the order ``sequence`` says, else the canonical one (thoughts, hosted
+    tools, text, calls); the finishReason and what its hosted tools found on the last of its chunks."""
     extras = extras_of(output)
-    text = output.get("text") if isinstance(output.get("text"), str) else ""
-    first = [_thought_part(r) for r in extras.reasoning] + [
-        p for h in extras.hosted for p in _hosted_parts(h)
-    ]
-    said = [{"text": t} for t in (pieces(str(text)) if streamed else [str(text)]) if t]
+    parts: list[JsonObject] = []
+    for kind, value in ordered(output, extras, _call_parts(output)):
+        if kind == "reasoning":
+            parts.append(_thought_part(value))
+        elif kind == "hosted":
+            parts += _hosted_parts(value)
+        elif kind == "call":
+            parts.append(value)
+        else:
+            parts += [{"text": t} for t in (pieces(value) if streamed else [value]) if t]
+    said = [n for n, p in enumerate(parts) if _is_text(p)]
     if extras.text_signature is not None:
-        said = said or [{"text": ""}]
-        said[-1]["thoughtSignature"] = extras.text_signature
-    calls = _call_parts(output)
+        if not said:  # the signature alone: an empty text part, before the calls
+            at = next((n for n, p in enumerate(parts) if "functionCall" in p), len(parts))
+            parts.insert(at, {"text": ""})
+            said = [at]
+        parts[said[-1]]["thoughtSignature"] = extras.text_signature
     finish = _FINISH_REASONS.get(extras.stop_reason or "STOP", extras.stop_reason or "STOP")
-    if not (first or said or calls) and finish == "STOP":
-        said = [{"text": ""}]  # an empty answer, as the API sends one
-    groups = [first, *([t] for t in said), calls] if streamed else [first + said + calls]
+    if not parts and finish == "STOP":
+        parts = [{"text": ""}]  # an empty answer, as the API sends one
+    groups = _stream_groups(parts) if streamed else [parts]
     candidates: list[JsonObject] = [
-        {"content": {"role": "model", "parts": parts}, "index": index} for parts in groups if parts
+        {"content": {"role": "model", "parts": group}, "index": index} for group in groups if group
     ] or [{"index": index}]  # nothing said: no content, as the API sends an answer it blocked
     candidates[-1]["finishReason"] = finish
     for tool in extras.hosted:
@@ -406,6 +431,28 @@ def _candidate_chunks(output: JsonObject, index: int, *, streamed: bool) -> list
         if where is not None and tool.has_result:
             candidates[-1][where] = _object(tool.result, f"the result of {tool.tool_name}")
     return candidates
+
+
+def _is_text(part: JsonObject) -> bool:
+    return "text" in part and not part.get("thought")
+
+
+def _stream_groups(parts: list[JsonObject]) -> list[list[JsonObject]]:
+    """A stream's chunks of parts: each piece of text alone, the calls together, the parts between
+    together."""
+    groups: list[list[JsonObject]] = []
+    for part in parts:
+        last = groups[-1][-1] if groups else None
+        if (
+            last is None
+            or _is_text(part)
+            or _is_text(last)
+            or ("functionCall" in part) != ("functionCall" in last)
+        ):
+            groups.append([part])
+        else:
+            groups[-1].append(part)
+    return groups
 
 
 def _thought_part(reasoning: Reasoning) -> JsonObject:

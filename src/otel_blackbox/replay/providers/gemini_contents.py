@@ -18,7 +18,7 @@ the data below them is kept as sent.
 
   * ``{type: reasoning, text?, signature?}`` per thought: the text of the ``thought: true`` parts
     joined until one carries a ``thoughtSignature``, which is the thought's and ends it (a thought
-    part with no text, the signature alone, ends it too);
+    part with no text, the signature alone, ends it too), or a part of another kind comes;
   * ``{type: hosted_tool, toolName, toolInput?, result?}`` per tool Gemini ran itself:
     ``executableCode`` (``toolName`` ``code_execution``, ``toolInput`` the part less its ``id``)
     with the ``codeExecutionResult`` that follows it (``result``, less its ``id``), and a server-side
@@ -31,7 +31,9 @@ the data below them is kept as sent.
     as ``signature``, the last one when several carry one; present when there is text or a signature;
   * ``tool_use`` parts, each with its part's ``thoughtSignature`` as ``signature``.
 
-  Its other parts (``inlineData``...) are dropped, as responses are read without them.
+  Its other parts (``inlineData``...) are dropped, as responses are read without them. The order
+  is not kept here (a program that sends back a response replayed in its order normalizes as the live
+  one); ``ModelParts.order`` gives it to a response's reading.
 * A user turn of one text part is a string, else a list: ``text`` -> ``{type: text, text}``,
   ``functionResponse`` -> ``{type: tool_result, toolCallId, toolName, result}``, any other part
   ``{type: KIND, KIND: value}``. ``result`` is ``response`` as sent, or what its only field holds when
@@ -143,7 +145,8 @@ class _Thought:
 @dataclass
 class ModelParts:
     """A model turn's parts, in a request's history or in one response candidate (over a whole
-    stream), read into the pieces of the canonical order: thoughts, hosted tools, text, calls.
+    stream), read into the pieces of the canonical order: thoughts, hosted tools, text, calls; and
+    (``order``) the order they came in.
 
     The module docstring says how each part is read; a request and a response read alike, so that a
     program sending back what it was handed normalizes as the response it came from.
@@ -151,10 +154,11 @@ class ModelParts:
 
     thoughts: list[_Thought] = field(default_factory=list)
     hosted: list[Hosted] = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)
     text_signature: str | None = None
     calls: list[Call] = field(default_factory=list)
-    _open: _Thought | None = None  # the thought that goes on until a signature ends it
+    kinds: list[str] = field(default_factory=list)  # each part's kind, in wire order (see ``order``)
+    _pieces: list[list[str]] = field(default_factory=list)  # each piece of text, as its parts came
+    _open: _Thought | None = None  # the thought that goes on until a signature or another part ends it
     _hosted_ids: list[str | None] = field(default_factory=list)  # to pair results; never kept
 
     @property
@@ -163,7 +167,23 @@ class ModelParts:
 
     @property
     def text(self) -> str:
-        return "".join(self.texts)
+        return "".join(t for piece in self._pieces for t in piece)
+
+    def order(self) -> tuple[list[str], list[str]]:
+        """The kinds of the parts in wire order (``reasoning``, ``hosted``, ``text``, ``call``) and the
+        text's pieces: text parts with no other part between them are one piece; an empty piece (a
+        stream's last empty part, a signature alone) is no part."""
+        kinds: list[str] = []
+        found: list[str] = []
+        pieces = iter(self._pieces)
+        for kind in self.kinds:
+            if kind == "text":
+                piece = "".join(next(pieces))
+                if not piece:
+                    continue
+                found.append(piece)
+            kinds.append(kind)
+        return kinds, found
 
     @property
     def plain(self) -> bool:
@@ -176,15 +196,23 @@ class ModelParts:
         signature = _signature(found)
         if found.get("thought") and kind in (None, "text"):
             self._think(value, signature)
-        elif kind == "text" or (kind is None and signature is not None and set(found) <= _METADATA):
-            self.texts.append(value or "")
+            return
+        if kind == "text" or (kind is None and signature is not None and set(found) <= _METADATA):
+            if not self.kinds or self.kinds[-1] != "text":
+                self.kinds.append("text")
+                self._pieces.append([])
+            self._pieces[-1].append(value or "")  # a stream sends a piece in many parts
             self.text_signature = signature if signature is not None else self.text_signature
         elif kind == "functionCall":
             self.calls.append((*call_of(found), signature))
+            self.kinds.append("call")
         elif kind in ("executableCode", "toolCall"):
             self._hosted_call(kind, fields(value, kind))
         elif kind in ("codeExecutionResult", "toolResponse"):
             self._hosted_result(kind, fields(value, kind))
+        else:
+            return  # a part that is not kept (inlineData...) ends nothing
+        self._open = None  # another part ends the thought
 
     def _think(self, text: str | None, signature: str | None) -> None:
         if text is None and signature is None:
@@ -192,6 +220,7 @@ class ModelParts:
         if self._open is None:
             self._open = _Thought()
             self.thoughts.append(self._open)
+            self.kinds.append("reasoning")
         if text is not None:  # a stream sends a thought in many pieces: appended, not copied
             self._open.pieces = self._open.pieces if self._open.pieces is not None else []
             self._open.pieces.append(text)
@@ -207,6 +236,7 @@ class ModelParts:
                 entry = replace(entry, tool_input=value["args"])
         self.hosted.append(entry)
         self._hosted_ids.append(_id_of(value))
+        self.kinds.append("hosted")
 
     def _hosted_result(self, kind: str, value: JsonObject) -> None:
         result: Any = value.get("response")
@@ -217,6 +247,7 @@ class ModelParts:
         if at is None:
             self.hosted.append(Hosted(name, result=result))
             self._hosted_ids.append(None)
+            self.kinds.append("hosted")
         else:
             self.hosted[at] = replace(self.hosted[at], result=result)
 
