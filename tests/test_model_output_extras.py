@@ -253,6 +253,9 @@ def test_a_cassette_from_spans_does_not_compare_the_parts_spans_never_record() -
             {"role": "assistant", "content": [tool_use]},
         ],
     }
+    # Nor a tool's settings: spans record its name, description and schema.
+    wire["tools"] = [{"name": "f", "description": "", "settings": {"strict": True}}]
+    spans["tools"] = [{"name": "f", "description": ""}]
     observed = ["messages", "systemPrompt", "tools"]
     assert observed_view(wire, observed) == observed_view(spans, observed)
     assert observed_view(wire, None) is wire  # a recording that saw the wire compares every part

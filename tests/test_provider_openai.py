@@ -66,6 +66,8 @@ NEUTRAL_TOOLS = [
     {"name": "get_weather", "description": "Current weather", "inputSchema": WEATHER_SCHEMA},
     {"name": "get_forecast", "description": "", "inputSchema": FORECAST_SCHEMA},
 ]
+# The Responses tools say strict: false, a setting that changes what the model does (issue 18).
+RESPONSES_NEUTRAL_TOOLS = [{**tool, "settings": {"strict": False}} for tool in NEUTRAL_TOOLS]
 TOOL_RESULTS = {"get_weather": "cold", "get_forecast": "colder"}
 # What a provider's response carries and a neutral payload never may.
 PROVIDER_MARKERS = ("chatcmpl-", "call_", "resp_", "fc_", "msg_", '"usage"')
@@ -317,7 +319,7 @@ def test_record_responses_stream(fake_llm: FakeLLMServer, capture: Capture) -> N
     assert b"resp_" in body and b"fc_" in body and b"usage" in body
     model_input, output = neutral(RESPONSES, capture.exchanges[0], CallIds())
     assert model_input["messages"] == [{"role": "user", "content": QUESTION}]
-    assert model_input["tools"] == NEUTRAL_TOOLS
+    assert model_input["tools"] == RESPONSES_NEUTRAL_TOOLS
     assert output == {
         "type": "tool_calls",
         "calls": [{"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "New York"}}],
@@ -349,7 +351,7 @@ def test_record_responses_function_call_round(fake_llm: FakeLLMServer, capture: 
     first_input, first_output = neutral(RESPONSES, capture.exchanges[0], ids)
     assert first_input == {
         "messages": [{"role": "user", "content": BOTH}],
-        "tools": NEUTRAL_TOOLS,
+        "tools": RESPONSES_NEUTRAL_TOOLS,
         "systemPrompt": "Use the tools.",
         "model": MODEL,
     }
@@ -831,7 +833,8 @@ def test_chat_request_parts_images_late_system_and_unknown_ids() -> None:
             ]},
             {"role": "user", "content": "Thanks"},
         ],
-        "tools": [{"name": "grammar", "description": "free text"}],
+        # A custom tool (free text, not a JSON schema): its type is a setting (issue 18).
+        "tools": [{"name": "grammar", "description": "free text", "settings": {"type": "custom"}}],
         "model": MODEL,
         "params": {
             "toolChoice": {"type": "function", "function": {"name": "look"}},

@@ -72,9 +72,10 @@ def _anthropic(base_url: str, stream: bool, extra: dict[str, Any]) -> Any:
             "messages": [{"role": "user", "content": "Hi"}],
         }
         if not stream:
-            return "".join(b.text for b in client.messages.create(**kwargs, extra_body=extra).content)
+            blocks = client.messages.create(**kwargs, extra_body=extra).content
+            return "".join(getattr(b, "text", "") for b in blocks)  # a tool use has none
         events = client.messages.create(**kwargs, stream=True, extra_body=extra)
-        return "".join(e.delta.text for e in events if e.type == "content_block_delta")
+        return "".join(getattr(e.delta, "text", "") for e in events if e.type == "content_block_delta")
 
 
 PROVIDERS: dict[str, tuple[RequestFields, Send, Callable[[FakeLLMServer], str]]] = {
@@ -252,3 +253,38 @@ def test_a_recording_replays_in_the_other_wire(tmp_path: Path, provider: str) ->
             with otel_blackbox.session(mode="record", cassette=path):
                 answer = send(url, recorded_wire == "sse", {})
         assert _replay((path, url, answer), provider, replayed_wire, {}) == answer
+
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+# A tool definition's own settings (strict here), in each API's shape.
+TOOLS_WITH: dict[str, Callable[[Any], list[dict[str, Any]]]] = {
+    "chat": lambda strict: [
+        {"type": "function", "function": {"name": "get_weather", "parameters": WEATHER, "strict": strict}}
+    ],
+    "responses": lambda strict: [
+        {"type": "function", "name": "get_weather", "parameters": WEATHER, "strict": strict}
+    ],
+    "anthropic": lambda strict: [{"name": "get_weather", "input_schema": WEATHER, "strict": strict}],
+}
+
+
+@pytest.mark.parametrize(("provider", "wire"), [(p, w) for p in PROVIDERS for w in WIRES])
+def test_a_changed_tool_setting_diverges_and_a_cache_marker_does_not(
+    tmp_path: Path, provider: str, wire: str
+) -> None:
+    """A tool's settings (strict, a server tool's limits...) change what the model does with it."""
+    _, send, base_url = PROVIDERS[provider]
+    path = tmp_path / "tools.json"
+    with FakeLLMServer() as fake:
+        url = base_url(fake)
+        with otel_blackbox.session(mode="record", cassette=path):
+            answer = send(url, wire == "sse", {"tools": TOOLS_WITH[provider](True)})
+    assert _replay((path, url, answer), provider, wire, {"tools": TOOLS_WITH[provider](True)}) == answer
+    if provider == "anthropic":  # a prompt-cache marker on a tool is transport
+        cached = [{**TOOLS_WITH[provider](True)[0], "cache_control": {"type": "ephemeral"}}]
+        assert _replay((path, url, answer), provider, wire, {"tools": cached}) == answer
+    with pytest.raises(ReplayDivergence) as diverged:
+        _replay((path, url, answer), provider, wire, {"tools": TOOLS_WITH[provider](False)})
+    assert "step 0 (model_input) differs at $.tools[0].settings.strict: recorded true, got false" in str(
+        diverged.value
+    )

@@ -187,6 +187,9 @@ def observed_view(model_input: Any, observed: Any) -> Any:
     view: dict[str, Any] = {}
     if "messages" in observed and isinstance(model_input.get("messages"), list):
         view["messages"] = _seen_by_spans(model_input["messages"])
+    if "tools" in observed and isinstance(model_input.get("tools"), list):
+        # Spans record a tool's name, description and schema, not its settings (strict...).
+        view["tools"] = [_without_settings(t) for t in model_input["tools"]]
     for path in observed:
         head, _, key = str(path).partition(".")
         if not key:
@@ -213,6 +216,10 @@ def _seen_by_spans(messages: list[Any]) -> list[Any]:
             message = {**message, "content": [p for p in content if not _unseen(p)]}
         out.append(message)
     return out
+
+
+def _without_settings(tool: Any) -> Any:
+    return {k: v for k, v in tool.items() if k != "settings"} if isinstance(tool, dict) else tool
 
 
 def _unseen(part: Any) -> bool:

@@ -89,6 +89,7 @@ from .base import (
     join_pieces,
     replaced_content,
     rewritten,
+    tool_settings,
     wire_errors,
 )
 
@@ -193,7 +194,9 @@ def _tool(tool: JsonObject) -> JsonObject:
     neutral: JsonObject = {"name": tool.get("name", ""), "description": tool.get("description") or ""}
     if "input_schema" in tool:
         neutral["inputSchema"] = tool["input_schema"]
-    return neutral
+    # The rest (a server tool's versioned type and limits, strict, input_examples...) are settings;
+    # cache_control is a prompt-cache marker, not what the model does.
+    return tool_settings(neutral, tool, ("name", "description", "input_schema", "cache_control"))
 
 
 def _message(message: JsonObject, ids: CallIds, names: dict[str, str]) -> JsonObject:

@@ -28,6 +28,7 @@ __all__ = [
     "join_pieces",
     "replaced_content",
     "rewritten",
+    "tool_settings",
     "wire_errors",
 ]
 
@@ -83,6 +84,14 @@ class Provider(Protocol):
         used (see ``replaced_content``): where it sent a string, the string is the result's text;
         where it sent a list of content parts, one text part holds that text.
         """
+
+
+def tool_settings(neutral: JsonObject, definition: JsonObject, taken: tuple[str, ...]) -> JsonObject:
+    """``neutral`` (a tool's name, description and schema) with the definition's other fields, those
+    that change what the model does with the tool (``strict``, a built-in tool's options, a server
+    tool's version and limits), under ``settings``; a tool with none is as it always was."""
+    settings = {key: value for key, value in definition.items() if key not in taken and value is not None}
+    return {**neutral, "settings": settings} if settings else neutral
 
 
 def replaced_content(sent: Any, result: Any, text_type: str) -> Any:

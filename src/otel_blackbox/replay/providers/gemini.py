@@ -95,7 +95,7 @@ from ...cassette.model import tool_calls_of
 from ...cassette.output import Extras, Hosted, Reasoning, extras_of, ordered, sequence_of, with_extras
 from ...cassette.request_fields import GEMINI_FIELDS
 from ...messages import FUNCTION_OUTPUT_FIELDS
-from .base import CallIds, JsonObject, WireResponse, call_signature, rewritten, wire_errors
+from .base import CallIds, JsonObject, WireResponse, call_signature, rewritten, tool_settings, wire_errors
 from .gemini_contents import CODE_EXECUTION, ModelParts, fields, objects, read_contents, texts
 from .shared import JSON_HEADERS, SSE_HEADERS, digest, dumps, error_text, pieces, sse_data
 
@@ -214,8 +214,9 @@ def _tools(value: Any) -> list[JsonObject]:
     tools: list[JsonObject] = []
     for tool in objects(value, "tools"):
         for key, spec in fields(tool, "a tool").items():
-            if key != "functionDeclarations":
-                tools.append({"name": key, "description": ""})  # a built-in tool: googleSearch...
+            if key != "functionDeclarations":  # a built-in tool: googleSearch..., its options its settings
+                options = spec if isinstance(spec, dict) else {}
+                tools.append(tool_settings({"name": key, "description": ""}, options, ()))
                 continue
             for declaration in objects(spec, "functionDeclarations"):
                 d = fields(declaration, "a function declaration")
@@ -226,7 +227,8 @@ def _tools(value: Any) -> list[JsonObject]:
                 schema = d.get("parameters", d.get("parametersJsonSchema"))
                 if schema is not None:
                     neutral["inputSchema"] = schema
-                tools.append(neutral)
+                taken = ("name", "description", "parameters", "parametersJsonSchema")
+                tools.append(tool_settings(neutral, d, taken))  # behavior, responseJsonSchema...
     return tools
 
 

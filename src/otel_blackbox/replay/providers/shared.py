@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...cassette.model import tool_calls_of
-from .base import CallIds, JsonObject
+from .base import CallIds, JsonObject, tool_settings
 
 __all__ = [
     "JSON_HEADERS",
@@ -97,16 +97,24 @@ def _is_result(part: Any) -> bool:
 
 
 def neutral_tool(tool: JsonObject) -> JsonObject:
-    """Chat nests a tool under its type (``{type: function, function: {...}}``); Responses does not."""
-    nested = tool.get(str(tool.get("type")))
+    """Chat nests a tool under its type (``{type: function, function: {...}}``); Responses does not.
+    A built-in tool (``{type: web_search, ...}``) is named by its type; a tool's other fields
+    (``strict``, a custom tool's ``format``, a built-in's options, a type but ``function``) are its
+    ``settings``."""
+    kind = tool.get("type")
+    nested = tool.get(str(kind))
     spec: JsonObject = nested if isinstance(nested, dict) else tool
     neutral: JsonObject = {
-        "name": str(spec.get("name") or tool.get("type") or ""),
+        "name": str(spec.get("name") or kind or ""),
         "description": spec.get("description") or "",
     }
     if spec.get("parameters") is not None:
         neutral["inputSchema"] = spec["parameters"]
-    return neutral
+    taken = ("type", "name", "description", "parameters", str(kind))
+    definition = {k: v for k, v in {**tool, **spec}.items() if k not in taken}
+    if kind not in (None, "function") and spec.get("name"):  # a custom tool: its type tells it apart
+        definition["type"] = kind
+    return tool_settings(neutral, definition, ())
 
 
 def _no_constants(name: str) -> Any:
