@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...cassette.model import tool_calls_of
-from .base import CallIds, JsonObject, tool_settings
+from .base import CallIds, JsonObject
 
 __all__ = [
     "JSON_HEADERS",
@@ -96,6 +96,9 @@ def _is_result(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") == "tool_result"
 
 
+_TOOL_FIELDS = frozenset({"type", "name", "description", "parameters", "function", "custom"})
+
+
 def neutral_tool(tool: JsonObject) -> JsonObject:
     """Chat nests a tool under its type (``{type: function, function: {...}}``); Responses does not.
     A built-in tool (``{type: web_search, ...}``) is named by its type; a tool's other fields
@@ -110,11 +113,14 @@ def neutral_tool(tool: JsonObject) -> JsonObject:
     }
     if spec.get("parameters") is not None:
         neutral["inputSchema"] = spec["parameters"]
-    taken = ("type", "name", "description", "parameters", str(kind))
-    definition = {k: v for k, v in {**tool, **spec}.items() if k not in taken}
+    settings = {k: v for k, v in spec.items() if k not in _TOOL_FIELDS and v is not None}
+    if spec is not tool:  # Chat's nesting: what sits beside the nested definition counts too
+        settings.update(
+            (k, v) for k, v in tool.items() if k != kind and k not in _TOOL_FIELDS and v is not None
+        )
     if kind not in (None, "function") and spec.get("name"):  # a custom tool: its type tells it apart
-        definition["type"] = kind
-    return tool_settings(neutral, definition, ())
+        settings["type"] = kind
+    return {**neutral, "settings": settings} if settings else neutral
 
 
 def _no_constants(name: str) -> Any:
