@@ -129,6 +129,9 @@ def parse_cassette(data: Any, source: str = "cassette", *, check_version: bool =
     for key, value in (("parentId", parent_id), ("forkedFromStepId", forked_from)):
         if value is not None and not isinstance(value, str):
             raise CassetteError(f"{source}: field {key!r} must be a string")
+    for key in ("api", "agent"):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise CassetteError(f"{source}: field {key!r} must be an object")
     raw_steps = _require(data, "steps", (list,), source)
     steps = []
     for position, raw in enumerate(raw_steps):
@@ -158,6 +161,8 @@ def parse_cassette(data: Any, source: str = "cassette", *, check_version: bool =
         version=version if isinstance(version, int) else FORMAT_VERSION,
         parent_id=parent_id,
         forked_from_step_id=forked_from,
+        api=data.get("api"),
+        agent=data.get("agent"),
     )
 
 

@@ -72,6 +72,11 @@ class Cassette:
     version: int = FORMAT_VERSION
     parent_id: str | None = None
     forked_from_step_id: str | None = None
+    # Hints, outside the hash chain: the API of the run's first model call and whether it streamed
+    # (``{"name": "openai-chat", "stream": false}``), and for a run of the built-in agent, what ran it
+    # (``{"kind": "built-in", "provider", "model", "toolMatch"}``).
+    api: JsonObject | None = None
+    agent: JsonObject | None = None
 
     def append(self, step_type: str, payload: Any, timestamp: int | float) -> Step:
         """Add a step at the end of the chain, hashing it onto the previous one."""
@@ -101,6 +106,10 @@ class Cassette:
         if self.forked_from_step_id is not None:
             data["forkedFromStepId"] = self.forked_from_step_id
         data["createdAt"] = self.created_at
+        if self.api is not None:
+            data["api"] = self.api
+        if self.agent is not None:
+            data["agent"] = self.agent
         data["steps"] = [s.to_json() for s in self.steps]
         return data
 

@@ -66,19 +66,33 @@ def record(output: Path, command: tuple[str, ...]) -> None:
     "--match", type=click.Choice(["exact", "sequence"]), default="exact", show_default=True,
     help="exact: each request must equal the recorded one; sequence: serve responses in order.",
 )  # fmt: skip
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def replay(cassette: Path, match: str, command: tuple[str, ...]) -> None:
     """Run a program offline against a cassette: no network, no API key, no model variance.
 
     Exit 1 at the first divergence (the message names the step and the JSON path), or when the
-    program did not make every recorded call; otherwise the program's own exit code.
+    program did not make every recorded call; otherwise the program's own exit code. A run of the
+    built-in agent (a `rerun` with no program) replays with no program: the same agent, offline.
 
     \b
     Example:
       otel-blackbox replay run.json -- python agent.py
       otel-blackbox replay run.json --match sequence -- python agent.py
+      otel-blackbox replay fixed.json              # a child of the built-in agent
     """
-    sys.exit(run_program("replay", cassette, _program(command), match=match))
+    program = command[1:] if command and command[0] == "--" else command
+    if not program:
+        from ..cassette.io import load_cassette as load
+
+        if load(cassette).agent is None:
+            raise click.UsageError("no program to run: give it after -- (only a built-in agent's run replays "
+                                   "without one)")  # fmt: skip
+        if match != "exact":
+            raise click.UsageError("--match is for a program replay: a built-in agent's run replays exactly")
+        from ..replay.agent.run import replay_built_in
+
+        sys.exit(replay_built_in(cassette))
+    sys.exit(run_program("replay", cassette, program, match=match))
 
 
 def _json_option(text: str, option: str) -> Any:
@@ -157,57 +171,161 @@ def _read_script(script: Path) -> list[dict[str, Any]]:
         raise click.BadParameter(str(exc), param_hint="--script") from None
 
 
+_API_NAMES = ("openai-chat", "openai-responses", "anthropic", "gemini")  # agent/sdk.py's, without its import
+
+
 @cli.command(context_settings=_PASS_THROUGH)
 @click.argument("incident", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--model", metavar="NAME", help="The model to call instead of the incident's.")
 @click.option(
-    "--model", metavar="NAME", help="Send every model call to the live upstream naming this model instead."
+    "--provider",
+    type=click.Choice(_API_NAMES),
+    help="Built-in agent: the API to rerun on (default: the incident's, else the model name's family).",
+)
+@click.option(
+    "--stream/--no-stream",
+    default=None,
+    help="Built-in agent: stream the model's answers or not (default: as the incident's first call did).",
+)
+@click.option(
+    "--base-url",
+    metavar="URL",
+    help="Built-in agent: the provider's base URL (default: the SDK's own variable).",
+)
+@click.option(
+    "--stub",
+    "stubs",
+    multiple=True,
+    metavar="NAME=JSON",
+    help="Built-in agent: answer the calls of tool NAME the incident did not record (repeatable).",
+)
+@click.option(
+    "--tool-match",
+    type=click.Choice(["arguments", "name"]),
+    default="arguments",
+    show_default=True,
+    help="Built-in agent: match a call with a recorded result on its name and arguments, or its name alone.",
+)
+@click.option(
+    "--max-turns",
+    type=click.IntRange(min=1),
+    help="Built-in agent: stop after this many model calls (default: twice the incident's, at least 10).",
 )
 @click.option(
     "--script",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Answer model calls from these neutral model outputs instead of a live model.",
+    help="With -- CMD: answer model calls from these neutral model outputs instead of a live model.",
 )
 @click.option(
     "--allow-network",
     is_flag=True,
-    help="Send (and record) the non-model requests the incident did not record, instead of refusing them.",
+    help="With -- CMD: send (and record) the non-model requests the incident did not record.",
 )
 @click.option(
     "-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Child cassette."
 )
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def rerun(
     incident: Path,
     model: str | None,
+    provider: str | None,
+    stream: bool | None,
+    base_url: str | None,
+    stubs: tuple[str, ...],
+    tool_match: str,
+    max_turns: int | None,
     script: Path | None,
     allow_network: bool,
     output: Path,
     command: tuple[str, ...],
 ) -> None:
-    """Run a recorded incident's program again: its model live, every other request from the recording.
+    """Rerun a recorded incident with the model live and every tool answered from the recording.
 
-    Model calls go to the real upstream (with --model NAME, each request names NAME instead), or
-    come from a --script of neutral model outputs. Every other HTTP request the incident recorded
-    (a tool's API) is answered from it and never sent again; one it did not record is refused with
-    a [blackbox] message naming it, unless --allow-network. The child cassette records the run with
-    the incident as its parent. Exit: the program's; 1 if it made no model call but exited 0.
+    With no program, a built-in agent (a plain tool-calling loop on the provider's official SDK)
+    replays the incident's conversation: its system prompt, tools and params turn by turn, its user
+    turns, and every tool call answered from the incident's recorded results (on name and
+    arguments; each once), never executed. A call it did not record is answered by --stub, or
+    stops the run (exit 1, the call named). Credentials come from the SDK's own variables
+    (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY...). Exit 0 when the child completed.
+
+    With -- CMD, the program runs again: its model calls go live (with --model NAME, naming NAME)
+    or come from a --script of neutral model outputs; every other HTTP request the incident
+    recorded (a tool's API) is answered from it and never sent again; one it did not record is
+    refused with a [blackbox] message naming it, unless --allow-network. Exit: the program's; 1 if
+    it made no model call but exited 0.
+
+    The child cassette records the run with the incident as its parent.
 
     \b
     Example:
+      otel-blackbox rerun incident.json --model claude-sonnet-4-5 --provider anthropic -o fixed.json
+      otel-blackbox rerun incident.json --stub refund_order='{"ok": true}' -o fixed.json
       otel-blackbox rerun incident.json --model gpt-4.1 -o fixed.json -- python agent.py
       otel-blackbox diff incident.json fixed.json      # ... outcome: failure fixed: ...
     """
-    if model is not None and script is not None:
-        raise click.UsageError("--model chooses the live model and --script answers instead of one: give one")
     if model is not None and not model.strip():
         raise click.BadParameter("give a model name", param_hint="--model")
-    load_cassette(incident)  # not a cassette: one line and exit 2, before the program runs
+    load_cassette(incident)  # not a cassette: one line and exit 2, before anything runs
     if output.resolve() == incident.resolve():
         raise click.BadParameter("the child cassette would overwrite the incident", param_hint="-o")
+    program = command[1:] if command and command[0] == "--" else command
+    if not program:
+        for option, given in (("--script", script), ("--allow-network", allow_network)):
+            if given:
+                raise click.UsageError(f"{option} is for a program rerun: give the program after --")
+        sys.exit(_rerun_built_in(incident, output, model, provider, stream, base_url, stubs, tool_match,
+                                 max_turns))  # fmt: skip
+    agent_only: dict[str, object] = {
+        "--provider": provider,
+        "--stream/--no-stream": stream is not None,
+        "--base-url": base_url,
+        "--stub": stubs,
+        "--tool-match": tool_match != "arguments",
+        "--max-turns": max_turns,
+    }
+    for option, used in agent_only.items():
+        if used:
+            raise click.UsageError(f"{option} is for the built-in agent: leave out the program (-- CMD)")
+    if model is not None and script is not None:
+        raise click.UsageError("--model chooses the live model and --script answers instead of one: give one")
     plan = {
         "output": str(output.resolve()),
         "model": model,
         "replies": _read_script(script) if script is not None else None,
         "allow_network": allow_network,
     }
-    sys.exit(run_program("rerun", incident, _program(command), plan=plan))
+    sys.exit(run_program("rerun", incident, program, plan=plan))
+
+
+def _rerun_built_in(
+    incident: Path,
+    output: Path,
+    model: str | None,
+    provider: str | None,
+    stream: bool | None,
+    base_url: str | None,
+    stubs: tuple[str, ...],
+    tool_match: str,
+    max_turns: int | None,
+) -> int:
+    from ..replay.agent.run import BuiltInRerun, rerun_built_in  # the execution side: only when it runs
+    from ..replay.agent.tools import parse_stub
+
+    parsed: dict[str, Any] = {}
+    for text in stubs:
+        try:
+            name, value = parse_stub(text)
+        except SessionError as exc:
+            raise click.BadParameter(str(exc).removeprefix("--stub "), param_hint="--stub") from None
+        parsed[name] = value
+    plan = BuiltInRerun(
+        output=output,
+        provider=provider,
+        model=model,
+        stream=stream,
+        base_url=base_url,
+        tool_match="name" if tool_match == "name" else "arguments",
+        stubs=parsed,
+        max_turns=max_turns,
+    )
+    return rerun_built_in(incident, plan)

@@ -34,10 +34,19 @@ from .providers.base import CallIds
 from .session import Match, Mode, Session, header, json_body, masked, now_ms, provider_of
 from .tool_spans import ToolRun
 
-__all__ = ["RecordSession", "Recorder"]
+__all__ = ["RecordSession", "Recorder", "RunStopped"]
 
 _SECRET_HEADERS = ("authorization", "x-api-key", "api-key", "proxy-authorization", "x-goog-api-key")
 _MIN_KEY_LEN = 8
+
+
+class RunStopped(Exception):
+    """How a run the built-in agent drove stopped: the ``run_failed`` reason, and fields naming why."""
+
+    def __init__(self, reason: str, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.details = details
 
 
 class Recorder:
@@ -63,6 +72,8 @@ class Recorder:
         self._seen_keys: set[str] = set()
         self._final_answer: str | None = None
         self._tool_runs: list[ToolRun] = []  # finished TOOL spans not yet matched to a call
+        self._answered: dict[str, dict[str, Any]] = {}  # call id -> the outcome the built-in agent gave it
+        self.last_output: dict[str, Any] | None = None  # the latest model output recorded
 
     # -- what the run does ---------------------------------------------------------------------------
 
@@ -81,6 +92,8 @@ class Recorder:
         if provider is None or body is None:
             self.record_exchange(request, response)
         elif 200 <= response.status < 300:  # a failed call is retried by the SDK, not a step
+            if self.cassette.api is None:  # the hint the built-in agent reruns on by default
+                self.cassette.api = {"name": provider.name, "stream": provider.is_streaming(body)}
             model_input = provider.model_input(body, self.ids)  # first: it numbers the calls it sends back
             output = provider.model_output(response.body, streamed=provider.is_streaming(body), ids=self.ids)
             self.record_model(model_input, output)
@@ -90,6 +103,7 @@ class Recorder:
         self._record_tool_round(model_input)
         self.cassette.append("model_input", model_input, now_ms())
         self.cassette.append("model_output", output, now_ms())
+        self.last_output = output
         if output.get("type") == "final_answer":  # a final answer ends the run so far
             self._final_answer = str(output.get("text", ""))
             self._pending = []
@@ -122,6 +136,11 @@ class Recorder:
 
         tool_spans.watch(ran)
 
+    def tool_answered(self, call_id: str, outcome: dict[str, Any]) -> None:
+        """The outcome (``{"result"}`` or ``{"error"}``, ``"stub": true`` for a stub) the built-in agent
+        answered a call with: the call's tool_result step, whatever the next request carries."""
+        self._answered[call_id] = outcome
+
     def _record_tool_round(self, model_input: dict[str, Any]) -> None:
         """The calls the model asked for last time, with the results this request carries."""
         if not self._pending:
@@ -139,11 +158,14 @@ class Recorder:
         for call in ran if ran is not None else self._pending[0]:
             head = {"toolCallId": call["tool_call_id"], "toolName": call["tool_name"]}
             self.cassette.append("tool_call", {**head, "toolInput": call["tool_input"]}, now)
-            outcome = self._tool_outcome(call["tool_name"], results.get(call["tool_call_id"]))
+            outcome = self._answered.pop(call["tool_call_id"], None) or self._tool_outcome(
+                call["tool_name"], results.get(call["tool_call_id"])
+            )
             if outcome is not None:
                 self.cassette.append("tool_result", {**head, **outcome}, now)
         self._pending = []
         self._tool_runs.clear()
+        self._answered.clear()
 
     def _tool_outcome(self, name: str, part: dict[str, Any] | None) -> dict[str, Any] | None:
         """What the tool returned: its TOOL span when the program has one, else what it sent the model."""
@@ -159,7 +181,7 @@ class Recorder:
 
     def close(self, error: BaseException | None) -> None:
         """The run's end step, then the masked cassette written (CredentialLeak instead of a leak)."""
-        if self._pending and self._tool_runs:  # tools ran, but no model saw their results
+        if self._pending and (self._tool_runs or self._answered):  # tools ran, but no model saw their results
             self._record_tool_round({"messages": []})
         end: dict[str, Any]
         if error is None and self._final_answer is None:
@@ -169,8 +191,10 @@ class Recorder:
             end = {"event": "run_completed", "status": "success", "result": self._final_answer}
         else:
             reasons = {KeyboardInterrupt: "interrupted", SystemExit: "terminated"}
-            reason = reasons.get(type(error), type(error).__name__)
+            stopped = error if isinstance(error, RunStopped) else None
+            reason = stopped.reason if stopped else reasons.get(type(error), type(error).__name__)
             end = {"event": "run_failed", "status": "error", "reason": reason, "message": str(error)[:500]}
+            end.update(stopped.details if stopped else {})
         self.cassette.append("metadata", end, now_ms())
         self._refuse_leaks()
         self._mask_steps()

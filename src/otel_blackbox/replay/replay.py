@@ -72,6 +72,7 @@ class Player:
         self._exchanges = ExchangeBook(recorded_exchanges(cassette, source), compare_body=match == "exact")
         self.served_models = 0
         self.final_answer: str | None = None
+        self.last_output: dict[str, Any] | None = None  # the latest model output served
 
     @property
     def models_left(self) -> bool:
@@ -100,6 +101,7 @@ class Player:
         tag_current_span(recorded_input.index)
         if recorded_output.payload.get("type") == "final_answer":
             self.final_answer = str(recorded_output.payload.get("text", ""))
+        self.last_output = recorded_output.payload
         self.ids.learn(recorded_output.payload)  # its calls, for a program that sends them back without ids
         wire = provider.wire_response(recorded_output.payload, body)
         return HttpResponse(wire.status, wire.headers, wire.body)

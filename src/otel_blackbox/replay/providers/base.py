@@ -22,6 +22,7 @@ __all__ = [
     "Pieces",
     "Provider",
     "RequestFields",
+    "WireRequest",
     "WireResponse",
     "add_piece",
     "call_signature",
@@ -42,6 +43,17 @@ class WireResponse:
     status: int
     headers: list[tuple[str, str]]
     body: bytes
+
+
+@dataclass
+class WireRequest:
+    """A request body built from a neutral ``model_input``: what the built-in agent hands the SDK.
+
+    ``dropped`` names, one short phrase each, what of the model_input this API has no way to say
+    (``params.seed``, ``a reasoning part``): the agent prints them in one warning line."""
+
+    body: JsonObject
+    dropped: list[str]
 
 
 class Provider(Protocol):
@@ -72,6 +84,19 @@ class Provider(Protocol):
     def wire_response(self, output: JsonObject, request: JsonObject) -> WireResponse:
         """Neutral ``model_output`` -> a response in the shape the request asked for (JSON or SSE),
         carrying the neutral ``call-N`` ids, that the real SDK accepts."""
+
+    def wire_request(self, model_input: JsonObject, *, stream: bool, native: bool) -> WireRequest:
+        """Neutral ``model_input`` -> this API's request body (the other direction of ``model_input``).
+
+        ``model_input`` may come from any of the four APIs; ``native`` says it was recorded on this
+        one, so its settings under their own names are this API's and are sent as they are. The
+        messages, tool uses and results (with their neutral ids), the system prompt, the tools and
+        the neutral settings (``portable.py``) are written in this API's shape; what has no
+        equivalent is left out and named in ``dropped``. The body is one the official SDK sends as
+        it is, asking for a stream when ``stream``; for Gemini, whose model is in the URL, it holds
+        no model. Round trip: ``model_input(wire_request(m).body)`` is ``m`` for a model_input
+        recorded on this API, ids included. Raises ValueError only.
+        """
 
     def replace_tool_result(self, request: JsonObject, tool_call_id: str, result: Any) -> JsonObject | None:
         """A fork's rewrite: a new request body in which the tool result for ``tool_call_id`` carries

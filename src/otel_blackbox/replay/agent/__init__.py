@@ -1,0 +1,1 @@
+"""The built-in agent: reruns (and replays) an incident's conversation without its program."""

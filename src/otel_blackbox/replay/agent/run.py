@@ -1,0 +1,205 @@
+"""``rerun INCIDENT -o CHILD`` and ``replay CHILD`` with no program: the built-in agent under a session.
+
+A rerun records the child as ``record`` records a program (``BuiltInRerunSession``: the model steps
+from the wire, masking, the credential-leak refusal), with the incident as its parent and the
+``agent`` hint saying what ran it. A replay serves a built-in agent's child back to the same agent
+offline (a ``ReplaySession``), its tool calls answered from the child's own results, so the child is
+itself reproducible. Either way nothing of the incident's program or tools runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ...cassette.io import load_cassette
+from ...cassette.model import Cassette, terminal_outcome
+from ...errors import BlackboxError, ReplayDivergence
+from ...render.text import safe
+from ..launch import PLACEHOLDER_KEYS
+from ..providers.base import Provider
+from ..providers.registry import PROVIDERS
+from ..record import RecordSession, RunStopped
+from ..replay import ReplaySession, load_recording
+from ..session import Mode, now_ms
+from .incident import Incident, read_incident
+from .loop import AgentPlan, AgentRun, drive
+from .sdk import API_NAMES, ModelClient, make_client
+from .tools import ToolBook, ToolMatch
+
+__all__ = ["BuiltInRerun", "BuiltInRerunSession", "replay_built_in", "rerun_built_in"]
+
+MIN_TURNS = 10
+
+
+@dataclass(frozen=True)
+class BuiltInRerun:
+    """What ``rerun`` without ``-- CMD`` was asked (None: the incident's own)."""
+
+    output: Path
+    provider: str | None = None
+    model: str | None = None
+    stream: bool | None = None
+    base_url: str | None = None
+    tool_match: ToolMatch = "arguments"
+    stubs: dict[str, Any] = field(default_factory=dict)
+    max_turns: int | None = None
+
+
+class BuiltInRerunSession(RecordSession):
+    """A record session whose run is the built-in agent's rerun of ``incident``."""
+
+    mode: ClassVar[Mode] = "rerun"
+
+    def __init__(self, incident: Cassette, output: Path, agent: dict[str, Any]) -> None:
+        super().__init__(output)
+        now = now_ms()
+        self.cassette = Cassette(
+            id=f"{incident.id}-rerun-{now}", created_at=now, parent_id=incident.id, agent=agent
+        )
+        self.recorder.cassette = self.cassette
+
+    def _started(self) -> None:
+        return None  # no program, so no TOOL spans: the agent hands the recorder each tool's outcome
+
+
+def choose_api(incident: Incident, provider: str | None, model: str | None) -> str:
+    """--provider; else the API the incident was recorded on; else the model name's family."""
+    if provider is not None:
+        if provider not in API_NAMES:
+            raise BlackboxError(f"--provider {provider!r}: expected one of {', '.join(API_NAMES)}")
+        return provider
+    found = incident.api if incident.api in API_NAMES else incident.family_api(model)
+    if found is None:
+        shown = model or incident.model
+        raise BlackboxError(
+            f"{incident.source}: neither the cassette nor the model name "
+            f"({shown!r}) tells which API to rerun on: give --provider ({', '.join(API_NAMES)})"
+            if shown
+            else f"{incident.source}: the cassette does not tell which API it was recorded on: give "
+            f"--provider ({', '.join(API_NAMES)})"
+        )
+    return found
+
+
+def translation(api: str) -> Provider:
+    return next(p for p in PROVIDERS if p.name == api)
+
+
+def rerun_built_in(incident_path: Path, plan: BuiltInRerun) -> int:
+    """Rerun the incident with the built-in agent; 0 when the child completed, else 1."""
+    cassette = load_cassette(incident_path)
+    incident = read_incident(cassette, str(incident_path))
+    api = choose_api(incident, plan.provider, plan.model)
+    model = plan.model or incident.model
+    if not model:
+        raise BlackboxError(f"{incident_path}: the incident names no model: give --model")
+    stream = plan.stream if plan.stream is not None else bool(incident.stream)
+    max_turns = plan.max_turns or max(MIN_TURNS, 2 * len(incident.model_inputs))
+    client = make_client(api, base_url=plan.base_url)
+    agent = {"kind": "built-in", "provider": api, "model": model, "toolMatch": plan.tool_match}
+    session = BuiltInRerunSession(cassette, plan.output, agent)
+    session.ids.start = incident.next_call_index()  # new calls are numbered after the history's
+    book = ToolBook(incident.results, match=plan.tool_match, stubs=plan.stubs)
+    agent_plan = AgentPlan(api, model, stream, native=incident.api == api, max_turns=max_turns)
+    run, stopped = _drive(session, incident, agent_plan, book, client)
+    session.finish(stopped)
+    _say_dropped(api, run)
+    tools = f"{_count(book.answered, 'tool result')} from the incident"
+    stubs = f", {_count(book.stubbed, 'stub')}" if book.stubbed else ""
+    head = f"[blackbox] rerun of {incident.id} by the built-in agent on {api} (model {model})"
+    calls = _count(run.turns, "model call")
+    if stopped is not None:
+        _say(str(stopped))
+        _say(f"{head}: failed ({stopped.reason}) after {calls}, {tools}{stubs} -> {plan.output}")
+        return 1
+    _say(f"{head}: completed in {calls}, {tools}{stubs} -> {plan.output}")
+    return 0
+
+
+def replay_built_in(child_path: Path) -> int:
+    """Replay a built-in agent's run offline with the same agent: 0 when it reproduced a completed run,
+    1 when it reproduced a failed one; ReplayDivergence when it did not reproduce it."""
+    cassette = load_recording(child_path)
+    agent = cassette.agent
+    if not isinstance(agent, dict) or agent.get("kind") != "built-in":
+        raise BlackboxError(
+            f"{child_path}: not a run of the built-in agent: give the program to replay after --"
+        )
+    incident = read_incident(cassette, str(child_path))
+    api, model = str(agent.get("provider")), str(agent.get("model"))
+    if api not in API_NAMES:
+        raise BlackboxError(f"{child_path}: its agent hint names an unknown provider {api!r}")
+    match: ToolMatch = "name" if agent.get("toolMatch") == "name" else "arguments"
+    for name, value in PLACEHOLDER_KEYS.items():  # offline: the SDKs need a key to start
+        os.environ.setdefault(name, value)
+    if not os.environ.get("GOOGLE_API_KEY"):
+        os.environ.setdefault("GEMINI_API_KEY", "blackbox-placeholder")
+    client = make_client(api, base_url=None)
+    session = ReplaySession(child_path)
+    session.ids.start = incident.next_call_index()
+    turns = max(MIN_TURNS, 2 * len(incident.model_inputs))
+    agent_plan = AgentPlan(api, model, bool(incident.stream), native=True, max_turns=turns)
+    book = ToolBook(incident.results, match=match)
+    run, stopped = _drive(session, incident, agent_plan, book, client)
+    if session.error is None and stopped is not None:
+        session.finish()
+        recorded = terminal_outcome(cassette)
+        if recorded.status != "error" or recorded.failure_reason != stopped.reason:
+            raise ReplayDivergence(f"[blackbox] the replay stopped where the recording did not: {stopped}")
+        _say(f"[blackbox] replayed {child_path}: it stopped as recorded ({stopped.reason})")
+        return 1
+    session.finish(stopped)
+    _say(f"[blackbox] replayed {child_path}: {_count(run.turns, 'model call')}, as recorded")
+    return 0
+
+
+def _drive(
+    session: RecordSession | ReplaySession,
+    incident: Incident,
+    plan: AgentPlan,
+    book: ToolBook,
+    client: ModelClient,
+) -> tuple[AgentRun, RunStopped | None]:
+    """The loop under the started session: what it did, and how it stopped short (None: it completed)."""
+    if isinstance(session, ReplaySession):
+        player = session.player
+        last_output, answered = (lambda: player.last_output), (lambda _id, _outcome: None)
+    else:
+        recorder = session.recorder
+        last_output, answered = (lambda: recorder.last_output), recorder.tool_answered
+    session.start()
+    run = AgentRun()
+    try:
+        drive(
+            incident,
+            plan,
+            provider=translation(plan.api),
+            client=client,
+            book=book,
+            last_output=last_output,
+            answered=answered,
+            run=run,
+        )
+    except RunStopped as stopped:
+        return run, stopped
+    except BaseException as exc:  # Ctrl-C: the child is still written, as interrupted
+        session.finish(exc)
+        raise
+    return run, None
+
+
+def _say_dropped(api: str, run: AgentRun) -> None:
+    if run.dropped:
+        _say(f"[blackbox] not sent to {api}, which has no equivalent: {', '.join(run.dropped)}")
+
+
+def _say(line: str) -> None:
+    print(safe(line), file=sys.stderr)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
