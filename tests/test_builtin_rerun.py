@@ -33,6 +33,11 @@ MODEL_OF = {
     "anthropic": "claude-sonnet-4-5",
     "gemini": "gemini-2.5-flash",
 }
+AGENTS = {
+    "openai-chat": rerun_agent.chat_agent,
+    "openai-responses": rerun_agent.responses_agent,
+    "anthropic": rerun_agent.anthropic_agent,
+}
 KEYS = {
     "OPENAI_API_KEY": "sk-builtin-test-0123456789",
     "ANTHROPIC_API_KEY": "sk-ant-builtin-test-0123456789",
@@ -44,7 +49,9 @@ class OrderAPI(LoopbackAPI):
     """The incident's tool API: POST /orders/lookup answers the order's status."""
 
     def __init__(self) -> None:
-        super().__init__(lambda method, path, body: (200, {"order_id": json.loads(body)["order_id"], "status": "shipped"}))
+        super().__init__(
+            lambda method, path, body: (200, {"order_id": json.loads(body)["order_id"], "status": "shipped"})
+        )
 
 
 @pytest.fixture(scope="module")
@@ -72,11 +79,10 @@ def record_incident(llm: FakeLLMServer, api: str, path: Path) -> int:
         tool = rerun_agent.order_tool(orders.url, "web")
         with session(mode="record", cassette=path):
             if api == "gemini":
-                gemini_agent.run(base_url(llm, api), model=MODEL_OF[api], stream=True, tool_url=orders.url)
+                url = base_url(llm, api)
+                gemini_agent.run(url, model=MODEL_OF[api], stream=True, tool_url=orders.url)
             else:
-                agent = {"openai-chat": rerun_agent.chat_agent, "openai-responses": rerun_agent.responses_agent,
-                         "anthropic": rerun_agent.anthropic_agent}[api]  # fmt: skip
-                agent(base_url(llm, api), MODEL_OF[api], tool)
+                AGENTS[api](base_url(llm, api), MODEL_OF[api], tool)
         return len(orders.received)
 
 
@@ -114,7 +120,11 @@ def test_an_incident_reruns_on_every_api_with_its_tools_answered_from_the_record
     child_path = tmp_path / "child.json"
     with OrderAPI() as orders:
         plan = BuiltInRerun(
-            output=child_path, provider=target, model=MODEL_OF[target], stream=stream, base_url=base_url(llm, target)
+            output=child_path,
+            provider=target,
+            model=MODEL_OF[target],
+            stream=stream,
+            base_url=base_url(llm, target),
         )
         assert rerun_built_in(incidents[source], plan) == 0
         assert orders.received == []  # no tool ran: the order API heard nothing
@@ -122,7 +132,12 @@ def test_an_incident_reruns_on_every_api_with_its_tools_answered_from_the_record
     child = load_cassette(child_path)
     assert verify_cassette(child).passed
     assert child.parent_id == incident.id
-    assert child.agent == {"kind": "built-in", "provider": target, "model": MODEL_OF[target], "toolMatch": "arguments"}
+    assert child.agent == {
+        "kind": "built-in",
+        "provider": target,
+        "model": MODEL_OF[target],
+        "toolMatch": "arguments",
+    }
     assert child.api == {"name": target, "stream": stream}
     assert terminal_outcome(child).status == "success"
     assert tool_outcomes(child) == tool_outcomes(incident) != []

@@ -60,6 +60,7 @@ class ForkSession(Session):
             created_at=now_ms(),
             parent_id=self.parent.id,
             forked_from_step_id=forked.id,
+            api=self.parent.api,  # the prefix's first model call is the parent's
         )
         for step in steps[: plan.at]:  # verbatim: same timestamps, so the same hashes
             self.cassette.append(step.type, step.payload, step.timestamp)

@@ -141,6 +141,11 @@ class Recorder:
         answered a call with: the call's tool_result step, whatever the next request carries."""
         self._answered[call_id] = outcome
 
+    def end_tool_round(self) -> None:
+        """The calls awaiting results as steps now, with the outcomes given so far: a run that stops
+        at a call shows the call it stopped at."""
+        self._record_tool_round({"messages": []})
+
     def _record_tool_round(self, model_input: dict[str, Any]) -> None:
         """The calls the model asked for last time, with the results this request carries."""
         if not self._pending:

@@ -185,6 +185,8 @@ def _drive(
             run=run,
         )
     except RunStopped as stopped:
+        if isinstance(session, RecordSession) and stopped.reason == "unrecorded_tool_call":
+            session.recorder.end_tool_round()  # the child shows the call it stopped at
         return run, stopped
     except BaseException as exc:  # Ctrl-C: the child is still written, as interrupted
         session.finish(exc)

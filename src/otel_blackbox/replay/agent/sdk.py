@@ -58,5 +58,8 @@ def make_client(api: str, *, base_url: str | None) -> ModelClient:
             f"the built-in agent needs the {package} SDK for --provider {api} ({exc.name or package} is not "
             f"installed): pip install '{EXTRA}'"
         ) from None
-    client: ModelClient = getattr(loaded, factory)(base_url=base_url)
+    try:
+        client: ModelClient = getattr(loaded, factory)(base_url=base_url)
+    except Exception as exc:  # the SDK refuses to start: no API key set, a malformed base URL
+        raise BlackboxError(f"--provider {api}: the {_SDK_OF[api]} SDK could not start: {exc}") from None
     return client

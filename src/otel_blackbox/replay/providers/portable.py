@@ -99,7 +99,8 @@ def response_format_of(value: Any) -> ResponseFormat | None:
     if kind in ("text", "json_object"):
         return ResponseFormat(kind)
     if kind == "json_schema":
-        inner = value.get("json_schema") if isinstance(value.get("json_schema"), dict) else value
+        nested = value.get("json_schema")
+        inner: JsonObject = nested if isinstance(nested, dict) else value  # Chat nests it, the others do not
         schema = inner.get("schema")
         name, strict = inner.get("name"), inner.get("strict")
         return ResponseFormat(

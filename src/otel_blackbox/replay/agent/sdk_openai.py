@@ -1,0 +1,64 @@
+"""The built-in agent's clients of OpenAI's two APIs, Chat Completions and Responses, on the official
+``openai`` SDK (see ``sdk.py`` for the interface).
+
+The body (``wire_request``'s) is passed as the keyword arguments of the SDK's ``create``; a field
+``create`` has no argument for (a setting newer or older than the installed SDK, or one a
+compatible server has) goes in ``extra_body``, so it is sent all the same. ``model`` and ``stream``
+are the agent's, whatever the body says. A stream is read to its end and closed.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import openai
+
+__all__ = ["ChatClient", "ResponsesClient"]
+
+JsonObject = dict[str, Any]
+
+# The arguments of ``create`` that are the SDK's own, not the request's: a body field of that name
+# goes in extra_body, where it is sent as a field.
+_SDK_ARGUMENTS = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
+_AGENTS = frozenset({"model", "stream"})
+
+
+class _Client:
+    """One SDK client (credentials and base URL from OPENAI_API_KEY / OPENAI_BASE_URL, or
+    ``base_url``), and the ``create`` of one API."""
+
+    def __init__(self, *, base_url: str | None) -> None:
+        # base_url None: the SDK reads OPENAI_BASE_URL, else its default.
+        self._client = openai.OpenAI(base_url=base_url)
+        self._create = self._endpoint(self._client)
+        self._arguments = frozenset(inspect.signature(self._create).parameters) - _SDK_ARGUMENTS - _AGENTS
+
+    def _endpoint(self, client: openai.OpenAI) -> Callable[..., Any]:
+        raise NotImplementedError
+
+    def send(self, body: JsonObject, *, model: str, stream: bool) -> None:
+        given = {k: v for k, v in body.items() if k not in _AGENTS}
+        kwargs = {k: v for k, v in given.items() if k in self._arguments}
+        extra = {k: v for k, v in given.items() if k not in self._arguments}
+        if not stream:
+            self._create(**kwargs, model=model, extra_body=extra or None)
+            return
+        with self._create(**kwargs, model=model, stream=True, extra_body=extra or None) as events:
+            for _ in events:
+                pass
+
+
+class ChatClient(_Client):
+    """``client.chat.completions.create``."""
+
+    def _endpoint(self, client: openai.OpenAI) -> Callable[..., Any]:
+        return client.chat.completions.create
+
+
+class ResponsesClient(_Client):
+    """``client.responses.create``."""
+
+    def _endpoint(self, client: openai.OpenAI) -> Callable[..., Any]:
+        return client.responses.create
