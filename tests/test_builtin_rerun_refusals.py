@@ -136,7 +136,7 @@ def test_a_provider_error_is_recorded_as_the_childs_failure(llm: FakeLLMServer, 
     assert [s.type for s in written.steps] == ["metadata"]
 
 
-def test_a_later_user_turn_is_appended_once_the_model_has_answered(llm: FakeLLMServer, tmp_path: Path) -> None:
+def test_a_later_user_turn_is_appended_once_the_model_answered(llm: FakeLLMServer, tmp_path: Path) -> None:
     cassette = incident(42)
     again = {"role": "user", "content": "And order 43?"}
     last = cassette.steps[4].payload

@@ -425,7 +425,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     one_error_line(
         run_cli("rerun", str(incident), "-o", str(incident), *program), 2, "would overwrite the incident"
     )
-    one_error_line(run_cli("rerun", str(incident), "-o", child), 2, "Missing argument")
+    # No program: the built-in agent, which needs a model step to start the conversation from.
+    one_error_line(run_cli("rerun", str(incident), "-o", child), 2, "no model_input step to start")
     one_error_line(
         run_cli("rerun", str(incident), "--model", " ", "-o", child, *program), 2, "give a model name"
     )

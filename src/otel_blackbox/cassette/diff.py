@@ -7,10 +7,14 @@ Two questions, answered independently:
   timestamps and ids always differ: the first index whose ``type`` or canonical ``payload``
   differ; a ``model_input`` built from spans is compared only in what its spans ``observed``, as a
   replay compares it). Only the divergent step is walked as JSON, to name the first differing path;
-* the outcome: status, terminal result and tool-call sequence compared with a strict precedence
-  (status, then result, then tool path), whether or not the steps diverged. A change of status
-  is named by its direction: ``failure fixed`` (error or incomplete to success), ``regression``
-  (success to error or incomplete), else ``outcome flipped`` (error to incomplete or back).
+* the outcome: failure, terminal result and tool-call sequence compared with a strict precedence
+  (failure, then result, then tool path), whether or not the steps diverged. A run *failed* when
+  its outcome is an error, when it never finished (incomplete), or when any of its tool results is
+  an error (a tool that raised or rejected its arguments), even if a final answer followed. A
+  change of failure is named by its direction: ``failure fixed`` (failed to succeeded),
+  ``regression`` (succeeded to failed), else ``outcome flipped`` (one failure to another kind).
+  The line says which failure: ``parent error → child success`` when only the outcomes failed,
+  ``tool error in refund_order → success`` when a tool error is one side's failure.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from .model import OBSERVED, Cassette, Outcome, Step, observed_view, terminal_ou
 __all__ = [
     "ABSENT",
     "DiffReport",
+    "Failure",
     "OutcomeDiff",
     "PathDifference",
     "child_path",
@@ -33,6 +38,7 @@ __all__ = [
     "diff_outcome",
     "first_difference",
     "format_diff",
+    "run_failure",
 ]
 
 VALUE_LIMIT = 200
@@ -47,6 +53,7 @@ VerdictKind = Literal[
     "tool_path_changed",
     "no_change",
 ]
+FailureKind = Literal["error", "incomplete", "tool_error"]
 
 
 class _Absent:
@@ -78,6 +85,32 @@ class PathDifference:
 
 
 @dataclass(frozen=True)
+class Failure:
+    """Why a run counts as failed: its outcome (``error``, ``incomplete``), or else a tool result that
+    is an error (``tool_error``). ``tools`` names every tool whose result was an error, in order and
+    once each, whatever the kind; ``first_error`` is the first such result (``tool at step N: error``)."""
+
+    kind: FailureKind
+    tools: tuple[str, ...] = ()
+    first_error: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How the verdict names it: ``error``, ``incomplete``, ``tool error in refund_order``."""
+        if self.kind != "tool_error":
+            return self.kind
+        return f"tool error{'s' if len(self.tools) > 1 else ''} in {', '.join(self.tools)}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "label": self.label,
+            "tools": list(self.tools),
+            "firstError": self.first_error,
+        }
+
+
+@dataclass(frozen=True)
 class OutcomeDiff:
     parent_status: str
     child_status: str
@@ -90,6 +123,8 @@ class OutcomeDiff:
     tool_sequence_changed: bool
     kind: VerdictKind
     verdict: str
+    parent_failure: Failure | None = None
+    child_failure: Failure | None = None
 
     @property
     def behaviourally_equivalent(self) -> bool:
@@ -103,6 +138,8 @@ class OutcomeDiff:
             "childResult": self.child_result,
             "parentTools": self.parent_tools,
             "childTools": self.child_tools,
+            "parentFailure": None if self.parent_failure is None else self.parent_failure.to_json(),
+            "childFailure": None if self.child_failure is None else self.child_failure.to_json(),
             "statusChanged": self.status_changed,
             "resultChanged": self.result_changed,
             "toolSequenceChanged": self.tool_sequence_changed,
@@ -268,12 +305,45 @@ def _step_difference(parent: Step, child: Step, mode: Mode) -> PathDifference | 
 # --- outcome --------------------------------------------------------------------------------------
 
 
-def _verdict(parent: Outcome, child: Outcome, tools_changed: bool) -> tuple[VerdictKind, str]:
-    if parent.status != child.status:
-        change = f"parent {parent.status} → child {child.status}"
-        if child.status == "success":  # from error or incomplete: what a rerun of an incident is for
+def run_failure(cassette: Cassette, outcome: Outcome | None = None) -> Failure | None:
+    """Why the run failed, or None when it succeeded: an error or incomplete outcome first (the run's
+    own end), else its tool results that are errors, though a final answer followed them."""
+    outcome = terminal_outcome(cassette) if outcome is None else outcome
+    tools: dict[str, None] = {}  # an ordered set
+    first_error = None
+    for step in cassette.steps_of("tool_result"):
+        payload = step.payload if isinstance(step.payload, dict) else {}
+        error = payload.get("error")
+        if error is None:
+            continue
+        name = payload.get("toolName")
+        name = name if isinstance(name, str) else "unknown"
+        tools.setdefault(name)
+        if first_error is None:
+            text = error if isinstance(error, str) else canonical_or_none(error) or repr(error)
+            first_error = f"{name} at step {step.index}: {text}"
+    if outcome.status == "error" or outcome.status == "incomplete":
+        return Failure(outcome.status, tuple(tools), first_error)
+    return Failure("tool_error", tuple(tools), first_error) if tools else None
+
+
+def _side(failure: Failure | None) -> str:
+    return "success" if failure is None else failure.label
+
+
+def _verdict(
+    parent: Outcome, child: Outcome, failures: tuple[Failure | None, Failure | None], tools_changed: bool
+) -> tuple[VerdictKind, str]:
+    p_fail, c_fail = failures
+    p_kind, c_kind = (None if f is None else f.kind for f in failures)
+    if p_kind != c_kind:  # one side failed and the other did not, or they failed differently
+        if "tool_error" in (p_kind, c_kind):
+            change = f"{_side(p_fail)} → {_side(c_fail)}"
+        else:  # only the outcomes failed: their statuses say it
+            change = f"parent {parent.status} → child {child.status}"
+        if c_fail is None:  # what a rerun of an incident is for
             return "failure_fixed", f"failure fixed: {change}"
-        if parent.status == "success":
+        if p_fail is None:
             return "regression", f"regression: {change}"
         return "outcome_flipped", f"outcome flipped: {change}"
     if parent.result != child.result:
@@ -288,8 +358,9 @@ def _verdict(parent: Outcome, child: Outcome, tools_changed: bool) -> tuple[Verd
 def diff_outcome(parent: Cassette, child: Cassette) -> OutcomeDiff:
     """Classify the behavioural change from parent to child (first matching rule wins)."""
     p_out, c_out = terminal_outcome(parent), terminal_outcome(child)
+    p_fail, c_fail = run_failure(parent, p_out), run_failure(child, c_out)
     p_tools, c_tools = tool_call_sequence(parent), tool_call_sequence(child)
-    kind, verdict = _verdict(p_out, c_out, p_tools != c_tools)
+    kind, verdict = _verdict(p_out, c_out, (p_fail, c_fail), p_tools != c_tools)
     return OutcomeDiff(
         parent_status=p_out.status,
         child_status=c_out.status,
@@ -302,6 +373,8 @@ def diff_outcome(parent: Cassette, child: Cassette) -> OutcomeDiff:
         tool_sequence_changed=p_tools != c_tools,
         kind=kind,
         verdict=verdict,
+        parent_failure=p_fail,
+        child_failure=c_fail,
     )
 
 
@@ -383,6 +456,11 @@ def _outcome_lines(outcome: OutcomeDiff) -> list[str]:
         label = "reason" if outcome.parent_status == "error" else "answer"
         lines.append(f"parent {label}: {_show_text(outcome.parent_result)}")
         lines.append(f"child {label}: {_show_text(outcome.child_result)}")
+    if outcome.kind in ("failure_fixed", "regression", "outcome_flipped"):
+        # The tool error the verdict names, as the run recorded it.
+        for side, failure in (("parent", outcome.parent_failure), ("child", outcome.child_failure)):
+            if failure is not None and failure.kind == "tool_error" and failure.first_error is not None:
+                lines.append(f"{side} tool error: {_show_text(failure.first_error)}")
     if outcome.tool_sequence_changed:
         lines.append(f"parent tools: {_tools(outcome.parent_tools)}")
         lines.append(f"child tools: {_tools(outcome.child_tools)}")

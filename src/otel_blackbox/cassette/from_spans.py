@@ -5,6 +5,12 @@ and ``tool_result``; a tool round with no TOOL span is read from the tool-result
 next model input; the root span's end gives the closing ``metadata`` (a trace with spans still
 open ends ``run_failed`` / ``process_exit``). Provider ids become ``call-0, call-1, ...`` in the
 order the model produced them; ids, token usage and stop metadata never enter a payload.
+
+The cassette keeps what the model did: the OpenAI Agents SDK's handoff spans (a TOOL span
+``handoff to <agent>`` beside the model's own ``transfer_to_<agent>`` call) are not steps, and a
+call whose arguments its instrumentor left out because they were ``{}`` has ``{}``, so a cassette
+from spans lists the tool path a cassette from the wire lists. ``Cassette.api`` is set from the
+first model call's span when that span tells the API (and ``stream`` when it tells that too).
 """
 
 from __future__ import annotations
@@ -31,7 +37,12 @@ from ..messages import (
     tool_definitions,
     tool_name,
 )
-from ..semconv import ATTR_MODEL_PROVIDER
+from ..semconv import (
+    ATTR_HTTP_REQUEST_BODY,
+    ATTR_HTTP_REQUEST_BODY_ENCODING,
+    ATTR_HTTP_URL,
+    ATTR_MODEL_PROVIDER,
+)
 from ..store.queries import SpanRecord
 from .call_ids import CallIds, call_signature
 from .captured import captured_exchange, captured_model_call
@@ -61,8 +72,35 @@ _GEN_AI_PARAMS = {
 }
 # Instrumentors whose llm.invocation_parameters are the response's echo (the Agents SDK's spans
 # carry the temperature, top_p and tool_choice the Responses API answered with), not the request.
-_ECHOING_SCOPES = frozenset({"openinference.instrumentation.openai_agents"})
+_AGENTS_SCOPE = "openinference.instrumentation.openai_agents"
+_ECHOING_SCOPES = frozenset({_AGENTS_SCOPE})
+_OPENAI_SCOPE = "openinference.instrumentation.openai"
+_ANTHROPIC_SCOPE = "openinference.instrumentation.anthropic"
 _GOOGLE_GENAI_SCOPE = "openinference.instrumentation.google_genai"
+_LANGCHAIN_SCOPE = "openinference.instrumentation.langchain"
+# The API of a span, by its instrumentor's span name (OpenInference's OpenAI instrumentor names a
+# span after the SDK's response type; its google-genai one after the method).
+_OPENAI_SPAN_APIS = {
+    "ChatCompletion": "openai-chat",
+    "ParsedChatCompletion": "openai-chat",
+    "Response": "openai-responses",
+    "ParsedResponse": "openai-responses",
+}
+_GEMINI_SPAN_STREAMS = {
+    "GenerateContent": False,
+    "AsyncGenerateContent": False,
+    "GenerateContentStream": True,
+    "AsyncGenerateContentStream": True,
+}
+# LangChain's chat model types (its ``_type``) that name one API.
+_LANGCHAIN_APIS = {"openai-chat": "openai-chat", "anthropic-chat": "anthropic"}
+# GenAI conventions' provider names that name one API (OpenAI's two are told by the response id).
+_GEN_AI_APIS = {"anthropic": "anthropic", "gcp.gemini": "gemini", "google-gla": "gemini"}
+GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
+GEN_AI_SYSTEM = "gen_ai.system"
+GEN_AI_RESPONSE_ID = "gen_ai.response.id"
+# Recorded only for a streamed call (the time its first chunk came).
+GEN_AI_TIME_TO_FIRST_CHUNK = "gen_ai.client.operation.time_to_first_chunk"
 
 
 def _ms(ns: int | None) -> int:
@@ -213,7 +251,9 @@ def _neutral_tools(attributes: dict[str, Any]) -> list[dict[str, Any]]:
 def _model_input(span: SpanRecord, calls: _Calls) -> dict[str, Any]:
     attrs = span.attributes
     gemini = span.scope.get("name") == _GOOGLE_GENAI_SCOPE
-    messages, system = _neutral_messages(input_messages(attrs), calls, function_responses=gemini)
+    messages, system = _neutral_messages(
+        _with_arguments(span, input_messages(attrs)), calls, function_responses=gemini
+    )
     payload: dict[str, Any] = {"messages": messages, "tools": _neutral_tools(attrs)}
     if not messages and SpanAttributes.INPUT_VALUE in attrs:
         payload["messages"] = [{"role": "user", "content": str(attrs[SpanAttributes.INPUT_VALUE])}]
@@ -262,13 +302,97 @@ def _table_for(span: SpanRecord) -> RequestFields:
     provider = span.attributes.get(
         SpanAttributes.LLM_PROVIDER, span.attributes.get(SpanAttributes.LLM_SYSTEM)
     )
-    if provider == "anthropic" or span.scope.get("name") == "openinference.instrumentation.anthropic":
+    if provider == "anthropic" or span.scope.get("name") == _ANTHROPIC_SCOPE:
         return ANTHROPIC_FIELDS
-    return RESPONSES_FIELDS if span.name == "Response" else CHAT_FIELDS  # OpenInference's span names
+    responses = _OPENAI_SPAN_APIS.get(span.name) == "openai-responses"  # OpenInference's span names
+    return RESPONSES_FIELDS if responses else CHAT_FIELDS
+
+
+def _with_arguments(span: SpanRecord, messages: list[Message]) -> list[Message]:
+    """The Agents SDK's instrumentor leaves out a call's arguments when they are ``{}`` (a handoff's
+    ``transfer_to_<agent>``, a tool with no parameters): the model sent ``{}``, not nothing."""
+    if span.scope.get("name") != _AGENTS_SCOPE or all(
+        c.arguments is not None for m in messages for c in m.tool_calls
+    ):
+        return messages
+    return [
+        replace(
+            m, tool_calls=[c if c.arguments is not None else replace(c, arguments="{}") for c in m.tool_calls]
+        )
+        for m in messages
+    ]
+
+
+def _is_handoff(span: SpanRecord) -> bool:
+    """The Agents SDK's span of a handoff: a TOOL span named ``handoff to <agent>`` with no tool
+    name, beside the model's own ``transfer_to_<agent>`` call and its result, which are the steps.
+    (A function tool's span always carries its name, and a function's name holds no space.)"""
+    return (
+        span.scope.get("name") == _AGENTS_SCOPE
+        and SpanAttributes.TOOL_NAME not in span.attributes
+        and (span.name == "handoff" or span.name.startswith("handoff to "))
+    )
+
+
+# --- the API hint -----------------------------------------------------------------------------------
+
+
+def _api(name: str | None, stream: bool | None) -> dict[str, Any] | None:
+    if name is None:
+        return None
+    return {"name": name} if stream is None else {"name": name, "stream": stream}
+
+
+def _api_of_llm(span: SpanRecord) -> dict[str, Any] | None:
+    """The API an LLM span's call went to, where its instrumentor tells it; ``stream`` where the span
+    tells that too (an SDK's own arguments do: no ``stream`` there is a call that did not stream)."""
+    scope, attrs = span.scope.get("name"), span.attributes
+    invocation = _json_or_text(attrs.get(SpanAttributes.LLM_INVOCATION_PARAMETERS))
+    invocation = invocation if isinstance(invocation, dict) else {}
+    if scope == _OPENAI_SCOPE:
+        return _api(_OPENAI_SPAN_APIS.get(span.name), invocation.get("stream") is True)
+    if scope == _ANTHROPIC_SCOPE and span.name.removeprefix("beta.").startswith("messages."):
+        return _api("anthropic", span.name.endswith(".stream") or invocation.get("stream") is True)
+    if scope == _GOOGLE_GENAI_SCOPE and span.name in _GEMINI_SPAN_STREAMS:
+        return _api("gemini", _GEMINI_SPAN_STREAMS[span.name])
+    if scope == _AGENTS_SCOPE:  # a "response" span is the Responses API's; a "generation" any model's
+        return _api("openai-responses" if span.name == "response" else None, None)
+    if scope == _LANGCHAIN_SCOPE:
+        kind = _LANGCHAIN_APIS.get(str(invocation.get("_type")))
+        if kind == "openai-chat" and invocation.get("use_responses_api"):
+            kind = "openai-responses"
+        # Its ``stream`` is the model's setting, and ``.stream()`` streams whatever it says.
+        return _api(kind, True if invocation.get("stream") is True else None)
+    provider = attrs.get(GEN_AI_PROVIDER_NAME, attrs.get(GEN_AI_SYSTEM))
+    if provider is None:
+        return None
+    streamed = True if GEN_AI_TIME_TO_FIRST_CHUNK in attrs else None
+    if provider == "openai":
+        response_id = str(attrs.get(GEN_AI_RESPONSE_ID, ""))
+        name = "openai-chat" if response_id.startswith("chatcmpl-") else None
+        return _api("openai-responses" if response_id.startswith("resp_") else name, streamed)
+    return _api(_GEN_AI_APIS.get(str(provider)), streamed)
+
+
+def _api_of_wire(span: SpanRecord) -> dict[str, Any] | None:
+    """The API of a model call HTTP capture saw: the translation that read it, and whether the
+    request asked for a stream (Gemini says so in the URL, the others in the body)."""
+    attrs = span.attributes
+    name = attrs.get(ATTR_MODEL_PROVIDER)
+    if not isinstance(name, str):
+        return None
+    if name == "gemini":
+        path = str(attrs.get(ATTR_HTTP_URL, "")).split("?", 1)[0]
+        return _api(name, path.endswith(":streamGenerateContent"))
+    body = attrs.get(ATTR_HTTP_REQUEST_BODY)
+    if attrs.get(ATTR_HTTP_REQUEST_BODY_ENCODING) == "base64" or not isinstance(body, str):
+        return _api(name, None)
+    request = _json_or_text(body)
+    return _api(name, request.get("stream") is True if isinstance(request, dict) else None)
 
 
 def _model_output(span: SpanRecord, calls: _Calls) -> dict[str, Any] | None:
-    messages = output_messages(span.attributes)
+    messages = _with_arguments(span, output_messages(span.attributes))
     if not messages:
         return None
     return with_extras(_turn_of(messages, calls), _extras_of(span, messages))
@@ -334,8 +458,16 @@ class _Builder:
         self.calls = _Calls()
         self.pending: list[dict[str, Any]] = []  # calls of the last model output not yet executed
         self.final_answer: str | None = None
+        self.model_calls = 0
+
+    def first_call(self, api: dict[str, Any] | None) -> None:
+        """The API hint is the first model call's, or none when its span does not tell it."""
+        if self.model_calls == 0:
+            self.cassette.api = api
+        self.model_calls += 1
 
     def llm(self, span: SpanRecord) -> None:
+        self.first_call(_api_of_llm(span))
         model_input = _model_input(span, self.calls)
         self.flush_pending(model_input["messages"], _ms(span.start_ns))
         self.cassette.append("model_input", model_input, _ms(span.start_ns))
@@ -345,6 +477,7 @@ class _Builder:
 
     def wire(self, span: SpanRecord, model_input: dict[str, Any], output: dict[str, Any]) -> None:
         """A model call as HTTP capture saw it on the wire: the whole request, no `observed` needed."""
+        self.first_call(_api_of_wire(span))
         model_input = _renumbered(model_input, self.calls)
         self.flush_pending(model_input.get("messages", []), _ms(span.start_ns))
         self.cassette.append("model_input", model_input, _ms(span.start_ns))
@@ -485,6 +618,8 @@ def cassette_from_spans(spans: list[SpanRecord], *, cassette_id: str | None = No
             builder.wire(span, *wire[key])
         elif span.oi_span_kind == _LLM and key not in outer:
             builder.llm(span)
+        elif _is_handoff(span):
+            continue  # the model's transfer call and its result are the steps
         elif span.oi_span_kind == _TOOL:
             builder.tool(span)
         elif (exchange := captured_exchange(span)) is not None and ATTR_MODEL_PROVIDER not in span.attributes:

@@ -79,7 +79,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "rerun": (
         "sessions",
-        "Run a recorded incident's program again: its model live, every other request from the recording.",
+        "Rerun a recorded incident with the model live and every tool answered from the recording.",
     ),
 }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -10,13 +11,16 @@ from ..cassette.assertions import check_expectations, format_expectations
 from ..cassette.diff import diff_cassettes, format_diff
 from ..cassette.from_spans import cassette_from_spans
 from ..cassette.io import load_cassette, save_cassette
-from ..cassette.model import terminal_outcome
+from ..cassette.model import Cassette, terminal_outcome
 from ..cassette.verify import VerifyReport, verify_cassette, verify_file
 from ..render.cassette_text import render_timeline
 from ..render.text import safe
 from ..store import queries
 from .app import cli
 from .common import echo_json, exactly_one, group_spans, reader, style, utf8_text
+
+if TYPE_CHECKING:  # jsonschema: imported by diff --contract alone
+    from ..cassette.evals import AssertionResult
 
 __all__: list[str] = []
 
@@ -125,24 +129,92 @@ def verify(path: Path, expect_head: str | None, as_json: bool) -> None:
 @click.option(
     "--semantic", is_flag=True, help="Compare step types and payloads only (two separate recordings)."
 )
+@click.option(
+    "--contract",
+    "contract_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="An `eval generate` contract to check the child against; the exit code is then its verdict.",
+)
 @click.option("--json", "as_json", is_flag=True, help="The diff as JSON.")
-def diff(parent: Path, child: Path, semantic: bool, as_json: bool) -> None:
+def diff(parent: Path, child: Path, semantic: bool, contract_path: Path | None, as_json: bool) -> None:
     """The first step where two cassettes diverge, and what it changed in the outcome.
 
     By hash (a fork against its parent) or --semantic. Exit 1 when they diverge.
 
+    The closing verdict says whether the failure was fixed: a run failed when it ended in an error,
+    never finished, or had a tool result that is an error. With --contract FILE, the child is also
+    checked against that contract, and the exit code is 0 only when the child completed and the
+    contract passed (a rerun always diverges from its incident: that alone does not fail it).
+
     \b
     Example:
       otel-blackbox diff run.json child.json
+      otel-blackbox diff incident.json child.json --contract contract.json
     """
-    report = diff_cassettes(load_cassette(parent), load_cassette(child), semantic=semantic)
+    check = None
+    if contract_path is not None:  # jsonschema, for the contract: only when one is asked for
+        from ..cassette.evals import load_contract
+
+        check = _ContractCheck(contract_path, load_contract(contract_path))  # a bad one: exit 2, no output
+    child_cassette = load_cassette(child)
+    report = diff_cassettes(load_cassette(parent), child_cassette, semantic=semantic)
+    if check is not None:
+        check.run(child_cassette)
     if as_json:
-        echo_json(report.to_json())
+        echo_json(report.to_json() if check is None else {**report.to_json(), "contract": check.to_json()})
     else:
         for line in format_diff(report):
             click.echo(line)
-    if report.index is not None:
+        for line in [] if check is None else check.lines():
+            click.echo(line)
+    if (check is None and report.index is not None) or (check is not None and not check.passed):
         raise SystemExit(1)
+
+
+class _ContractCheck:
+    """The child checked against a contract with eval run's checks: passed only when the child
+    completed (ended run_completed, success) and every assertion passed."""
+
+    def __init__(self, path: Path, contract: dict[str, Any]) -> None:
+        self.path, self.contract = path, contract
+        self.results: list[AssertionResult] = []
+        self.child_completed = False
+
+    def run(self, child: Cassette) -> None:
+        from ..cassette.evals import run_contract
+
+        self.results = run_contract(self.contract, child)
+        self.child_completed = terminal_outcome(child).status == "success"
+
+    @property
+    def passed(self) -> bool:
+        return self.child_completed and all(r.passed for r in self.results)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "name": self.contract.get("name"),
+            "childCompleted": self.child_completed,
+            "passed": self.passed,
+            "assertions": [
+                {"kind": r.kind, "description": r.description, "passed": r.passed, "detail": r.detail}
+                for r in self.results
+            ],
+        }
+
+    def lines(self) -> list[str]:
+        from ..cassette.evals import format_results
+
+        passed = sum(r.passed for r in self.results)
+        lines = [f"contract {safe(self.path)} on the child: {passed}/{len(self.results)} assertions passed"]
+        for line, result in zip(format_results(self.results), self.results, strict=True):
+            lines.append(style(line[:4], "pass" if result.passed else "fail") + line[4:])
+        if not self.child_completed:
+            verdict = "fail (the child did not complete)"
+        else:
+            verdict = "pass" if self.passed else "fail"
+        return [*lines, f"contract: {style(verdict, 'pass' if self.passed else 'fail')}"]
 
 
 @cli.command("assert")

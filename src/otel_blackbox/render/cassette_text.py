@@ -95,6 +95,23 @@ def _describe(step: Step, limit: int) -> str:
     return _short(payload, limit)
 
 
+def _agent_note(agent: Any) -> str:
+    """What reran a run of the built-in agent: `` (built-in agent, provider P, model M)``."""
+    if not isinstance(agent, dict) or agent.get("kind") != "built-in":
+        return ""
+    said = ["built-in agent"]
+    said += [
+        f"{key} {_short(agent[key], 80)}" for key in ("provider", "model") if isinstance(agent.get(key), str)
+    ]
+    return f" ({', '.join(said)})"
+
+
+def _stream_note(stream: Any) -> str:
+    if stream is True:
+        return " (streamed)"
+    return " (not streamed)" if stream is False else ""  # absent: the recording did not tell
+
+
 def render_timeline(cassette: Cassette, *, limit: int = 160) -> list[str]:
     outcome = terminal_outcome(cassette)
     lines = [
@@ -105,7 +122,10 @@ def render_timeline(cassette: Cassette, *, limit: int = 160) -> list[str]:
     if cassette.parent_id and cassette.forked_from_step_id:
         lines.append(f"fork of {safe(cassette.parent_id)} at {safe(cassette.forked_from_step_id)}")
     elif cassette.parent_id:  # a rerun starts over: nothing of the parent is copied
-        lines.append(f"rerun of {safe(cassette.parent_id)}")
+        lines.append(f"rerun of {safe(cassette.parent_id)}{_agent_note(cassette.agent)}")
+    if isinstance(cassette.api, dict) and isinstance(cassette.api.get("name"), str):
+        name = _short(cassette.api["name"], 80)
+        lines.append(f"recorded on: {name}{_stream_note(cassette.api.get('stream'))}")
     start = cassette.steps[0].timestamp if cassette.steps else 0
     for step in cassette.steps:
         delta = step.timestamp - start
