@@ -8,7 +8,12 @@ The "model" is a deterministic script: when tools are offered and none has answe
 last user message it calls a tool (two in parallel if the user says "both"); otherwise it
 answers with text that quotes the tool results. Model names inject faults: "fail-500" answers
 HTTP 500 in the provider's error shape, "slow" waits 2 s before answering, "careless" calls tools
-as usual but answers without their results (a model that answers badly).
+as usual but answers without their results (a model that answers badly), "sloppy" types the numbers
+of its tool arguments with the letter O for zero ("12.OO" for 12.00: a malformed argument).
+
+On the Responses API, the results of tools the request no longer offers (a handoff's, after an
+agent handed the conversation to another with other tools) do not count as answers: the agent
+that took over acts on the question with its own tools.
 
     with FakeLLMServer() as srv:
         OpenAI(base_url=srv.openai_base_url, api_key="sk-fake")
@@ -39,6 +44,7 @@ FAIL_MODEL = "fail-500"
 SLOW_MODEL = "slow"
 CARELESS_MODEL = "careless"
 CARELESS_ANSWER = "Final answer: I could not find that out."
+SLOPPY_MODEL = "sloppy"
 SLOW_SECONDS = 2.0
 
 JSON = dict[str, Any]
@@ -67,6 +73,7 @@ class ToolCall:
 class Reply:
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
+    question: str = ""  # what the calls were made for
 
 
 def _pick_string(question: str) -> str:
@@ -108,16 +115,25 @@ def decide(question: str, tools: list[ToolSpec], tool_results: list[str] | None)
     """tool_results is None when no tool has answered since the last user message."""
     if tools and tool_results is None:
         wanted = tools[:2] if re.search(r"\bboth\b", question, re.IGNORECASE) else tools[:1]
-        return Reply(tool_calls=[ToolCall(t.name, build_arguments(question, t.schema)) for t in wanted])
+        calls = [ToolCall(t.name, build_arguments(question, t.schema)) for t in wanted]
+        return Reply(tool_calls=calls, question=question)
     if tool_results:
         return Reply(text="Final answer: " + " | ".join(tool_results))
     return Reply(text=f"Final answer: you asked {question!r}")
 
 
 def as_model(model: Any, reply: Reply) -> Reply:
-    """The careless model ignores the tool results it was sent when it answers."""
+    """The careless model ignores the tool results it was sent when it answers; the sloppy one types
+    the question's number, zeros as the letter O, for each number argument."""
     if model == CARELESS_MODEL and not reply.tool_calls:
         return Reply(text=CARELESS_ANSWER)
+    if model == SLOPPY_MODEL and reply.tool_calls:
+        number = re.search(r"\d+(?:\.\d+)?", reply.question)
+        typed = number.group(0).replace("0", "O") if number else "O"
+        for call in reply.tool_calls:
+            for name, value in call.arguments.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    call.arguments[name] = typed
     return reply
 
 
@@ -250,18 +266,27 @@ def _responses_items(body: JSON) -> list[JSON]:
 def responses_reply(body: JSON) -> Reply:
     question = ""
     results: list[str] = []
-    # A user message is a new question; function_call_output items after it answer tools.
-    for item in _responses_items(body):
-        kind = item.get("type", "message")
-        if kind == "message" and item.get("role") == "user":
-            question, results = _openai_text(item.get("content")), []
-        elif kind == "function_call_output":
-            results.append(_openai_text(item.get("output")))
     tools = [
         ToolSpec(t["name"], t.get("parameters") or {})
         for t in body.get("tools", [])
         if t.get("type") == "function"
     ]
+    offered = {t.name for t in tools}
+    called: dict[str, str] = {}  # call id -> tool name
+    # A user message is a new question; function_call_output items after it answer tools, those
+    # of a tool still offered (a handoff's result is the next agent's cue to act, not an answer).
+    for item in _responses_items(body):
+        kind = item.get("type", "message")
+        if kind == "message" and item.get("role") == "user":
+            question, results = _openai_text(item.get("content")), []
+        elif kind == "function_call":
+            called[str(item.get("call_id"))] = str(item.get("name"))
+        elif kind == "function_call_output" and (
+            not offered
+            or called.get(str(item.get("call_id")), "") in offered
+            or str(item.get("call_id")) not in called
+        ):
+            results.append(_openai_text(item.get("output")))
     if body.get("tool_choice") == "none":
         tools = []
     return decide(question, tools, results or None)

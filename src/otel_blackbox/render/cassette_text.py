@@ -85,7 +85,8 @@ def _describe(step: Step, limit: int) -> str:
         name = safe(payload.get("toolName", "?"))
         if "error" in payload:
             return f"✗ {name} error: {_short(payload['error'], limit)}"
-        return f"{name} → {_short(payload.get('result'), limit)}"
+        stub = "  (stub)" if payload.get("stub") is True else ""  # --stub answered it, not the incident
+        return f"{name} → {_short(payload.get('result'), limit)}{stub}"
     if step.type == "metadata":
         event = safe(payload.get("event", "?"))
         detail = payload.get("result", payload.get("reason"))
