@@ -1,5 +1,6 @@
 """`make demo`: record a tool-using OpenAI-SDK agent, look at it, kill one mid-tool and look again,
-then walk a production failure from incident to fix.
+then walk a production failure from incident to fix, and rerun an incident whose tool has a side
+effect (a refund) without its program: the built-in agent, every tool answered from the recording.
 
 Everything runs locally: the agent talks to a fake OpenAI-compatible server on 127.0.0.1 and its
 tools to a small weather API on 127.0.0.1, so no API key and no network are needed. The recording
@@ -21,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from fake_llm import CARELESS_MODEL, FakeLLMServer  # noqa: E402 (examples/ is not a package)
+from fake_llm import CARELESS_MODEL, SLOPPY_MODEL, FakeLLMServer  # noqa: E402 (examples/ is not a package)
 from weather_api import WeatherAPI  # noqa: E402
 
 DB = Path("demo.db")
@@ -29,6 +30,10 @@ INCIDENT = Path("demo-incident.json")
 KILLED = Path("demo-killed.json")
 FIXED = Path("demo-fixed.json")
 CONTRACT = Path("demo-contract.json")
+REFUND_INCIDENT = Path("demo-refund-incident.json")
+REFUND_FIXED = Path("demo-refund-fixed.json")
+LEDGER = Path("demo-ledger.txt")
+REFUND_QUESTION = "Look up my order Alpha and refund 12.00 on it, both please."
 GOOD_MODEL = "gpt-4o-mini"
 CLI = shutil.which("otel-blackbox", path=str(Path(sys.executable).parent)) or "otel-blackbox"
 # A span open longer than the flush interval (200 ms by default) is on disk: wait a bit more.
@@ -40,11 +45,14 @@ def banner(text: str) -> None:
     print("\n" + (f"\033[1m{line}\033[0m" if sys.stdout.isatty() else line), flush=True)
 
 
-def cli(*args: str, db: bool = True, ok: tuple[int, ...] = (0,)) -> str:
+def cli(*args: str, db: bool = True, ok: tuple[int, ...] = (0,), env: dict[str, str] | None = None) -> str:
     """Run otel-blackbox as a user would, show the command and what it printed."""
     where = ["--db", str(DB)] if db else []
-    print(f"$ otel-blackbox {shlex.join([*where, *args])}", flush=True)
-    done = subprocess.run([CLI, *where, *args], capture_output=True, text=True)
+    shown = "".join(f"{k}={v} " for k, v in (env or {}).items() if not k.endswith("_KEY"))
+    print(f"$ {shown}otel-blackbox {shlex.join([*where, *args])}", flush=True)
+    done = subprocess.run(
+        [CLI, *where, *args], capture_output=True, text=True, env={**os.environ, **(env or {})}
+    )
     print(done.stdout + done.stderr, end="", flush=True)
     if done.returncode not in ok:
         raise SystemExit(f"otel-blackbox {args[0]} exited {done.returncode}")
@@ -98,6 +106,7 @@ def main() -> int:
     cli("verify", str(KILLED))
 
     incident_to_fix()
+    side_effect_incident()
 
     stats_out = subprocess.run(
         [CLI, "--db", str(DB), "stats", "--json"], capture_output=True, text=True, check=True
@@ -149,6 +158,35 @@ def incident_to_fix() -> None:
     banner("10. The fixed run as a regression contract for the runs to come")
     cli("eval", "generate", str(FIXED), "-o", str(CONTRACT), db=False)
     cli("eval", "run", str(CONTRACT), str(FIXED), str(INCIDENT), db=False, ok=(1,))
+
+
+def side_effect_incident() -> None:
+    """README's built-in rerun: an incident whose tool has a side effect, rerun without its program."""
+    LEDGER.write_text("")
+    refund_agent = [_short(sys.executable), _short(HERE / "handoff_agent.py"), "--db", str(DB)]
+    refund_agent += ["--ledger", str(LEDGER), "--require-refund", "--question", REFUND_QUESTION]
+    with FakeLLMServer() as llm:
+        banner("11. A refund agent (OpenAI Agents SDK) hands off; the model sends the amount as '12.OO'")
+        incident_run = [*refund_agent, "--base-url", llm.openai_base_url, "--model", SLOPPY_MODEL]
+        print(f"$ {shlex.join(incident_run)}", flush=True)
+        failed = subprocess.run(incident_run, capture_output=True, text=True)
+        print(failed.stdout + failed.stderr, end="", flush=True)
+        cli("runs", "--limit", "1")
+        listed = subprocess.run([CLI, "--db", str(DB), "runs", "--json", "--limit", "1"], capture_output=True)
+        run_id = json.loads(listed.stdout)[0]["run_id"]
+        cli("cassette", "--run", run_id[:8], "-o", str(REFUND_INCIDENT))
+
+        banner("12. Rerun without the program: the built-in agent, its tools answered from the recording")
+        env = {"OPENAI_BASE_URL": llm.openai_base_url, "OPENAI_API_KEY": "sk-demo-not-a-real-key"}
+        stub = 'refund_order="refunded 12.00 on order Alpha"'  # the refund the incident never made
+        cli("rerun", str(REFUND_INCIDENT), "--model", GOOD_MODEL, "--stub", stub, "-o", str(REFUND_FIXED),
+            db=False, env=env)  # fmt: skip
+    refunds = len(LEDGER.read_text().splitlines())
+    print(f"(the ledger holds {refunds} refunds: refund_order never ran)")
+    cli("diff", str(REFUND_INCIDENT), str(REFUND_FIXED), db=False, ok=(0, 1))
+
+    banner("13. The fixed run replays offline, with the same agent: the provider is stopped")
+    cli("replay", str(REFUND_FIXED), db=False)
 
 
 if __name__ == "__main__":

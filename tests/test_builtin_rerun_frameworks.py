@@ -108,6 +108,18 @@ def test_the_refund_incident_reruns_without_refunding_and_the_failure_is_fixed(
         assert replay_built_in(child) == 0  # the child is itself reproducible, offline
     assert attempts == []
 
+    # The program rerun of the same incident gets the same verdict, but its tool ran: the ledger grew.
+    with FakeLLMServer() as llm:
+        program_child = tmp_path / "program.json"
+        command = [sys.executable, *agent, "--base-url", llm.openai_base_url, "--db", str(tmp_path / "p.db")]
+        rerun = run_cli(
+            "rerun", str(incident), "--model", GOOD_MODEL, "-o", str(program_child), "--", *command
+        )
+        assert rerun.returncode == 0, rerun.stderr
+    assert ledger.read_text() == "refund Zeta 3.00\nrefund Alpha 12.00\n"
+    diff = run_cli("diff", str(incident), str(program_child))
+    assert diff.stdout.splitlines()[-1] == "outcome: failure fixed: tool error in refund_order → success"
+
 
 @pytest.mark.parametrize("framework", ["pydantic-ai", "langchain"])
 def test_a_framework_incident_reruns_with_its_tools_answered_from_the_recording(

@@ -30,6 +30,14 @@ def test_the_demo_walks_from_incident_to_fix(tmp_path: Path) -> None:
     assert "(the weather API, up again, answered 0 requests during the rerun)" in out
     assert "outcome: failure fixed: parent error → child success" in out
     assert "PASS  demo-fixed.json" in out and "FAIL  demo-incident.json" in out
+    # The built-in rerun of the refund incident: no refund made, the stub marked, the failure fixed.
+    assert "no refund went through" in out
+    assert "1 stub -> demo-refund-fixed.json" in out
+    assert "(the ledger holds 0 refunds: refund_order never ran)" in out
+    assert "outcome: failure fixed: tool error in refund_order → success" in out
+    assert "[blackbox] replayed demo-refund-fixed.json: 3 model calls, as recorded" in out
+    assert (tmp_path / "demo-ledger.txt").read_text() == ""
     assert {p.name for p in tmp_path.glob("demo-*.json")} == {
         "demo-killed.json", "demo-incident.json", "demo-fixed.json", "demo-contract.json",
+        "demo-refund-incident.json", "demo-refund-fixed.json",
     }  # fmt: skip
