@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from fake_llm import FAIL_MODEL, FakeLLMServer
-from helpers import run_cli
+from helpers import LoopbackAPI, run_cli
 
 from otel_blackbox.cassette.io import load_cassette, save_cassette
 from otel_blackbox.cassette.model import Cassette, terminal_outcome
@@ -134,6 +134,20 @@ def test_a_provider_error_is_recorded_as_the_childs_failure(llm: FakeLLMServer, 
     end = written.steps[-1].payload
     assert end["reason"] == "model_error" and "InternalServerError" in end["message"]
     assert [s.type for s in written.steps] == ["metadata"]
+
+
+def test_a_4xx_is_not_retried_and_the_child_records_it(tmp_path: Path) -> None:
+    refusing = LoopbackAPI(lambda method, path, body: (400, {"error": {"message": "bad tools", "type": "x"}}))
+    with refusing:
+        plan = BuiltInRerun(output=tmp_path / "child.json", base_url=f"{refusing.url}/v1")
+        assert rerun_built_in(saved(tmp_path, incident(42)), plan) == 1
+    assert len(refusing.received) == 1  # a 400 is the SDK's final answer
+    end = load_cassette(tmp_path / "child.json").steps[-1].payload
+    assert (
+        end["reason"] == "model_error"
+        and "BadRequestError" in end["message"]
+        and "bad tools" in end["message"]
+    )
 
 
 def test_a_later_user_turn_is_appended_once_the_model_answered(llm: FakeLLMServer, tmp_path: Path) -> None:
