@@ -4,16 +4,20 @@
 The body (``wire_request``'s) is passed as the keyword arguments of the SDK's ``create``; a field
 ``create`` has no argument for (a setting newer or older than the installed SDK, or one a
 compatible server has) goes in ``extra_body``, so it is sent all the same. ``model`` and ``stream``
-are the agent's, whatever the body says. A stream is read to its end and closed.
+are the agent's, whatever the body says. A stream is read to its end and closed. ``http_client``
+hands the SDK its own ``httpx2.Client`` (bench/bench_agent.py puts it on an in-memory transport).
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import openai
+
+if TYPE_CHECKING:  # the SDK's own HTTP library, for the annotation only (the SDK imports it)
+    import httpx2
 
 __all__ = ["ChatClient", "ResponsesClient"]
 
@@ -29,9 +33,9 @@ class _Client:
     """One SDK client (credentials and base URL from OPENAI_API_KEY / OPENAI_BASE_URL, or
     ``base_url``), and the ``create`` of one API."""
 
-    def __init__(self, *, base_url: str | None) -> None:
-        # base_url None: the SDK reads OPENAI_BASE_URL, else its default.
-        self._client = openai.OpenAI(base_url=base_url)
+    def __init__(self, *, base_url: str | None, http_client: httpx2.Client | None = None) -> None:
+        # base_url None: the SDK reads OPENAI_BASE_URL, else its default; http_client None, its own.
+        self._client = openai.OpenAI(base_url=base_url, http_client=http_client)
         self._create = self._endpoint(self._client)
         self._arguments = frozenset(inspect.signature(self._create).parameters) - _SDK_ARGUMENTS - _AGENTS
 
