@@ -836,17 +836,17 @@ DROPPED: dict[tuple[str, str], list[str]] = {
         "a refusal part", "the settings of tool get_weather", "params.seed", "params.parallel_tool_calls",
     ],
     ("openai-responses", "anthropic"): [
-        "a reasoning part", "a hosted tool part", "the settings of tool get_weather",
+        "a reasoning part", "a hosted web_search call", "the settings of tool get_weather",
         "the settings of tool web_search", "params.text", "params.reasoning", "params.truncation",
         "params.responseFormat",  # JSON mode without a schema
     ],
     ("openai-responses", "gemini"): [
-        "a reasoning part", "a hosted tool part", "the settings of tool get_weather",
+        "a reasoning part", "a hosted web_search call", "the settings of tool get_weather",
         "the settings of tool web_search", "params.text", "params.reasoning", "params.truncation",
     ],
     ("anthropic", "gemini"): [],
     ("anthropic-thinking", "gemini"): [
-        "a reasoning part", "a hosted tool part", "the settings of tool web_search",
+        "a reasoning part", "a hosted web_search call", "the settings of tool web_search",
     ],
     ("gemini", "anthropic"): [
         "a reasoning part", "a thought signature", "params.topK", "params.thinkingConfig",

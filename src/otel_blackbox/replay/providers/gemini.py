@@ -81,31 +81,7 @@ blocked prompt is a response with no candidates and its ``promptFeedback``. A st
 candidate's parts in the same order: each piece of text spread over chunks of its own, the calls in a
 row together, the parts between together, the finishReason on its last chunk.
 
-Neutral -> wire (``wire_request``), the other direction of ``model_input``. The body holds no model
-and does not say whether to stream: the URL does (the built-in agent's SDK call builds it).
-
-* ``messages`` -> ``contents`` (gemini_contents.py's ``write_contents``): calls and results carry the
-  neutral ids as their ``id``, so they pair, and read back, by id.
-* ``systemPrompt`` -> ``systemInstruction`` ``{parts: [{text}]}`` (from another API, none when empty).
-* ``tools`` -> consecutive function declarations as one ``{functionDeclarations}`` tool (``name``,
-  ``description`` when there is one, the schema as ``parametersJsonSchema``, or ``parameters`` for a
-  recorded OpenAPI schema with upper-case types, and, recorded here, the settings); a tool recorded
-  here whose name is one of this API's built-in tools (``googleSearch``...) and has no description
-  nor schema is that tool again, its settings its options.
-* ``params``, recorded here: ``toolChoice`` is ``toolConfig``, ``safetySettings`` and
-  ``cachedContent`` top-level fields again, and every other setting goes in ``generationConfig``
-  (``maxTokens`` -> ``maxOutputTokens``, ``stop`` -> ``stopSequences``, ``responseFormat``'s fields,
-  the others under their own names; a top-level field nobody knows, which ``model_input`` also keeps
-  under its own name, goes there too). Recorded on another API: ``maxOutputTokens``, ``temperature``,
-  ``topP``, ``stopSequences``, ``responseMimeType`` (``text/plain``, or ``application/json`` with the
-  schema as ``responseJsonSchema``) and ``toolConfig.functionCallingConfig`` (``AUTO``, ``NONE``,
-  ``ANY`` with the one name allowed; none without tools) from the neutral settings
-  (``portable.py``); every other setting, the tools' settings, and the parts this API cannot say
-  (reasoning, hosted tools, refusals, signatures, images given by URL...) are left out and named in
-  ``dropped``. Messages of one role in a row stay apart, as this API takes them.
-* A tool name is sent as it is, even one this API refuses (``^[a-zA-Z_][a-zA-Z0-9_.:-]*$``, 64
-  characters): renamed, the model's calls would no longer be those of the recorded tool. The API then
-  refuses the request, naming it.
+Neutral -> wire (``wire_request``), the other direction of ``model_input``: gemini_requests.py
 """
 
 from __future__ import annotations
@@ -113,7 +89,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -132,8 +107,7 @@ from .base import (
     tool_settings,
     wire_errors,
 )
-from .gemini_contents import CODE_EXECUTION, ModelParts, fields, objects, read_contents, texts, write_contents
-from .portable import NEUTRAL_PARAMS, own_params, response_format_of, stop_list, tool_choice_of
+from .gemini_contents import CODE_EXECUTION, ModelParts, fields, objects, read_contents, texts
 from .shared import JSON_HEADERS, SSE_HEADERS, digest, dumps, error_text, pieces, sse_data
 
 __all__ = ["REQUEST_FIELDS", "GeminiGenerateContent"]
@@ -142,7 +116,8 @@ __all__ = ["REQUEST_FIELDS", "GeminiGenerateContent"]
 REQUEST_FIELDS = GEMINI_FIELDS
 
 _ENDPOINT = re.compile(r"/(models|tunedModels)/([^/:]+):(generateContent|streamGenerateContent)$")
-_PARAMS = {"maxOutputTokens": "maxTokens", "temperature": "temperature", "topP": "topP",
+# generationConfig's settings with a neutral name (gemini_requests.py writes them back).
+GENERATION_PARAMS = {"maxOutputTokens": "maxTokens", "temperature": "temperature", "topP": "topP",
            "stopSequences": "stop"}  # fmt: skip
 _FORMAT = ("responseMimeType", "responseSchema", "responseJsonSchema")
 # How log-probabilities are reported, not what is asked; "logprobs" is also a key verify refuses.
@@ -158,13 +133,6 @@ _FOUND_FIELDS = {"google_search": "groundingMetadata", "grounding": "groundingMe
                  "url_context": "urlContextMetadata"}  # fmt: skip
 # Agents that log cost read usage without a None check; replay has no token counts to give.
 _ZERO_USAGE = {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0}
-_WIRE_NAMES = {neutral: wire for wire, neutral in _PARAMS.items()}  # maxTokens -> maxOutputTokens
-# The built-in tools a Tool holds beside functionDeclarations (the google-genai SDK's Tool fields).
-_BUILT_IN_TOOLS = frozenset({
-    "googleSearch", "googleSearchRetrieval", "codeExecution", "urlContext", "googleMaps", "fileSearch",
-    "computerUse", "retrieval", "enterpriseWebSearch", "mcpServers", "exaAiSearch", "parallelAiSearch",
-})  # fmt: skip
-_MODES = {"auto": "AUTO", "none": "NONE", "required": "ANY"}  # a neutral tool choice -> functionCallingConfig
 
 
 class GeminiGenerateContent:
@@ -234,27 +202,9 @@ class GeminiGenerateContent:
 
     @wire_errors("a model_input to send as a Gemini generateContent request")
     def wire_request(self, model_input: JsonObject, *, stream: bool, native: bool) -> WireRequest:
-        dropped: list[str] = []
+        from .gemini_requests import gemini_request  # it imports this module: imported when used
 
-        def drop(what: str) -> None:
-            if what not in dropped:
-                dropped.append(what)
-
-        body: JsonObject = {
-            "contents": write_contents(model_input.get("messages") or [], native=native, drop=drop)
-        }
-        system = model_input.get("systemPrompt")
-        if system is not None and (native or system):
-            body["systemInstruction"] = {"parts": [{"text": system}]}
-        tools = _wire_tools(model_input.get("tools") or [], native, drop)
-        if tools:
-            body["tools"] = tools
-        body.update(_wire_params(model_input.get("params") or {}, native, drop))
-        # A function calling mode without functions to call: one that asked for a call says what is lost.
-        calling = body.pop("toolConfig", {}) if not native and not tools else {}
-        if calling.get("functionCallingConfig", {}).get("mode") == "ANY":
-            drop("params.toolChoice")
-        return WireRequest(body, dropped)
+        return gemini_request(model_input, native=native)  # the URL says whether it streams
 
     @wire_errors("a Gemini generateContent request")
     def replace_tool_result(self, request: JsonObject, tool_call_id: str, result: Any) -> JsonObject | None:
@@ -310,90 +260,13 @@ def _params(request: JsonObject) -> JsonObject:
         if key in _FORMAT:
             response_format[key] = value
         else:
-            params[_PARAMS.get(key, key)] = value
+            params[GENERATION_PARAMS.get(key, key)] = value
     if response_format:
         params["responseFormat"] = response_format
     if request.get("toolConfig") is not None:
         params["toolChoice"] = request["toolConfig"]
     params.update(REQUEST_FIELDS.params(request))  # safetySettings, cachedContent, a field nobody knows
     return params
-
-
-def _wire_tools(tools: list[JsonObject], native: bool, drop: Callable[[str], None]) -> list[JsonObject]:
-    """The ``tools`` of neutral tools (the module docstring): the declarations that follow each other in
-    one tool, as ``model_input`` reads them back in order."""
-    out: list[JsonObject] = []
-    for tool in tools:
-        name, description = tool["name"], tool.get("description") or ""
-        settings = tool.get("settings") or {}
-        if native and name in _BUILT_IN_TOOLS and not description and "inputSchema" not in tool:
-            out.append({name: dict(settings)})
-            continue
-        if settings and not native:
-            drop(f"the settings of tool {name}")
-        declaration: JsonObject = {"name": name}
-        if description:
-            declaration["description"] = description
-        if "inputSchema" in tool:
-            declaration[_schema_field(tool["inputSchema"], native)] = tool["inputSchema"]
-        if native:
-            declaration.update(settings)
-        if out and "functionDeclarations" in out[-1]:
-            out[-1]["functionDeclarations"].append(declaration)
-        else:
-            out.append({"functionDeclarations": [declaration]})
-    return out
-
-
-def _schema_field(schema: Any, native: bool) -> str:
-    """``parameters`` for an OpenAPI schema as this API's SDK writes one (``"type": "OBJECT"``),
-    ``parametersJsonSchema`` for JSON Schema, which every other API's tools are."""
-    kind = schema.get("type") if isinstance(schema, dict) else None
-    return "parameters" if native and isinstance(kind, str) and kind.isupper() else "parametersJsonSchema"
-
-
-def _wire_params(params: JsonObject, native: bool, drop: Callable[[str], None]) -> JsonObject:
-    """``generationConfig``, ``toolConfig`` and the top-level settings of neutral ``params``."""
-    kept, dropped = own_params(params, REQUEST_FIELDS, native=native)
-    for name in dropped:
-        drop(name)
-    body: JsonObject = {k: v for k, v in kept.items() if k in REQUEST_FIELDS.behaviour}
-    config: JsonObject = {k: v for k, v in kept.items() if k not in REQUEST_FIELDS.behaviour}
-    if native:  # each neutral setting is already in this API's shape
-        config.update({_WIRE_NAMES[k]: v for k, v in params.items() if k in _WIRE_NAMES})
-        if isinstance(params.get("responseFormat"), dict):
-            config.update(params["responseFormat"])
-        if params.get("toolChoice") is not None:
-            body["toolConfig"] = params["toolChoice"]
-    else:
-        _portable(params, body, config, drop)
-    if config:
-        body["generationConfig"] = config
-    return body
-
-
-def _portable(params: JsonObject, body: JsonObject, config: JsonObject, drop: Callable[[str], None]) -> None:
-    """Another API's neutral settings, written in this one's shape."""
-    for key in (k for k in NEUTRAL_PARAMS if k in params):
-        value = params[key]
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if key == "maxTokens" and number and isinstance(value, int) and value > 0:
-            config["maxOutputTokens"] = value
-        elif key in ("temperature", "topP") and number:
-            config[key] = value
-        elif key == "toolChoice" and (choice := tool_choice_of(value)) is not None:
-            calling: JsonObject = {"mode": _MODES[choice.mode]}
-            if choice.name is not None:
-                calling["allowedFunctionNames"] = [choice.name]
-            body["toolConfig"] = {"functionCallingConfig": calling}
-        elif key == "responseFormat" and (form := response_format_of(value)) is not None:
-            config["responseMimeType"] = "text/plain" if form.kind == "text" else "application/json"
-            if form.schema is not None:
-                config["responseJsonSchema"] = form.schema
-        elif key == "stop" and (stops := stop_list(value)) is not None:
-            config["stopSequences"] = stops
-        else:
-            drop(f"params.{key}")
 
 
 def _replaced(sent: Any, result: Any) -> JsonObject:

@@ -45,38 +45,23 @@ Ids. A call with an ``id`` uses it; one without (the usual case) is matched by `
 with the calls the model made, by name and arguments. A ``functionResponse`` with an ``id`` answers
 that call; without, the first unanswered call of its name in the model turn before it.
 
-``write_contents`` is the other direction (gemini.py's ``wire_request``): each message one content,
-``assistant`` as ``model``. A string is one text part. A model turn's parts in the canonical order:
-thoughts (``{text?, thought: true, thoughtSignature?}``; an empty text part between two thoughts
-when the first has no signature, which would otherwise run on into the next), hosted tools
-(``executableCode`` / ``codeExecutionResult``, else ``toolCall`` / ``toolResponse`` under the
-upper-case ``toolType``; what a response's metadata found, grounding and URL context, is no part and
-is not sent back), the text (its signature as ``thoughtSignature``), then each call as a
-``functionCall`` whose ``id`` is the neutral id, so that calls and results pair by id, as they read
-back, whatever the history. A result is a ``functionResponse`` ``{id, name, response}``: an error is
-``{error: text}``, a result that is an object read back as itself is the response, anything else
-``{result: value}``, another API's list of text parts as their text (in either mode: results are the
-incident's, in its API's shape); the other parts of a user turn are ``{KIND: value}`` again. From
-another API (not ``native``): text, calls (an input that is no object is sent as ``{}``), results and
-images given inline (an OpenAI data URL, an Anthropic base64 block) as
-``inlineData``; empty messages are left out, and everything else is named as dropped.
+The other direction, neutral messages -> ``contents``, is gemini_requests.py's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...cassette.output import Hosted, Reasoning
-from ...messages import FUNCTION_OUTPUT_FIELDS, function_response_outcome
+from ...messages import function_response_outcome
 from .base import CallIds, JsonObject, call_signature
-from .portable import result_text
 from .shared import add_tool_result, tool_use
 
 __all__ = [
     "CODE_EXECUTION", "Call", "ModelParts", "call_of", "fields", "objects", "part_kind", "read_contents",
-    "texts", "write_contents",
+    "texts",
 ]  # fmt: skip
 
 _DATA = (
@@ -391,160 +376,3 @@ class _Reader:
         self.answered.append((value, call_id))
         part: JsonObject = {"type": "tool_result", "toolCallId": call_id, "toolName": name}
         return {**part, **function_response_outcome(response.get("response"))}  # JSON as sent, null kept
-
-
-# --- neutral -> wire: the contents of a request ---------------------------------------------------
-
-Drop = Callable[[str], None]
-
-
-def write_contents(messages: list[JsonObject], *, native: bool, drop: Drop) -> list[JsonObject]:
-    """The ``contents`` of neutral ``messages`` (the module docstring); ``drop`` is told what is left out."""
-    contents: list[JsonObject] = []
-    for message in messages:
-        role, content = message["role"], message.get("content")
-        if not native and role not in ("user", "assistant"):
-            drop(f"the {role} role of a message (sent as a user turn)")
-        if isinstance(content, list):
-            write = _model_parts if role == "assistant" else _user_parts
-            parts = write(content, native, drop)
-        else:
-            parts = [{"text": content if isinstance(content, str) else ""}] if native or content else []
-        if parts or native:
-            contents.append({"role": "model" if role == "assistant" else "user", "parts": parts})
-    return contents
-
-
-def _model_parts(content: list[JsonObject], native: bool, drop: Drop) -> list[JsonObject]:
-    parts: list[JsonObject] = []
-    for part in content:
-        kind = part.get("type")
-        if kind == "reasoning" and native:
-            if parts and parts[-1].get("thought") and "thoughtSignature" not in parts[-1]:
-                parts.append({"text": ""})  # ends the thought before: only a signature or a part does
-            parts.append(_thought(part))
-        elif kind == "hosted_tool" and native and not _found_by_metadata(part):
-            parts += _hosted_parts(part)
-        elif kind == "text" and (native or part["text"]):
-            parts.append(_signed({"text": part["text"]}, part, native, drop))
-        elif kind == "tool_use":
-            args = part.get("toolInput")
-            if not native and not isinstance(args, dict):
-                drop(f"the input of {part['toolCallId']} (not a JSON object)")
-                args = {}
-            call = {"id": part["toolCallId"], "name": part["toolName"], "args": args}
-            parts.append(_signed({"functionCall": call}, part, native, drop))
-        elif kind != "text":
-            drop(_part_name(kind))
-    return parts
-
-
-def _signed(wire: JsonObject, part: JsonObject, native: bool, drop: Drop) -> JsonObject:
-    if "signature" in part:
-        if native:
-            wire["thoughtSignature"] = part["signature"]
-        else:
-            drop("a thought signature")
-    return wire
-
-
-def _thought(part: JsonObject) -> JsonObject:
-    wire: JsonObject = {"text": part["text"]} if "text" in part else {}
-    wire["thought"] = True
-    if "signature" in part:
-        wire["thoughtSignature"] = part["signature"]
-    return wire
-
-
-def _found_by_metadata(part: JsonObject) -> bool:
-    """What a response's candidate metadata found (grounding, URL context: gemini.py's hosted tools of
-    no part), which a program sends back as no part either."""
-    name, result = part["toolName"], part.get("result")
-    if name in ("google_search", "grounding"):  # no part reads as these: a toolType says GOOGLE_SEARCH_WEB
-        return True
-    metadata = isinstance(result, dict) and bool({"urlMetadata", "url_metadata"} & set(result))
-    return name == "url_context" and "toolInput" not in part and metadata
-
-
-def _hosted_parts(part: JsonObject) -> list[JsonObject]:
-    """A hosted tool as the parts ``ModelParts`` reads back into it: the code and its result, or a
-    server-side ``toolCall`` and its ``toolResponse``; ids are not kept, so none are written."""
-    name = str(part["toolName"])
-    if name == CODE_EXECUTION:
-        code = [{"executableCode": part["toolInput"]}] if "toolInput" in part else []
-        return code + ([{"codeExecutionResult": part["result"]}] if "result" in part else [])
-    call: JsonObject = {"toolType": name.upper()}
-    if "toolInput" in part:
-        call["args"] = part["toolInput"]
-    parts: list[JsonObject] = [{"toolCall": call}]
-    if "result" in part:
-        parts.append({"toolResponse": {"toolType": name.upper(), "response": part["result"]}})
-    return parts
-
-
-def _user_parts(content: list[JsonObject], native: bool, drop: Drop) -> list[JsonObject]:
-    parts: list[JsonObject] = []
-    for part in content:
-        kind = part.get("type")
-        if kind == "text":
-            if native or part["text"]:
-                parts.append({"text": part["text"]})
-        elif kind == "tool_result":
-            parts.append({"functionResponse": _function_response(part)})
-        elif native:  # a part kept as sent: {type: inlineData, inlineData: {...}}
-            parts.append({str(kind): part[str(kind)]})
-        elif (image := _inline_image(part)) is not None:
-            parts.append(image)
-        else:
-            drop(_part_name(kind))
-    return parts
-
-
-def _function_response(part: JsonObject) -> JsonObject:
-    """The inverse of ``function_response_outcome``."""
-    if "error" in part:
-        error = part["error"]
-        response: Any = {"error": error if isinstance(error, str) else result_text(error)}
-    else:
-        result = part.get("result")
-        # Whatever the mode: a result is the incident's, in its own API's shape (a replay of a rerun on
-        # this API is native and must send what the rerun sent).
-        if isinstance(result, list) and result and all(_is_text_part(p) for p in result):
-            result = "".join(p["text"] for p in result)
-        response = result if _reads_as_itself(result) else {"result": result}
-    return {"id": part["toolCallId"], "name": part["toolName"], "response": response}
-
-
-def _is_text_part(part: Any) -> bool:
-    """A text part of another API (``{type: text | input_text | output_text, text}``), nothing more."""
-    return (
-        isinstance(part, dict)
-        and set(part) == {"type", "text"}
-        and part["type"] in ("text", "input_text", "output_text")
-        and isinstance(part["text"], str)
-    )
-
-
-def _reads_as_itself(result: Any) -> bool:
-    """An object that ``function_response_outcome`` reads back as it is: not one lone field it reads
-    inside (``result``, ``output``, ``error``)."""
-    if not isinstance(result, dict):
-        return False
-    return not (len(result) == 1 and next(iter(result)) in (*FUNCTION_OUTPUT_FIELDS, "error"))
-
-
-def _inline_image(part: JsonObject) -> JsonObject | None:
-    """An image another API gave inline, as ``inlineData``: OpenAI's data URL, Anthropic's base64 block."""
-    url = part.get("url") if part.get("type") == "image" else None
-    if isinstance(url, str) and url.startswith("data:") and ";base64," in url:
-        mime, data = url[5:].split(";base64,", 1)
-        return {"inlineData": {"mimeType": mime, "data": data}}
-    source = part.get("source") if part.get("type") == "image" else None
-    if isinstance(source, dict) and source.get("type") == "base64":
-        return {"inlineData": {"mimeType": source.get("media_type"), "data": source.get("data")}}
-    return None
-
-
-def _part_name(kind: Any) -> str:
-    names = {"reasoning": "a reasoning part", "hosted_tool": "a hosted tool part", "image": "an image part"}
-    return names.get(str(kind), f"{'an' if str(kind)[:1] in 'aeiou' else 'a'} {kind} part")

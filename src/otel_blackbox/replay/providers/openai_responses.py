@@ -86,35 +86,7 @@ summary parts and their deltas, each hosted call's own lifecycle events
 (``web_search_call.searching``, ``code_interpreter_call_code.delta``...), refusal deltas, and
 ``response.incomplete`` in place of ``response.completed`` for an incomplete response.
 
-Neutral -> wire (``wire_request``), the inverse of ``model_input``, for the built-in agent:
-
-* ``systemPrompt`` is ``instructions``: ``model_input`` joined them with the leading ``system`` /
-  ``developer`` items, which are not told apart. ``input`` is always a list of items.
-* A message with string content goes as it is (``{role, content}``). A user turn's ``tool_result``
-  parts are ``function_call_output`` items (``call_id``, ``output`` as recorded, or an error's
-  text), before its other parts (``input_text``, ``input_image``, any other as recorded). An
-  assistant turn of parts is its items in the canonical order: a ``reasoning`` item per reasoning
-  part, a hosted call item per hosted tool part (the table above, inverted), one assistant message
-  of ``output_text`` and ``refusal`` parts, a ``function_call`` per tool use (``call_id`` the
-  neutral id, arguments as compact JSON). No item carries an id: the API's ids are not in the
-  model_input, and a status is sent only where one was recorded.
-* ``tools``: a function flat (``{type: function, name, description?, parameters?, ...settings}``),
-  a tool of another type (``custom``...) the same under its type, and a built-in tool (a neutral
-  tool named like one, such as ``web_search``, with no description, schema or ``strict``) as
-  ``{type: NAME, ...settings}``. ``maxTokens`` is ``max_output_tokens``, ``topP`` ``top_p``,
-  ``responseFormat`` ``text.format`` (beside ``params.text``); every other setting goes under its
-  own wire name.
-
-Recorded on another API (``native=False``): functions carry ``parameters`` (``null`` when there is
-no schema) and ``strict: false``, as another API's schema is not written for strict mode; tool
-results and errors are text; the neutral settings are read with ``portable.py`` (a JSON schema with
-no name is named ``response``); Chat's ``reasoning_effort`` and ``verbosity`` become
-``reasoning.effort`` and ``text.verbosity``; Anthropic's and Gemini's inline images become
-``data:`` URLs, an image without a detail asks for ``auto``, and Gemini's upper-case schema types
-are lower case. Left out and named in ``dropped``: ``stop`` (the Responses API has no stop
-sequences), a JSON schema format with no schema, reasoning and hosted tool parts, other parts,
-signatures, a tool's settings and a tool that is not a function there, ``toolChoice`` and
-``parallel_tool_calls`` with no tools, and any setting this API's table does not name.
+Neutral -> wire (``wire_request``), the inverse of ``model_input``: responses_requests.py
 """
 
 from __future__ import annotations
@@ -136,26 +108,12 @@ from .base import (
     rewritten,
     wire_errors,
 )
-from .openai_chat import (
-    SCHEMA_NAME,
-    Building,
-    answered_name,
-    image_url_of,
-    openai_tool_choice,
-    part_phrase,
-    portable_function,
-    result_content,
-    split_results,
-    tool_parts,
-)
-from .portable import ResponseFormat, own_params, response_format_of, tool_choice_of
 from .responses_events import events
 from .shared import (
     JSON_HEADERS,
     SSE_HEADERS,
     Turn,
     add_tool_result,
-    arguments_text,
     digest,
     dumps,
     error_text,
@@ -177,7 +135,7 @@ REQUEST_FIELDS = RESPONSES_FIELDS
 _SYSTEM_ROLES = ("system", "developer")
 _TEXT_PARTS = ("input_text", "output_text", "text")
 # Calls the program runs and answers with a ``*_output`` item; any other ``*_call`` the API ran.
-_PROGRAM_CALLS = (
+PROGRAM_CALLS = (
     "function_call",
     "custom_tool_call",
     "computer_call",
@@ -186,7 +144,7 @@ _PROGRAM_CALLS = (
     "apply_patch_call",
 )
 # A hosted call's fields: the one (or the ones) that are its input, and the one that is its result.
-_HOSTED_INPUT: dict[str, str | tuple[str, ...]] = {
+HOSTED_INPUT: dict[str, str | tuple[str, ...]] = {
     "web_search_call": "action",
     "file_search_call": "queries",
     "code_interpreter_call": ("code", "container_id"),
@@ -274,7 +232,9 @@ class OpenAIResponses:
 
     @wire_errors("a model_input to send as an OpenAI Responses API request")
     def wire_request(self, model_input: JsonObject, *, stream: bool, native: bool) -> WireRequest:
-        return WireRequest(*_request(model_input, stream=stream, native=native))
+        from .responses_requests import responses_request  # it imports this module: imported when used
+
+        return responses_request(model_input, stream=stream, native=native)
 
     @wire_errors("an OpenAI Responses API request")
     def replace_tool_result(self, request: JsonObject, tool_call_id: str, result: Any) -> JsonObject | None:
@@ -305,7 +265,7 @@ def _refusal_of(content: Any) -> str | None:
 
 def _is_hosted(item: JsonObject) -> bool:
     kind = item.get("type")
-    if not isinstance(kind, str) or not kind.endswith("_call") or kind in _PROGRAM_CALLS:
+    if not isinstance(kind, str) or not kind.endswith("_call") or kind in PROGRAM_CALLS:
         return False
     return item.get("execution") != "client"  # a tool search the program runs itself
 
@@ -327,7 +287,7 @@ def _hosted(item: JsonObject) -> Hosted:
     kind = str(item["type"])
     name = kind.removesuffix("_call")
     status = item["status"] if isinstance(item.get("status"), str) else None
-    fields = _HOSTED_INPUT.get(kind)
+    fields = HOSTED_INPUT.get(kind)
     if fields is None:
         rest = {k: v for k, v in item.items() if k not in _NOT_INPUT and v is not None}
         return Hosted(name, tool_input=rest, status=status)
@@ -625,15 +585,15 @@ def _reasoning_item(reasoning: Reasoning, item_id: str) -> JsonObject:
     return item
 
 
-def _hosted_item(hosted: Hosted, item_id: str) -> JsonObject:
+def hosted_item(hosted: Hosted, item_id: str) -> JsonObject:
     """The item ``_hosted`` read, rebuilt: the inverse of the docstring's table."""
     kind = f"{hosted.tool_name}_call"
-    if kind in _PROGRAM_CALLS:  # it would read back as a call the program answers
+    if kind in PROGRAM_CALLS:  # it would read back as a call the program answers
         raise ValueError(
             f"a hosted tool cannot be named {hosted.tool_name!r}: that is a call the program runs"
         )
     given = hosted.tool_input if hosted.has_input else None
-    fields = _HOSTED_INPUT.get(kind)
+    fields = HOSTED_INPUT.get(kind)
     if fields is None:
         if not isinstance(given, dict):
             raise ValueError(f"the toolInput of a hosted {hosted.tool_name} call must be an object")
@@ -676,7 +636,7 @@ def _output_items(output: JsonObject, extras: Extras) -> list[JsonObject]:
             items.append(_reasoning_item(value, f"rs_blackbox_{tag}_{n}"))
         elif kind == "hosted":
             prefix = _ID_PREFIXES.get(f"{value.tool_name}_call", "htc")
-            items.append(_hosted_item(value, f"{prefix}_blackbox_{tag}_{n}"))
+            items.append(hosted_item(value, f"{prefix}_blackbox_{tag}_{n}"))
         elif kind == "text" and messages and items[-1] is messages[-1]:
             items[-1]["content"].append(_text_part(value))
         elif kind == "text":
@@ -734,244 +694,3 @@ def _response(output: JsonObject, request: JsonObject) -> JsonObject:
     }
     echoed = {k: copy.deepcopy(request[k]) for k in _ECHOED if request.get(k) is not None}
     return {**response, **echoed}
-
-
-# --- requests from a neutral model_input (wire_request) -----------------------------------------
-
-# The built-in tools (named by their type, no ``name`` of their own), as the SDK lists them: a
-# neutral tool so named, with no description, schema or ``strict``, is one of them.
-_BUILT_IN_TOOLS = frozenset({
-    "apply_patch", "code_interpreter", "computer", "computer_use_preview", "file_search",
-    "image_generation", "local_shell", "mcp", "programmatic_tool_calling", "shell", "tool_search",
-    "web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11",
-})  # fmt: skip
-_WIRE_NEUTRAL = {"maxTokens": "max_output_tokens", "temperature": "temperature", "topP": "top_p"}
-# A stop the program sent is no Responses field: it was recorded under its own name, "stop".
-_NATIVE_SETTINGS = {"toolChoice": "tool_choice", "stop": "stop"}
-
-
-def _request(model_input: JsonObject, *, stream: bool, native: bool) -> tuple[JsonObject, list[str]]:
-    build = Building(native)
-    body: JsonObject = {}
-    if isinstance(model_input.get("model"), str):
-        body["model"] = model_input["model"]
-    # instructions: model_input joined them with the leading system / developer items, which are lost.
-    if isinstance(model_input.get("systemPrompt"), str):
-        body["instructions"] = model_input["systemPrompt"]
-    body["input"] = _wire_input(objects_of(model_input.get("messages")), build)
-    tools = [w for w in (_wire_tool(t, build) for t in objects_of(model_input.get("tools"))) if w is not None]
-    if tools:
-        body["tools"] = tools
-    params = model_input.get("params")
-    body.update(_wire_params(params if isinstance(params, dict) else {}, bool(tools), build))
-    if stream:
-        body["stream"] = True
-    return body, build.dropped
-
-
-def _wire_input(messages: list[JsonObject], build: Building) -> list[JsonObject]:
-    items: list[JsonObject] = []
-    names: dict[str, str] = {}  # the calls so far: id -> tool name
-    for message in messages:
-        role, content = message.get("role"), message.get("content")
-        if role == "assistant":
-            items += _wire_turn(content, names, build)
-        elif isinstance(content, list):
-            results, rest = split_results(content)
-            items += [_output_item(p, names, build) for p in results]
-            parts = [w for w in (_wire_part(p, build) for p in rest) if w is not None]
-            if parts or not (rest or results):  # a turn all of whose parts were dropped is not sent
-                items.append({"role": role, "content": parts})
-        else:
-            items.append({"role": role, "content": "" if content is None else content})
-    return items
-
-
-def _wire_turn(content: Any, names: dict[str, str], build: Building) -> list[JsonObject]:
-    """The inverse of ``_assistant``: an item per reasoning part, hosted call and call, and one
-    message for the text and the refusal, in the parts' order; no item ids (the API's ids are not
-    in the model_input)."""
-    if not isinstance(content, list):
-        return [{"role": "assistant", "content": "" if content is None else content}]
-    items: list[JsonObject] = []
-    message: JsonObject | None = None
-    for part in objects_of(content):
-        kind = part.get("type")
-        if kind in ("text", "refusal"):
-            if message is None:
-                message = {"role": "assistant", "content": []}
-                items.append(message)
-            message["content"].append(_said(part))
-            if part.get("signature") is not None:
-                build.drop("a text signature")
-        elif kind == "tool_use":
-            call_id, name = str(part.get("toolCallId", "")), str(part.get("toolName", ""))
-            names[call_id] = name
-            arguments = arguments_text(part.get("toolInput"))
-            items.append({"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments})
-            if part.get("signature") is not None:
-                build.drop("a tool call signature")
-        elif build.native and kind == "reasoning":
-            items.append(_reasoning_input(part))
-        elif build.native and kind == "hosted_tool" and (item := _hosted_input(part)) is not None:
-            items.append(item)
-        else:
-            build.drop(part_phrase(part))
-    if (
-        message is not None
-        and not build.native
-        and all(p["type"] == "output_text" for p in message["content"])
-    ):
-        message["content"] = "".join(p["text"] for p in message["content"])  # the plain shape
-    if not items and build.native:
-        items.append({"role": "assistant", "content": []})  # an empty turn reads back as one
-    return items
-
-
-def _said(part: JsonObject) -> JsonObject:
-    """A text or refusal part as a part of an assistant message sent back."""
-    if part.get("type") == "refusal":
-        return {"type": "refusal", "refusal": str(part.get("refusal", ""))}
-    return {"type": "output_text", "text": str(part.get("text", "")), "annotations": []}
-
-
-def _reasoning_input(part: JsonObject) -> JsonObject:
-    """The reasoning item ``_reasoning`` read, less its id."""
-    summary = part.get("summary")
-    texts = [s for s in summary if isinstance(s, str)] if isinstance(summary, list) else []
-    item: JsonObject = {"type": "reasoning", "summary": [{"type": "summary_text", "text": s} for s in texts]}
-    if isinstance(part.get("text"), str):
-        item["content"] = [{"type": "reasoning_text", "text": part["text"]}]
-    if isinstance(part.get("encryptedContent"), str):
-        item["encrypted_content"] = part["encryptedContent"]
-    return item
-
-
-def _hosted_input(part: JsonObject) -> JsonObject | None:
-    """The hosted call item ``_hosted`` read, less its id, its status only when it had one; None
-    for a part no item reads back as."""
-    name = part.get("toolName")
-    if not isinstance(name, str) or f"{name}_call" in _PROGRAM_CALLS:
-        return None
-    kind = f"{name}_call"
-    if kind not in _HOSTED_INPUT and not isinstance(part.get("toolInput"), dict):
-        return None
-    given = {"tool_input": part["toolInput"]} if "toolInput" in part else {}
-    if "result" in part:
-        given["result"] = part["result"]
-    hosted = Hosted(name, **given, status=part["status"] if isinstance(part.get("status"), str) else None)
-    item = _hosted_item(hosted, "")
-    del item["id"]
-    if hosted.status is None:
-        item.pop("status", None)
-    return item
-
-
-def _output_item(part: JsonObject, names: dict[str, str], build: Building) -> JsonObject:
-    item: JsonObject = {
-        "type": "function_call_output",
-        "call_id": str(part.get("toolCallId", "")),
-        "output": result_content(part, build),
-    }
-    name = answered_name(part, names)
-    if name is not None:
-        item["name"] = name
-    return item
-
-
-def _wire_part(part: JsonObject, build: Building) -> JsonObject | None:
-    kind = part.get("type")
-    if kind == "text":
-        return {"type": "input_text", "text": part.get("text", "")}
-    if kind == "image" and (isinstance(part.get("url"), str) or isinstance(part.get("fileId"), str)):
-        image: JsonObject = {"type": "input_image"}
-        if isinstance(part.get("url"), str):
-            image["image_url"] = part["url"]
-        else:
-            image["file_id"] = part["fileId"]
-        if part.get("detail") is not None:
-            image["detail"] = part["detail"]
-        elif not build.native:
-            image["detail"] = "auto"  # the SDK's type requires it
-        return image
-    if build.native:
-        return dict(part)  # kept as sent
-    url = image_url_of(part)
-    if url is not None:
-        return {"type": "input_image", "image_url": url, "detail": "auto"}
-    build.drop(part_phrase(part))
-    return None
-
-
-def _wire_tool(tool: JsonObject, build: Building) -> JsonObject | None:
-    """The inverse of ``neutral_tool``: a function; natively a tool of another type (its type a
-    setting) or a built-in one (named by its type), with the settings beside the name."""
-    if not build.native:
-        function = portable_function(tool, build)
-        if function is None:
-            return None
-        # Both fields the SDK requires; strict off as in Chat: another API's schema is not written
-        # for strict mode.
-        return {"type": "function", **function, "parameters": function.get("parameters"), "strict": False}
-    name, spec, settings = tool_parts(tool)
-    if "type" in settings:
-        return {"type": settings.pop("type"), **spec, **settings}
-    if name in _BUILT_IN_TOOLS and spec == {"name": name} and "strict" not in settings:
-        return {"type": name, **settings}
-    return {"type": "function", **spec, **settings}
-
-
-def _wire_params(params: JsonObject, has_tools: bool, build: Building) -> JsonObject:
-    body = {wire: params[neutral] for neutral, wire in _WIRE_NEUTRAL.items() if neutral in params}
-    own = dict(params)
-    text: JsonObject = {}
-    if build.native:
-        body.update((wire, own[neutral]) for neutral, wire in _NATIVE_SETTINGS.items() if neutral in own)
-        if "responseFormat" in own:
-            text["format"] = own["responseFormat"]
-    else:
-        _portable_settings(own, has_tools, body, text, build)
-    kept, dropped = own_params(own, REQUEST_FIELDS, native=build.native)
-    for what in dropped:
-        build.drop(what)
-    body.update(kept)
-    if text:
-        given = body.get("text")
-        body["text"] = {**(given if isinstance(given, dict) else {}), **text}
-    return body
-
-
-def _portable_settings(
-    params: JsonObject, has_tools: bool, body: JsonObject, text: JsonObject, build: Building
-) -> None:
-    """The neutral settings of another API, read (portable.py) and written in this API's shape, and
-    Chat's reasoning_effort and verbosity as ``reasoning.effort`` and ``text.verbosity``."""
-    if "stop" in params:
-        build.drop("params.stop")  # the Responses API has no stop sequences
-    if "toolChoice" in params:
-        choice = tool_choice_of(params["toolChoice"]) if has_tools else None
-        if choice is None:
-            build.drop("params.toolChoice")
-        else:
-            body["tool_choice"] = openai_tool_choice(choice, nested=False)
-    if not has_tools and params.pop("parallel_tool_calls", None) is not None:
-        build.drop("params.parallel_tool_calls")
-    if "responseFormat" in params:
-        answer = response_format_of(params["responseFormat"])
-        if answer is None or (answer.kind == "json_schema" and answer.schema is None):
-            build.drop("params.responseFormat")
-        else:
-            text["format"] = _text_format(answer)
-    if params.get("reasoning_effort") is not None:
-        body["reasoning"] = {"effort": params.pop("reasoning_effort")}
-    if params.get("verbosity") is not None:
-        text["verbosity"] = params.pop("verbosity")
-
-
-def _text_format(answer: ResponseFormat) -> JsonObject:
-    if answer.kind != "json_schema":
-        return {"type": answer.kind}
-    text: JsonObject = {"type": "json_schema", "name": answer.name or SCHEMA_NAME, "schema": answer.schema}
-    if answer.strict is not None:
-        text["strict"] = answer.strict
-    return text

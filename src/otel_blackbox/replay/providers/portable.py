@@ -19,7 +19,10 @@ __all__ = [
     "NEUTRAL_PARAMS",
     "ResponseFormat",
     "ToolChoice",
+    "is_text_part",
+    "json_schema_of",
     "own_params",
+    "part_phrase",
     "response_format_of",
     "result_text",
     "stop_list",
@@ -141,13 +144,48 @@ def result_text(result: Any) -> str:
     content parts as their texts joined, anything else as compact JSON (non-ASCII kept)."""
     if isinstance(result, str):
         return result
-    if (
-        isinstance(result, list)
-        and result
-        and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in result)
-    ):
+    if isinstance(result, list) and result and all(is_text_part(p) for p in result):
         return "".join(p["text"] for p in result)
     return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+
+
+_GEMINI_TYPES = frozenset({"STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"})
+
+
+def json_schema_of(schema: Any) -> Any:
+    """A tool's schema as JSON Schema: Gemini's upper-case type names (alone or in a list of types) in
+    lower case, the rest as it is."""
+    if isinstance(schema, list):
+        return [json_schema_of(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: JsonObject = {}
+    for key, value in schema.items():
+        if key == "type" and isinstance(value, str) and value in _GEMINI_TYPES:
+            out[key] = value.lower()
+        elif key == "type" and isinstance(value, list):
+            out[key] = [v.lower() if isinstance(v, str) and v in _GEMINI_TYPES else v for v in value]
+        else:
+            out[key] = json_schema_of(value)
+    return out
+
+
+def part_phrase(part: JsonObject) -> str:
+    """The ``dropped`` phrase of a part the request cannot carry (``a reasoning part``)."""
+    kind = str(part.get("type") or "untyped")
+    if kind == "hosted_tool":
+        return f"a hosted {part.get('toolName') or 'tool'} call"
+    return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind} part"
+
+
+def is_text_part(part: Any) -> bool:
+    """A text part of any API (``{type: text | input_text | output_text, text}``), nothing more."""
+    return (
+        isinstance(part, dict)
+        and set(part) == {"type", "text"}
+        and part["type"] in ("text", "input_text", "output_text")
+        and isinstance(part["text"], str)
+    )
 
 
 def own_params(params: JsonObject, fields: RequestFields, *, native: bool) -> tuple[JsonObject, list[str]]:
