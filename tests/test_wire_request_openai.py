@@ -533,7 +533,7 @@ def tools_of(model_input: JsonObject) -> list[tuple[Any, ...]]:
 
 def meaning(params: JsonObject) -> JsonObject:
     """What the neutral settings mean, whatever API's shape they are in."""
-    out = {key: params[key] for key in ("maxTokens", "temperature", "topP") if key in params}
+    out: JsonObject = {key: params[key] for key in ("maxTokens", "temperature", "topP") if key in params}
     if "toolChoice" in params:
         out["toolChoice"] = tool_choice_of(params["toolChoice"])
     if "stop" in params:
@@ -756,7 +756,7 @@ def with_unknown_setting(provider: Provider, name: str) -> JsonObject:
     return {**requests[name], UNKNOWN: {"nested": [1, "two"]}}
 
 
-SDK_CASES = [
+SDK_CASES: list[tuple[Provider, str]] = [
     (CHAT, "tool-round-with-a-tool-error"),
     (CHAT, "refusals-and-citations"),
     (RESPONSES, "tool-round-with-a-tool-error"),
