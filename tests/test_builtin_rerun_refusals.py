@@ -230,3 +230,13 @@ def test_a_missing_sdk_names_the_pip_command(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     _one_line(result, 2, "pip install 'otel-blackbox[agent]'")
     assert not (tmp_path / "child.json").exists()
+
+
+def test_the_provider_choices_are_the_agents_apis() -> None:
+    """The CLI lists the APIs without importing the agent (a command's --help stays light): the same list."""
+    from otel_blackbox.cli.app import cli
+    from otel_blackbox.replay.agent.sdk import API_NAMES
+
+    rerun = cli.commands["rerun"]
+    (option,) = [p for p in rerun.params if p.name == "provider"]
+    assert tuple(getattr(option.type, "choices", ())) == API_NAMES

@@ -46,6 +46,19 @@ CASES = [
     ("openinference-anthropic", False),
     ("openinference-google-genai", True),
 ]
+# The API hint a cassette from each source's spans carries (from_spans.py): the name where the spans
+# tell the API, and stream where they tell that too.
+HINT_OF = {
+    ("agents", False): {"name": "openai-responses"},
+    ("agents", True): {"name": "openai-responses"},  # the Agents SDK's spans do not say it streamed
+    ("pydantic-ai", True): {"name": "openai-chat", "stream": True},
+    ("langchain", False): {"name": "openai-chat"},  # LangChain says only that it streamed
+    ("openai-v2", False): {"name": "openai-chat"},
+    ("openai-v2", True): {"name": "openai-chat"},
+    ("openinference-openai", True): {"name": "openai-chat", "stream": True},
+    ("openinference-anthropic", False): {"name": "anthropic", "stream": False},
+    ("openinference-google-genai", True): {"name": "gemini", "stream": True},
+}
 CHAT_PARAMS = [f"params.{name}" for name in sorted(CHAT_FIELDS.neutral_names())]
 ANTHROPIC_PARAMS = [f"params.{name}" for name in sorted(ANTHROPIC_FIELDS.neutral_names())]
 # What each source's spans show of the request, so what an exact replay compares.
@@ -122,6 +135,7 @@ def test_a_processor_run_replays_exactly_offline(tmp_path: Path, framework: str,
     _cassette_of_the_run(db, cassette_path)
     cassette = load_cassette(cassette_path)
     assert verify_cassette(cassette).passed
+    assert cassette.api == HINT_OF[framework, stream]
     types = [s.type for s in cassette.steps]
     assert types == [*ROUND, "model_input", "model_output", "metadata"]
     assert tool_call_sequence(cassette) == ["get_weather", "get_forecast"]
