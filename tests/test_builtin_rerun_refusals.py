@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_llm import FAIL_MODEL, FakeLLMServer
+from fake_llm import FAIL_MODEL, SLOW_MODEL, FakeLLMServer
 from helpers import LoopbackAPI, run_cli
 
 from otel_blackbox.cassette.io import load_cassette, save_cassette
@@ -240,3 +242,21 @@ def test_the_provider_choices_are_the_agents_apis() -> None:
     rerun = cli.commands["rerun"]
     (option,) = [p for p in rerun.params if p.name == "provider"]
     assert tuple(getattr(option.type, "choices", ())) == API_NAMES
+
+
+def test_ctrl_c_writes_the_child_so_far_and_exits_130(llm: FakeLLMServer, tmp_path: Path) -> None:
+    path, child = saved(tmp_path, incident(42)), tmp_path / "child.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_BLACKBOX")}
+    argv = [sys.executable, "-m", "otel_blackbox.cli", "rerun", str(path), "--model", SLOW_MODEL]
+    argv += ["--base-url", llm.openai_base_url, "-o", str(child)]
+    with subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True) as running:
+        deadline = time.monotonic() + 30
+        while not any(body.get("model") == SLOW_MODEL for _, body in llm.requests):  # the call is in flight
+            assert time.monotonic() < deadline and running.poll() is None
+            time.sleep(0.05)
+        running.send_signal(signal.SIGINT)
+        _, err = running.communicate(timeout=30)
+    assert running.returncode == 130, err
+    assert "Traceback" not in err and f"[blackbox] interrupted: {child} holds the rerun so far" in err
+    end = load_cassette(child).steps[-1].payload
+    assert (end["event"], end["reason"]) == ("run_failed", "interrupted")

@@ -105,7 +105,11 @@ def rerun_built_in(incident_path: Path, plan: BuiltInRerun) -> int:
     session.ids.start = incident.next_call_index()  # new calls are numbered after the history's
     book = ToolBook(incident.results, match=plan.tool_match, stubs=plan.stubs)
     agent_plan = AgentPlan(api, model, stream, native=incident.api == api, max_turns=max_turns)
-    run, stopped = _drive(session, incident, agent_plan, book, client)
+    try:
+        run, stopped = _drive(session, incident, agent_plan, book, client)
+    except KeyboardInterrupt:  # the child is written, ending run_failed / interrupted
+        _say(f"[blackbox] interrupted: {plan.output} holds the rerun so far")
+        return 130
     session.finish(stopped)
     _say_dropped(api, run)
     tools = f"{_count(book.answered, 'tool result')} from the incident"
