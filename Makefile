@@ -46,9 +46,11 @@ lint: setup
 typecheck: setup
 	$(VENV)/bin/mypy
 
-# Then no writer process of the run may be left behind (tests/writers_left.py).
+# Then no writer process of the run may be left behind (tests/writers_left.py). The tests run in
+# TEST_WORKERS processes (pytest-xdist): most of their time is subprocesses and loopback I/O.
+TEST_WORKERS ?= 2
 unit: setup browser
-	BLACKBOX_TEST_RUN=$$$$ $(PY) -m pytest -q && $(PY) tests/writers_left.py $$$$
+	BLACKBOX_TEST_RUN=$$$$ $(PY) -m pytest -q -n $(TEST_WORKERS) && $(PY) tests/writers_left.py $$$$
 
 test: lint typecheck unit
 

@@ -60,6 +60,17 @@ def fake_llm() -> Iterator[FakeLLMServer]:
         yield server
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under pytest-xdist, a worker hands its figures to the controller, which prints them all."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["blackbox_figures"] = list(FIGURES)
+
+
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    FIGURES.extend(tuple(figure) for figure in getattr(node, "workeroutput", {}).get("blackbox_figures", []))
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """The reliability tests' figures, one line each (`make stress` copies them into docs/reliability.md)."""
     if not FIGURES:
