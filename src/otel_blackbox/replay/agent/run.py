@@ -110,6 +110,8 @@ def rerun_built_in(incident_path: Path, plan: BuiltInRerun) -> int:
     except KeyboardInterrupt:  # the child is written, ending run_failed / interrupted
         _say(f"[blackbox] interrupted: {plan.output} holds the rerun so far")
         return 130
+    finally:
+        client.close()
     session.finish(stopped)
     _say_dropped(api, run)
     tools = f"{_count(book.answered, 'tool result')} from the incident"
@@ -148,7 +150,10 @@ def replay_built_in(child_path: Path) -> int:
     turns = max(MIN_TURNS, 2 * len(incident.model_inputs))
     agent_plan = AgentPlan(api, model, bool(incident.stream), native=True, max_turns=turns)
     book = ToolBook(incident.results, match=match)
-    run, stopped = _drive(session, incident, agent_plan, book, client)
+    try:
+        run, stopped = _drive(session, incident, agent_plan, book, client)
+    finally:
+        client.close()
     if session.error is None and stopped is not None:
         session.finish()
         recorded = terminal_outcome(cassette)

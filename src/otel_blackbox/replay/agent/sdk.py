@@ -41,6 +41,9 @@ class ModelClient(Protocol):
     def send(self, body: JsonObject, *, model: str, stream: bool) -> None:
         """One model call through the SDK; returns once the response was read whole (SDK errors raise)."""
 
+    def close(self) -> None:
+        """Let go of the SDK client's connections."""
+
 
 def make_client(api: str, *, base_url: str | None) -> ModelClient:
     """The client of ``api`` (one of API_NAMES); MissingSDK when its SDK is not installed."""

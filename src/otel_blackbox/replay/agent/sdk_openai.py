@@ -53,6 +53,9 @@ class _Client:
             for _ in events:
                 pass
 
+    def close(self) -> None:
+        self._client.close()
+
 
 class ChatClient(_Client):
     """``client.chat.completions.create``."""
