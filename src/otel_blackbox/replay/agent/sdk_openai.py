@@ -11,8 +11,9 @@ hands the SDK its own ``httpx2.Client`` (bench/bench_agent.py puts it on an in-m
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import openai
 
@@ -31,16 +32,15 @@ _AGENTS = frozenset({"model", "stream"})
 
 class _Client:
     """One SDK client (credentials and base URL from OPENAI_API_KEY / OPENAI_BASE_URL, or
-    ``base_url``), and the ``create`` of one API."""
+    ``base_url``), and the ``create`` of one API: the client's attribute path ``ENDPOINT`` names."""
+
+    ENDPOINT: ClassVar[str]
 
     def __init__(self, *, base_url: str | None, http_client: httpx2.Client | None = None) -> None:
         # base_url None: the SDK reads OPENAI_BASE_URL, else its default; http_client None, its own.
         self._client = openai.OpenAI(base_url=base_url, http_client=http_client)
-        self._create = self._endpoint(self._client)
+        self._create: Callable[..., Any] = operator.attrgetter(self.ENDPOINT)(self._client)
         self._arguments = frozenset(inspect.signature(self._create).parameters) - _SDK_ARGUMENTS - _AGENTS
-
-    def _endpoint(self, client: openai.OpenAI) -> Callable[..., Any]:
-        raise NotImplementedError
 
     def send(self, body: JsonObject, *, model: str, stream: bool) -> None:
         given = {k: v for k, v in body.items() if k not in _AGENTS}
@@ -60,12 +60,10 @@ class _Client:
 class ChatClient(_Client):
     """``client.chat.completions.create``."""
 
-    def _endpoint(self, client: openai.OpenAI) -> Callable[..., Any]:
-        return client.chat.completions.create
+    ENDPOINT = "chat.completions.create"
 
 
 class ResponsesClient(_Client):
     """``client.responses.create``."""
 
-    def _endpoint(self, client: openai.OpenAI) -> Callable[..., Any]:
-        return client.responses.create
+    ENDPOINT = "responses.create"

@@ -135,6 +135,22 @@ def result_content(part: JsonObject, build: Building) -> Any:
     return result_text(result)
 
 
+def tool_answer(
+    part: JsonObject, names: dict[str, str], build: Building, head: JsonObject, id_key: str, content_key: str
+) -> JsonObject:
+    """A tool result as the request's own message or item: ``head``, the call's id under ``id_key``,
+    the result under ``content_key``, and the tool's name when no earlier call in the request tells it."""
+    answer: JsonObject = {
+        **head,
+        id_key: str(part.get("toolCallId", "")),
+        content_key: result_content(part, build),
+    }
+    name = answered_name(part, names)
+    if name is not None:
+        answer["name"] = name
+    return answer
+
+
 def answered_name(part: JsonObject, names: dict[str, str]) -> str | None:
     """The tool name a result must carry itself: when no call earlier in the request tells it
     (``model_input`` reads it from the result then, else says ``unknown``)."""
@@ -201,7 +217,9 @@ def _wire_messages(model_input: JsonObject, build: Building) -> list[JsonObject]
                 messages.append(assistant)
         elif isinstance(content, list):
             results, rest = split_results(content)
-            messages += [_tool_message(p, names, build) for p in results]
+            messages += [
+                tool_answer(p, names, build, {"role": "tool"}, "tool_call_id", "content") for p in results
+            ]
             parts = [w for w in (_wire_part(p, build) for p in rest) if w is not None]
             if parts or not (rest or results):  # a turn all of whose parts were dropped is not sent
                 messages.append({"role": role, "content": parts})
@@ -256,18 +274,6 @@ def _wire_assistant(parts: list[Any], names: dict[str, str], build: Building) ->
         message["annotations"] = annotations
     if calls:
         message["tool_calls"] = calls
-    return message
-
-
-def _tool_message(part: JsonObject, names: dict[str, str], build: Building) -> JsonObject:
-    message: JsonObject = {
-        "role": "tool",
-        "tool_call_id": str(part.get("toolCallId", "")),
-        "content": result_content(part, build),
-    }
-    name = answered_name(part, names)
-    if name is not None:
-        message["name"] = name
     return message
 
 

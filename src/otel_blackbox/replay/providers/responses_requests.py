@@ -42,12 +42,11 @@ from .base import JsonObject, WireRequest
 from .chat_requests import (
     SCHEMA_NAME,
     Building,
-    answered_name,
     image_url_of,
     openai_tool_choice,
     portable_function,
-    result_content,
     split_results,
+    tool_answer,
     tool_parts,
 )
 from .openai_responses import HOSTED_INPUT, PROGRAM_CALLS, REQUEST_FIELDS, hosted_item
@@ -66,6 +65,7 @@ _BUILT_IN_TOOLS = frozenset({
 _WIRE_NEUTRAL = {"maxTokens": "max_output_tokens", "temperature": "temperature", "topP": "top_p"}
 # A stop the program sent is no Responses field: it was recorded under its own name, "stop".
 _NATIVE_SETTINGS = {"toolChoice": "tool_choice", "stop": "stop"}
+_OUTPUT = {"type": "function_call_output"}  # the head of a tool result item
 
 
 def responses_request(model_input: JsonObject, *, stream: bool, native: bool) -> WireRequest:
@@ -97,7 +97,7 @@ def _wire_input(messages: list[JsonObject], build: Building) -> list[JsonObject]
             items += _wire_turn(content, names, build)
         elif isinstance(content, list):
             results, rest = split_results(content)
-            items += [_output_item(p, names, build) for p in results]
+            items += [tool_answer(p, names, build, _OUTPUT, "call_id", "output") for p in results]
             parts = [w for w in (_wire_part(p, build) for p in rest) if w is not None]
             if parts or not (rest or results):  # a turn all of whose parts were dropped is not sent
                 items.append({"role": role, "content": parts})
@@ -183,18 +183,6 @@ def _hosted_input(part: JsonObject) -> JsonObject | None:
     del item["id"]
     if hosted.status is None:
         item.pop("status", None)
-    return item
-
-
-def _output_item(part: JsonObject, names: dict[str, str], build: Building) -> JsonObject:
-    item: JsonObject = {
-        "type": "function_call_output",
-        "call_id": str(part.get("toolCallId", "")),
-        "output": result_content(part, build),
-    }
-    name = answered_name(part, names)
-    if name is not None:
-        item["name"] = name
     return item
 
 
