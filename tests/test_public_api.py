@@ -12,6 +12,7 @@ def test_public_names() -> None:
         "BlackboxSpanProcessor",
         "CassetteSpanExporter",
         "session",
+        "stubbable",
     ]
     assert otel_blackbox.__all__ == sorted(otel_blackbox.__all__)
     for name in otel_blackbox.__all__:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # for type checkers only; at run time __getattr__ loads each 
     from .exporter import BlackboxSpanExporter
     from .processor import BlackboxSpanProcessor
     from .replay.session import session
+    from .stubbing import stubbable
 
 __all__ = [
     "BlackboxConfig",
@@ -22,6 +23,7 @@ __all__ = [
     "BlackboxSpanProcessor",
     "CassetteSpanExporter",
     "session",
+    "stubbable",
 ]
 
 # Loaded on first use: the writer process imports store modules of this package and must not pay
@@ -32,6 +34,7 @@ _HOMES = {
     "BlackboxSpanProcessor": ".processor",
     "CassetteSpanExporter": ".cassette.exporter",
     "session": ".replay.session",
+    "stubbable": ".stubbing",
 }
 
 

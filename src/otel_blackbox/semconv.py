@@ -28,6 +28,7 @@ __all__ = [
     "ATTR_MODEL_PROVIDER",
     "ATTR_SESSION_MODE",
     "ATTR_SPAN_OPEN",
+    "ATTR_TOOL_STUBBED",
     "COLUMN_SOURCES",
     "GEN_AI_OPERATION_KINDS",
     "HTTP_SPAN_NAME",
@@ -39,6 +40,7 @@ __all__ = [
 ATTR_SPAN_OPEN = "blackbox.span.open"
 ATTR_SESSION_MODE = "blackbox.session.mode"
 ATTR_CASSETTE_STEP = "blackbox.cassette.step"
+ATTR_TOOL_STUBBED = "blackbox.tool.stubbed"
 
 # HTTP capture (OTEL_BLACKBOX_CAPTURE_HTTP): one span of this name per wire exchange, written to the
 # black box only. Bodies are text when UTF-8, else base64 text with the *_encoding attribute "base64".

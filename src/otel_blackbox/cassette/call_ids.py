@@ -51,6 +51,12 @@ class CallIds:
             self.to_neutral[provider_id] = f"call-{self.start + len(self.to_neutral)}"
         return self.to_neutral[provider_id]
 
+    def known(self, provider_id: str) -> str | None:
+        """The neutral id of a call id this run has seen, without numbering a new one."""
+        if provider_id.startswith("call-") and provider_id[5:].isdigit():
+            return provider_id
+        return self.to_neutral.get(provider_id)
+
     def next_index(self) -> int:
         return self.start + len(self.to_neutral)
 

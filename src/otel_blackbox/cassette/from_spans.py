@@ -49,6 +49,7 @@ from .captured import captured_exchange, captured_model_call
 from .model import OBSERVED, Cassette
 from .output import Extras, Hosted, Reasoning, neutral_stop_reason, with_extras
 from .request_fields import ANTHROPIC_FIELDS, CHAT_FIELDS, RESPONSES_FIELDS, RequestFields
+from .tool_output import tool_output
 
 __all__ = ["PROCESS_EXIT", "cassette_from_spans"]
 
@@ -514,7 +515,9 @@ class _Builder:
         if span.status == "error":
             self.cassette.append("tool_result", {**head, "error": _error_of(span)}, _ms(span.end_ns))
         else:
-            output = _first_of(span.attributes, SpanAttributes.OUTPUT_VALUE, GEN_AI_TOOL_CALL_RESULT)
+            output = tool_output(
+                _first_of(span.attributes, SpanAttributes.OUTPUT_VALUE, GEN_AI_TOOL_CALL_RESULT)
+            )
             self.cassette.append(
                 "tool_result", {**head, "result": output if output is not None else ""}, _ms(span.end_ns)
             )

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -29,6 +29,36 @@ def run_program(mode: str, cassette: Path, command: Sequence[str], **options: An
 
 # Options may follow the cassette argument; everything after `--` is the program and its own options.
 _PASS_THROUGH = {"allow_interspersed_args": True}
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _stub_tools_option(*, unrecorded: bool) -> Callable[[_F], _F]:
+    """--stub-tools (and, for a fork or a rerun, --run-unrecorded-tools) on a command."""
+
+    def add(command: _F) -> _F:
+        if unrecorded:
+            command = click.option(
+                "--run-unrecorded-tools",
+                is_flag=True,
+                help="With --stub-tools: a tool call the recording has no answer for runs for real "
+                "(default: the model is told it failed).",
+            )(command)
+        return click.option(
+            "--stub-tools",
+            is_flag=True,
+            help="Answer the program's framework tools (Agents SDK, LangChain, pydantic-ai, "
+            "otel_blackbox.stubbable) from the recorded results: their functions never run.",
+        )(command)
+
+    return add
+
+
+def _stub_plan(stub_tools: bool, run_unrecorded_tools: bool = False) -> dict[str, bool]:
+    if run_unrecorded_tools and not stub_tools:
+        raise click.UsageError("--run-unrecorded-tools goes with --stub-tools")
+    return {"stub_tools": stub_tools, "run_unrecorded_tools": run_unrecorded_tools}
 
 
 def _program(command: tuple[str, ...]) -> tuple[str, ...]:
@@ -66,17 +96,23 @@ def record(output: Path, command: tuple[str, ...]) -> None:
     "--match", type=click.Choice(["exact", "sequence"]), default="exact", show_default=True,
     help="exact: each request must equal the recorded one; sequence: serve responses in order.",
 )  # fmt: skip
+@_stub_tools_option(unrecorded=False)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def replay(cassette: Path, match: str, command: tuple[str, ...]) -> None:
+def replay(cassette: Path, match: str, stub_tools: bool, command: tuple[str, ...]) -> None:
     """Run a program offline against a cassette: no network, no API key, no model variance.
 
     Exit 1 at the first divergence (the message names the step and the JSON path), or when the
     program did not make every recorded call; otherwise the program's own exit code. A run of the
     built-in agent (a `rerun` with no program) replays with no program: the same agent, offline.
 
+    With --stub-tools, each tool call is answered from the recorded result of that call (by call
+    id) and the tool's function does not run: no side effect repeats, no dependency is needed. A
+    call the recording has no result for diverges.
+
     \b
     Example:
       otel-blackbox replay run.json -- python agent.py
+      otel-blackbox replay run.json --stub-tools -- python agent.py
       otel-blackbox replay run.json --match sequence -- python agent.py
       otel-blackbox replay fixed.json              # a child of the built-in agent
     """
@@ -92,7 +128,7 @@ def replay(cassette: Path, match: str, command: tuple[str, ...]) -> None:
         from ..replay.agent.run import replay_built_in
 
         sys.exit(replay_built_in(cassette))
-    sys.exit(run_program("replay", cassette, program, match=match))
+    sys.exit(run_program("replay", cassette, program, match=match, plan=_stub_plan(stub_tools)))
 
 
 def _json_option(text: str, option: str) -> Any:
@@ -120,6 +156,7 @@ def _json_option(text: str, option: str) -> Any:
     "-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Child cassette."
 )
 @click.option("--match", type=click.Choice(["exact", "sequence"]), default="exact", show_default=True)
+@_stub_tools_option(unrecorded=True)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def fork(
     cassette: Path,
@@ -129,6 +166,8 @@ def fork(
     live: bool,
     output: Path,
     match: str,
+    stub_tools: bool,
+    run_unrecorded_tools: bool,
     command: tuple[str, ...],
 ) -> None:
     """Replay a run up to a tool result, replace it, and let the run continue from there.
@@ -137,9 +176,16 @@ def fork(
     variables still hold the original). Continue --live, or from a --script of neutral model
     outputs (a JSON list of {"type": "final_answer", "text": ...} / {"type": "tool_calls", ...}).
 
+    With --stub-tools the program's tools do not run: before the fork point each call gets the
+    parent's result for it (the forked one, the replacement), after it the parent's result with the
+    same tool name and arguments. A call with no such result is a tool error the model sees, named
+    at the end (or, with --run-unrecorded-tools, runs for real).
+
     \b
     Example:
       otel-blackbox fork run.json --at 7 --set '{"available": false}' \\
+          --script replies.json -o child.json -- python agent.py
+      otel-blackbox fork run.json --at 7 --set '"declined"' --stub-tools \\
           --script replies.json -o child.json -- python agent.py
       otel-blackbox diff run.json child.json
     """
@@ -151,6 +197,7 @@ def fork(
         "result": _json_option(result, "--set"),
         "output": str(output.resolve()),
         "replies": replies,
+        **_stub_plan(stub_tools, run_unrecorded_tools),
     }
     sys.exit(run_program("fork", cassette, _program(command), match=match, plan=plan))
 
@@ -221,6 +268,7 @@ _API_NAMES = ("openai-chat", "openai-responses", "anthropic", "gemini")  # agent
     is_flag=True,
     help="With -- CMD: send (and record) the non-model requests the incident did not record.",
 )
+@_stub_tools_option(unrecorded=True)
 @click.option(
     "-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Child cassette."
 )
@@ -236,6 +284,8 @@ def rerun(
     max_turns: int | None,
     script: Path | None,
     allow_network: bool,
+    stub_tools: bool,
+    run_unrecorded_tools: bool,
     output: Path,
     command: tuple[str, ...],
 ) -> None:
@@ -251,8 +301,11 @@ def rerun(
     With -- CMD, the program runs again: its model calls go live (with --model NAME, naming NAME)
     or come from a --script of neutral model outputs; every other HTTP request the incident
     recorded (a tool's API) is answered from it and never sent again; one it did not record is
-    refused with a [blackbox] message naming it, unless --allow-network. Exit: the program's; 1 if
-    it made no model call but exited 0.
+    refused with a [blackbox] message naming it, unless --allow-network. With --stub-tools its
+    framework tools do not run either: each call gets the incident's result with the same tool
+    name and arguments (each once); a call with none is a tool error the model sees, named at the
+    end (or, with --run-unrecorded-tools, runs for real). Exit: the program's; 1 if it made no
+    model call but exited 0.
 
     The child cassette records the run with the incident as its parent.
 
@@ -261,6 +314,7 @@ def rerun(
       otel-blackbox rerun incident.json --model claude-sonnet-4-5 --provider anthropic -o fixed.json
       otel-blackbox rerun incident.json --stub refund_order='{"ok": true}' -o fixed.json
       otel-blackbox rerun incident.json --model gpt-4.1 -o fixed.json -- python agent.py
+      otel-blackbox rerun incident.json --stub-tools -o fixed.json -- python agent.py
       otel-blackbox diff incident.json fixed.json      # ... outcome: failure fixed: ...
     """
     if model is not None and not model.strip():
@@ -270,7 +324,12 @@ def rerun(
         raise click.BadParameter("the child cassette would overwrite the incident", param_hint="-o")
     program = command[1:] if command and command[0] == "--" else command
     if not program:
-        for option, given in (("--script", script), ("--allow-network", allow_network)):
+        given_options = (
+            ("--script", script),
+            ("--allow-network", allow_network),
+            ("--run-unrecorded-tools", run_unrecorded_tools),
+        )  # --stub-tools is what the built-in agent always does: accepted
+        for option, given in given_options:
             if given:
                 raise click.UsageError(f"{option} is for a program rerun: give the program after --")
         sys.exit(_rerun_built_in(incident, output, model, provider, stream, base_url, stubs, tool_match,
@@ -293,6 +352,7 @@ def rerun(
         "model": model,
         "replies": _read_script(script) if script is not None else None,
         "allow_network": allow_network,
+        **_stub_plan(stub_tools, run_unrecorded_tools),
     }
     sys.exit(run_program("rerun", incident, program, plan=plan))
 

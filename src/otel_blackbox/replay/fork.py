@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..cassette.model import Cassette, choice_calls, tool_calls_of
 from ..errors import SessionError
@@ -28,6 +28,9 @@ from .record import Recorder
 from .replay import Player, load_recording
 from .script import check_replies, scripted_reply
 from .session import Match, Mode, Session, json_body, now_ms, provider_of
+
+if TYPE_CHECKING:
+    from .tool_stubs.answers import ToolStubber
 
 __all__ = ["ForkPlan", "ForkSession"]
 
@@ -45,8 +48,18 @@ class ForkSession(Session):
 
     mode: ClassVar[Mode] = "fork"
 
-    def __init__(self, parent: str | Path, plan: ForkPlan, *, match: Match = "exact") -> None:
-        super().__init__(plan.output, match=match)
+    def __init__(
+        self,
+        parent: str | Path,
+        plan: ForkPlan,
+        *,
+        match: Match = "exact",
+        stub_tools: bool = False,
+        run_unrecorded_tools: bool = False,
+    ) -> None:
+        super().__init__(
+            plan.output, match=match, stub_tools=stub_tools, run_unrecorded_tools=run_unrecorded_tools
+        )
         self.plan = plan
         self.parent = load_recording(parent)
         steps = self.parent.steps
@@ -90,6 +103,30 @@ class ForkSession(Session):
         )
         self._replies = check_replies(list(plan.replies)) if plan.replies is not None else None
         self._continued = False
+
+    def _tool_stubber(self) -> ToolStubber:
+        """The calls the parent's model made before the fork point by call id (the forked one gets
+        the replacement); the calls made after it by name and arguments, among the parent's later
+        results. A miss is a tool error the model sees (or runs, with --run-unrecorded-tools)."""
+        from .agent.incident import recorded_results
+        from .tool_stubs.answers import ToolStubber
+
+        before = {
+            call.tool_call_id
+            for step in self.parent.steps[: self.plan.at]
+            if step.type == "model_output"
+            for calls in choice_calls(step.payload)
+            for call in calls
+        }
+        results = [r for r in recorded_results(self.parent) if r.step != self.plan.at]
+        return ToolStubber(
+            ids=self.ids,
+            by_id=[r for r in results if r.call_id in before],
+            by_arguments=[r for r in results if r.call_id not in before and r.step > self.plan.at],
+            replacements={self._call_id: self.plan.result},
+            on_miss="run" if self.run_unrecorded_tools else "error",
+            compare_arguments=self.match == "exact",
+        )
 
     # -- the interceptor ---------------------------------------------------------------------------
 

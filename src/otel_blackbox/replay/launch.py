@@ -55,6 +55,10 @@ def _make_session(mode: str, cassette: str, match: str, plan_json: str | None) -
     from .session import open_session
 
     plan = json.loads(plan_json or "{}")
+    stubs = {
+        "stub_tools": bool(plan.get("stub_tools")),
+        "run_unrecorded_tools": bool(plan.get("run_unrecorded_tools")),
+    }
     if mode == "rerun":
         from .rerun import RerunPlan, RerunSession
 
@@ -66,6 +70,7 @@ def _make_session(mode: str, cassette: str, match: str, plan_json: str | None) -
                 replies=plan.get("replies"),
                 allow_network=bool(plan.get("allow_network")),
             ),
+            **stubs,
         )
     if mode == "fork":
         from .fork import ForkPlan, ForkSession
@@ -77,17 +82,20 @@ def _make_session(mode: str, cassette: str, match: str, plan_json: str | None) -
                 at=plan["at"], result=plan["result"], output=Path(plan["output"]), replies=plan["replies"]
             ),
             match=check_match(match),
+            **stubs,
         )
-    return open_session(mode, cassette, match=match)
+    return open_session(mode, cassette, match=match, stub_tools=stubs["stub_tools"])
 
 
 def _session_notes(session: Session) -> dict[str, Any]:
-    """What the launcher reports beside the exit code: a rerun's notes, and whether it re-ran anything."""
+    """What the launcher reports beside the exit code: the session's notes, and whether a rerun
+    re-ran anything."""
     from .rerun import RerunSession
 
-    if not isinstance(session, RerunSession):
-        return {}
-    return {"notes": session.notes(), "nothing_rerun": session.model_calls == 0}
+    notes: dict[str, Any] = {"notes": session.notes()}
+    if isinstance(session, RerunSession):
+        notes["nothing_rerun"] = session.model_calls == 0
+    return notes
 
 
 def bootstrap_from_env() -> None:

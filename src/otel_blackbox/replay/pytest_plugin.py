@@ -4,6 +4,9 @@ Mark a test ``@pytest.mark.blackbox`` (or ``@pytest.mark.blackbox(cassette="name
 match="sequence")``), or ask for the ``blackbox`` fixture, and its HTTP traffic is recorded to or
 replayed from ``<test file dir>/cassettes/<module>/<test>.json``. ``--blackbox-mode`` picks
 ``replay`` (the default), ``record``, or ``once`` (record when the cassette is missing, else replay).
+``stub_tools=True`` on the marker (or ``--blackbox-stub-tools`` for every test) answers the test's
+framework tools from the cassette while replaying: their functions, and what they need (a database,
+credentials), do not run. A recording always runs them.
 
 The session is started when the fixture is set up and finished when the test function returns or
 raises, so a divergence or an incomplete replay is reported as a failure of the test itself. While
@@ -33,7 +36,7 @@ __all__ = ["BlockedConnection", "cassette_file_name"]
 PluginMode = Literal["replay", "record", "once"]
 MODES: tuple[PluginMode, ...] = ("replay", "record", "once")
 _MATCHES = ("exact", "sequence")
-_MARKER_KEYS = frozenset({"cassette", "match"})
+_MARKER_KEYS = frozenset({"cassette", "match", "stub_tools"})
 _RECORD_HINT = "record it with `pytest --blackbox-mode=record` (or `--blackbox-mode=once`)"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-\[\]]+")
 _MAX_STEM = 120  # well below the usual 255-byte file name limit, with room for the hash
@@ -54,14 +57,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "record: run against the real services and (over)write the cassettes; "
         "once: record the tests whose cassette is missing, replay the others.",
     )
+    group.addoption(
+        "--blackbox-stub-tools",
+        dest="blackbox_stub_tools",
+        action="store_true",
+        default=False,
+        help="while replaying, answer every blackbox test's framework tools (Agents SDK, LangChain, "
+        "pydantic-ai, otel_blackbox.stubbable) from its cassette: their functions never run.",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "blackbox(cassette=None, match='exact'): record or replay the test's HTTP traffic with a "
-        "cassette (default cassettes/<module>/<test>.json beside the test file); match='sequence' "
-        "serves recorded responses in order without comparing requests. See --blackbox-mode.",
+        "blackbox(cassette=None, match='exact', stub_tools=False): record or replay the test's HTTP "
+        "traffic with a cassette (default cassettes/<module>/<test>.json beside the test file); "
+        "match='sequence' serves recorded responses in order without comparing requests; "
+        "stub_tools=True answers the test's tools from the cassette while replaying. See --blackbox-mode.",
     )
 
 
@@ -83,7 +95,7 @@ def _test_name(item: pytest.Item) -> str:
     return ".".join(item.nodeid.split("::")[1:]) or item.name
 
 
-def _options(item: pytest.Item) -> tuple[Path, Match]:
+def _options(item: pytest.Item) -> tuple[Path, Match, bool]:
     marker = item.get_closest_marker("blackbox")
     kwargs: dict[str, Any] = dict(marker.kwargs) if marker else {}
     if marker and marker.args:
@@ -94,6 +106,9 @@ def _options(item: pytest.Item) -> tuple[Path, Match]:
     match = kwargs.get("match", "exact")
     if match not in _MATCHES:
         pytest.fail(f"[blackbox] match must be 'exact' or 'sequence', not {match!r}", pytrace=False)
+    stub_tools = kwargs.get("stub_tools", item.config.getoption("blackbox_stub_tools"))
+    if not isinstance(stub_tools, bool):
+        pytest.fail(f"[blackbox] stub_tools must be True or False, not {stub_tools!r}", pytrace=False)
     cassette = kwargs.get("cassette")
     if cassette is not None and not isinstance(cassette, (str, os.PathLike)):
         pytest.fail(f"[blackbox] cassette must be a file name or path, not {cassette!r}", pytrace=False)
@@ -101,7 +116,7 @@ def _options(item: pytest.Item) -> tuple[Path, Match]:
         path = _default_dir(item) / cassette_file_name(_test_name(item))
     else:
         path = _default_dir(item) / Path(cassette)  # an absolute path replaces the default directory
-    return path, cast("Match", match)
+    return path, cast("Match", match), stub_tools
 
 
 @dataclass
@@ -179,10 +194,10 @@ class _Run:
 
     def abandon(self) -> None:
         """Stop intercepting without writing or checking: the test function never ran (or skipped)."""
-        from .http.hook import BlackboxHTTPInstrumentor
+        from .session import stop_intercepting
 
         self.ended = True
-        BlackboxHTTPInstrumentor().uninstrument()
+        stop_intercepting()  # the hook, and the tool seams of a stubbing session
 
 
 _RUN = pytest.StashKey[_Run]()
@@ -199,14 +214,14 @@ def _mode(config: pytest.Config, path: Path) -> Mode:
 def blackbox(request: pytest.FixtureRequest) -> Iterator[Session]:
     """The test's record or replay Session, started before the test and finished right after it."""
     item = request.node
-    path, match = _options(item)
+    path, match, stub_tools = _options(item)
     mode = _mode(request.config, path)
     if mode == "replay" and not path.is_file():
         pytest.fail(f"[blackbox] no cassette at {path}: {_RECORD_HINT}", pytrace=False)
     from .session import open_session
 
     try:
-        active = open_session(mode, path, match=match)
+        active = open_session(mode, path, match=match, stub_tools=stub_tools)
     except CassetteError as exc:
         pytest.fail(
             f"[blackbox] cannot replay: {exc}; re-record it with --blackbox-mode=record", pytrace=False

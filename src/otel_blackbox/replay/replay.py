@@ -14,7 +14,7 @@ model calls, or ends otherwise than the recording did, ends with ReplayIncomplet
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..cassette.diff import first_difference
 from ..cassette.io import load_cassette
@@ -36,6 +36,9 @@ from .session import (
     same_json,
     tag_current_span,
 )
+
+if TYPE_CHECKING:
+    from .tool_stubs.answers import ToolStubber
 
 __all__ = ["Player", "ReplaySession", "load_recording"]
 
@@ -129,8 +132,8 @@ class ReplaySession(Session):
 
     mode: ClassVar[Mode] = "replay"
 
-    def __init__(self, path: str | Path, *, match: Match = "exact") -> None:
-        super().__init__(path, match=match)
+    def __init__(self, path: str | Path, *, match: Match = "exact", stub_tools: bool = False) -> None:
+        super().__init__(path, match=match, stub_tools=stub_tools)
         self.cassette = load_recording(self.path)
         self.player = Player(
             self.cassette, str(self.path), match=self.match, redactor=self.redactor, ids=self.ids
@@ -138,6 +141,19 @@ class ReplaySession(Session):
 
     def intercept(self, request: HttpRequest) -> HttpResponse | None:
         return self._answered(request, self._answer)
+
+    def _tool_stubber(self) -> ToolStubber:
+        """Each tool call by its call id, as the recording answered it; a miss diverges."""
+        from .agent.incident import recorded_results
+        from .tool_stubs.answers import ToolStubber
+
+        return ToolStubber(
+            ids=self.ids,
+            by_id=recorded_results(self.cassette),
+            on_miss="diverge",
+            diverge=self._tool_diverged,
+            compare_arguments=self.match == "exact",
+        )
 
     def observe(self, request: HttpRequest, response: HttpResponse) -> None:
         """Never called: a replay lets no request out."""

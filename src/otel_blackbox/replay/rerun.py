@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..cassette.io import load_cassette
 from ..cassette.model import Cassette
@@ -36,6 +36,9 @@ from .providers.gemini import GeminiGenerateContent
 from .record import Recorder
 from .script import check_replies, scripted_reply
 from .session import Mode, Session, error_response, json_body, now_ms, provider_of
+
+if TYPE_CHECKING:
+    from .tool_stubs.answers import ToolStubber
 
 __all__ = ["RerunPlan", "RerunSession"]
 
@@ -53,12 +56,19 @@ class RerunSession(Session):
 
     mode: ClassVar[Mode] = "rerun"
 
-    def __init__(self, incident: str | Path, plan: RerunPlan) -> None:
+    def __init__(
+        self,
+        incident: str | Path,
+        plan: RerunPlan,
+        *,
+        stub_tools: bool = False,
+        run_unrecorded_tools: bool = False,
+    ) -> None:
         if plan.model is not None and plan.replies is not None:
             raise SessionError("--model chooses the live model and --script answers instead of one: give one")
         if plan.model is not None and not plan.model.strip():
             raise SessionError("--model: give a model name")
-        super().__init__(plan.output)
+        super().__init__(plan.output, stub_tools=stub_tools, run_unrecorded_tools=run_unrecorded_tools)
         self.plan = plan
         self.incident = load_cassette(incident)
         now = now_ms()
@@ -70,6 +80,18 @@ class RerunSession(Session):
         self._replies = check_replies(list(plan.replies)) if plan.replies is not None else None
         self.model_calls = 0
         self._refusals: dict[str, int] = {}  # message -> times, in order
+
+    def _tool_stubber(self) -> ToolStubber:
+        """Each tool call by name and canonical arguments among the incident's results; a miss is a
+        tool error the model sees (or runs, with --run-unrecorded-tools)."""
+        from .agent.incident import recorded_results
+        from .tool_stubs.answers import ToolStubber
+
+        return ToolStubber(
+            ids=self.ids,
+            by_arguments=recorded_results(self.incident),
+            on_miss="run" if self.run_unrecorded_tools else "error",
+        )
 
     # -- the interceptor ---------------------------------------------------------------------------
 
@@ -135,6 +157,7 @@ class RerunSession(Session):
     def notes(self) -> list[str]:
         """What the launcher reports on stderr: each refused request, and a run that re-ran nothing."""
         lines = [message if n == 1 else f"{message} ({n} times)" for message, n in self._refusals.items()]
+        lines += super().notes()
         if self.model_calls == 0:
             lines.append(
                 f"[blackbox] the program made no model call: nothing was re-run ({self.path} holds the run)"

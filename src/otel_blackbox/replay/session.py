@@ -25,7 +25,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from opentelemetry import trace
 
@@ -39,6 +39,9 @@ from . import active
 from .http.exchange import HttpRequest, HttpResponse
 from .providers.base import CallIds, Provider
 from .providers.registry import provider_for
+
+if TYPE_CHECKING:
+    from .tool_stubs.answers import ToolStubber
 
 __all__ = ["Match", "Mode", "Session", "open_session", "session", "stop_intercepting"]
 
@@ -130,9 +133,21 @@ class Session(ABC):
     mode: ClassVar[Mode]
     cassette: Cassette  # the recording this session writes, or the one it replays
 
-    def __init__(self, path: str | Path, *, match: str = "exact") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        match: str = "exact",
+        stub_tools: bool = False,
+        run_unrecorded_tools: bool = False,
+    ) -> None:
         self.path = Path(path)
         self.match = check_match(match)  # how a replay compares (a recording keeps it for the fixture)
+        # --stub-tools: the program's tools answered from the recording (tool_stubs/); in a rerun or
+        # a fork, --run-unrecorded-tools lets a call with no recorded answer run for real.
+        self.stub_tools = stub_tools
+        self.run_unrecorded_tools = run_unrecorded_tools
+        self.stubber: ToolStubber | None = None
         self.ids = CallIds()
         self.error: SessionError | None = None
         self._lock = threading.Lock()
@@ -180,12 +195,32 @@ class Session(ABC):
 
         BlackboxHTTPInstrumentor().instrument(interceptor=self)
         active.mode = self.mode
+        if self.stub_tools:
+            self.stubber = self._tool_stubber()
+            if self.stubber is not None:
+                from . import tool_stubs
+
+                tool_stubs.install(self.stubber)
         self._started()
         return self
 
     def _started(self) -> None:
         """What the mode watches besides HTTP once the hook is in: nothing, unless it records."""
         return None
+
+    def _tool_stubber(self) -> ToolStubber | None:
+        """How this mode answers the program's tools under --stub-tools: not at all while recording."""
+        return None
+
+    def _tool_diverged(self, message: str) -> None:
+        """A tool call a replay cannot answer: the session ends with it, as with a changed request."""
+        with self._lock:
+            if self.error is None:
+                self.error = ReplayDivergence(message)
+
+    def notes(self) -> list[str]:
+        """What the end report says besides the outcome: the tool calls with no recorded answer."""
+        return self.stubber.notes() if self.stubber is not None else []
 
     def finish(self, error: BaseException | None = None) -> None:
         """Stop intercepting; write the recording, or check the replay. Raises SessionError."""
@@ -202,17 +237,23 @@ class Session(ABC):
 
 
 def stop_intercepting() -> None:
-    """Remove the hook and the tool-span watch a session installed."""
-    from . import tool_spans
+    """Remove the hook, the tool-span watch and the tool seams a session installed."""
+    from . import tool_spans, tool_stubs
     from .http.hook import BlackboxHTTPInstrumentor
 
     BlackboxHTTPInstrumentor().uninstrument()
     tool_spans.unwatch()
+    tool_stubs.uninstall()
     active.mode = None
 
 
-def open_session(mode: str, cassette: str | Path, *, match: str = "exact") -> Session:
-    """A record or replay session over ``cassette`` (a fork or a rerun has its own class and plan)."""
+def open_session(
+    mode: str, cassette: str | Path, *, match: str = "exact", stub_tools: bool = False
+) -> Session:
+    """A record or replay session over ``cassette`` (a fork or a rerun has its own class and plan).
+
+    ``stub_tools`` answers the program's framework tools from the cassette in a replay; a recording
+    runs them (it is what the replay answers from)."""
     checked = check_match(match)
     if mode == "record":
         from .record import RecordSession
@@ -221,18 +262,23 @@ def open_session(mode: str, cassette: str | Path, *, match: str = "exact") -> Se
     if mode == "replay":
         from .replay import ReplaySession
 
-        return ReplaySession(cassette, match=checked)
+        return ReplaySession(cassette, match=checked, stub_tools=stub_tools)
     raise SessionError(f"mode must be record or replay, not {mode!r} (a fork is a ForkSession)")
 
 
 @contextlib.contextmanager
-def session(mode: Mode, cassette: str | Path, *, match: Match = "exact") -> Iterator[Session]:
+def session(
+    mode: Mode, cassette: str | Path, *, match: Match = "exact", stub_tools: bool = False
+) -> Iterator[Session]:
     """Record or replay the HTTP traffic of the code inside the block::
 
-    with otel_blackbox.session(mode="replay", cassette="tests/cassettes/run.json"):
+    with otel_blackbox.session(mode="replay", cassette="tests/cassettes/run.json", stub_tools=True):
         run_agent()
+
+    With ``stub_tools`` a replay answers the program's framework tools (and ``stubbable`` functions)
+    from the cassette: their functions do not run.
     """
-    running = open_session(mode, cassette, match=match).start()
+    running = open_session(mode, cassette, match=match, stub_tools=stub_tools).start()
     try:
         yield running
     except BaseException as exc:

@@ -1,12 +1,14 @@
-"""While recording, watch OpenInference TOOL spans end, whatever TracerProvider the program uses.
+"""While a session runs, watch the program's spans end, whatever TracerProvider the program uses.
 
-A recording takes a tool round's results from the program's TOOL spans when it has them (what the
-tool really returned, or the exception it raised), else from the tool results of the next model
-request. The SDK's ``Span.end`` is wrapped only for the duration of a session.
+A recording takes a tool round's results from the program's OpenInference TOOL spans when it has
+them (what the tool really returned, or the exception it raised), else from the tool results of the
+next model request (``watch``). A stubbing session marks the spans of the tools it answered just
+before they end (``mark_before_end``). The SDK's ``Span.end`` is wrapped only while either is on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,7 +18,9 @@ from openinference.semconv.trace import OpenInferenceSpanKindValues, SpanAttribu
 from opentelemetry.sdk.trace import Span
 from opentelemetry.trace import StatusCode
 
-__all__ = ["ToolRun", "unwatch", "watch"]
+from ..cassette.tool_output import tool_output
+
+__all__ = ["ToolRun", "mark_before_end", "unwatch", "watch"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,7 @@ class ToolRun:
 _lock = threading.Lock()
 _original_end: Callable[..., None] | None = None
 _listener: Callable[[ToolRun], None] | None = None
+_marker: Callable[[Span], None] | None = None  # sets attributes on a span about to end
 
 
 def _run_of(span: Span) -> ToolRun | None:
@@ -45,11 +50,15 @@ def _run_of(span: Span) -> ToolRun | None:
                 error=f"{details.get('exception.type', 'Error')}: {details.get('exception.message', '')}",
             )
         return ToolRun(name, error=span.status.description or "error")
-    return ToolRun(name, result=attributes.get(SpanAttributes.OUTPUT_VALUE, ""))
+    return ToolRun(name, result=tool_output(attributes.get(SpanAttributes.OUTPUT_VALUE, "")))
 
 
 def _end(self: Span, end_time: int | None = None) -> None:
     assert _original_end is not None
+    marker = _marker
+    if marker is not None and self.is_recording():
+        with contextlib.suppress(Exception):  # marking must never break the program's span handling
+            marker(self)
     _original_end(self, end_time)
     listener = _listener
     if listener is not None:
@@ -61,19 +70,33 @@ def _end(self: Span, end_time: int | None = None) -> None:
             pass
 
 
+def _wrap_end() -> None:
+    global _original_end
+    if _original_end is None:
+        _original_end = Span.end
+        Span.end = _end  # type: ignore[method-assign]
+
+
 def watch(listener: Callable[[ToolRun], None]) -> None:
-    global _original_end, _listener
+    global _listener
     with _lock:
-        if _original_end is None:
-            _original_end = Span.end
-            Span.end = _end  # type: ignore[method-assign]
+        _wrap_end()
         _listener = listener
 
 
+def mark_before_end(marker: Callable[[Span], None]) -> None:
+    global _marker
+    with _lock:
+        _wrap_end()
+        _marker = marker
+
+
 def unwatch() -> None:
-    global _original_end, _listener
+    """Stop both watches, and restore ``Span.end``."""
+    global _original_end, _listener, _marker
     with _lock:
         _listener = None
+        _marker = None
         if _original_end is not None and Span.end is _end:
             Span.end = _original_end  # type: ignore[method-assign]
             _original_end = None

@@ -16,7 +16,7 @@ from typing import Any
 from ...cassette.model import Cassette
 from ...errors import CassetteError
 
-__all__ = ["API_OF_FAMILY", "Incident", "RecordedResult", "read_incident"]
+__all__ = ["API_OF_FAMILY", "Incident", "RecordedResult", "read_incident", "recorded_results"]
 
 JsonObject = dict[str, Any]
 
@@ -37,6 +37,7 @@ class RecordedResult:
     tool_name: str
     tool_input: Any
     outcome: JsonObject  # {"result": ...} or {"error": "..."}
+    call_id: str = ""  # the neutral id of the call it answered
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def read_incident(cassette: Cassette, source: str) -> Incident:
         source=source,
         model_inputs=model_inputs,
         user_turns=user_turns,
-        results=_recorded_results(cassette),
+        results=recorded_results(cassette),
         model=model if isinstance(model, str) and model else None,
         api=api.get("name") if isinstance(api.get("name"), str) else None,
         stream=api.get("stream") if isinstance(api.get("stream"), bool) else None,
@@ -114,7 +115,7 @@ def _has_tool_result(message: JsonObject) -> bool:
     )
 
 
-def _recorded_results(cassette: Cassette) -> list[RecordedResult]:
+def recorded_results(cassette: Cassette) -> list[RecordedResult]:
     """Every tool_result step with its call's arguments, in recorded order."""
     inputs: dict[str, Any] = {}
     found = []
@@ -130,6 +131,7 @@ def _recorded_results(cassette: Cassette) -> list[RecordedResult]:
                     str(payload.get("toolName", "")),
                     inputs.get(str(payload.get("toolCallId", ""))),
                     outcome,
+                    str(payload.get("toolCallId", "")),
                 )
             )
     return found
