@@ -14,7 +14,7 @@ Frameworks (each with its own OpenTelemetry instrumentation, spans to ``--db``):
   triage agent uses as a tool (``Agent.as_tool``); OpenInference's instrumentor;
 - ``langchain``: LangChain's ``create_agent`` (its graph runs the tools in LangGraph's ToolNode);
 - ``langgraph``: a LangGraph ``StateGraph`` of a model node and a ``ToolNode``;
-- ``pydantic-ai``: a pydantic-ai Agent (its own gen_ai spans);
+- ``pydantic-ai``: a pydantic-ai Agent, ``refund_order`` in a toolset of its own (its own gen_ai spans);
 - ``openai``: a plain tool loop on the OpenAI SDK, its tools wrapped in ``otel_blackbox.stubbable``
   (the one line a program without a framework adds).
 
@@ -140,13 +140,16 @@ def run_langgraph(provider: TracerProvider, base_url: str, question: str) -> str
 
 
 def run_pydantic_ai(provider: TracerProvider, base_url: str, question: str) -> str:
-    from pydantic_ai import Agent
+    from pydantic_ai import Agent, FunctionToolset
     from pydantic_ai.models.instrumented import InstrumentationSettings
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
     model = OpenAIChatModel(MODEL, provider=OpenAIProvider(base_url=base_url, api_key=API_KEY))
-    agent = Agent(model, instructions=INSTRUCTIONS, tools=[lookup_order, refund_order])
+    # One tool on the agent, one in a toolset of its own: both answered, whatever holds them.
+    agent = Agent(
+        model, instructions=INSTRUCTIONS, tools=[lookup_order], toolsets=[FunctionToolset([refund_order])]
+    )
     agent.instrument = InstrumentationSettings(tracer_provider=provider)
     return str(agent.run_sync(question).output)
 

@@ -16,7 +16,7 @@ the tool really returned.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -118,13 +118,16 @@ class ForkSession(Session):
             for calls in choice_calls(step.payload)
             for call in calls
         }
-        results = [r for r in recorded_results(self.parent) if r.step != self.plan.at]
+        results = [
+            replace(r, outcome={"result": self.plan.result}) if r.step == self.plan.at else r
+            for r in recorded_results(self.parent)
+        ]
         return ToolStubber(
             ids=self.ids,
             by_id=[r for r in results if r.call_id in before],
             by_arguments=[r for r in results if r.call_id not in before and r.step > self.plan.at],
-            replacements={self._call_id: self.plan.result},
             on_miss="run" if self.run_unrecorded_tools else "error",
+            recording="the parent run",
             compare_arguments=self.match == "exact",
         )
 

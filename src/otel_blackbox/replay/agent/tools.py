@@ -74,12 +74,14 @@ class ToolBook:
             return Answer({"result": self.stubs[name], "stub": True}, None)
         return None
 
-    def miss(self, name: str, arguments: Any, hint: str | None = None) -> str:
+    def miss(
+        self, name: str, arguments: Any, hint: str | None = None, recording: str = "the incident"
+    ) -> str:
         """Why a call has no answer: the call, and the closest recorded one (``hint``: what to do)."""
         call = describe_call(name, arguments)
         same_name = [r for r in self._unused if r.tool_name == name]
         closest = same_name[0] if same_name else (self._unused[0] if self._unused else None)
-        head = f"[blackbox] the model called {call}, which the incident did not record"
+        head = f"[blackbox] the model called {call}, which {recording} did not record"
         hint = f" ({hint if hint is not None else f'--stub {name}=JSON answers it'})"
         if closest is None:
             return f"{head}, and every recorded result was already used{hint}"

@@ -77,15 +77,15 @@ class ToolStubber:
         ids: CallIds,
         by_id: list[RecordedResult] = (),  # type: ignore[assignment]
         by_arguments: list[RecordedResult] = (),  # type: ignore[assignment]
-        replacements: dict[str, Any] | None = None,
         on_miss: OnMiss,
+        recording: str = "the incident",
         diverge: Callable[[str], None] | None = None,
         compare_arguments: bool = True,
     ) -> None:
         self._ids = ids
         self._by_id = {r.call_id: r for r in by_id if r.call_id}
         self._arguments = ToolBook(list(by_arguments), match="arguments")
-        self._replacements = dict(replacements or {})
+        self._recording = recording  # what the messages call the cassette
         self._on_miss = on_miss
         self._diverge = diverge
         self._compare = compare_arguments
@@ -113,8 +113,6 @@ class ToolStubber:
         return answer
 
     def _answer(self, name: str, arguments: Any, neutral: str | None) -> ToolAnswer:
-        if neutral is not None and neutral in self._replacements:  # a fork's replaced result
-            return ToolAnswer(value=self._replacements.pop(neutral))
         if neutral is not None and neutral in self._by_id:
             recorded = self._by_id.pop(neutral)
             if not self._same_call(recorded, name, arguments):
@@ -153,7 +151,7 @@ class ToolStubber:
                 message = f"[blackbox] {describe_call(name, arguments)} was not recorded"
             else:
                 hint = "the tool did not run; " + _RUN_HINT
-                message = self._arguments.miss(name, arguments, hint=hint)
+                message = self._arguments.miss(name, arguments, hint=hint, recording=self._recording)
         if self._on_miss == "run":
             self._notes.append(
                 f"[blackbox] {describe_call(name, arguments)} was not recorded: it ran for real "
