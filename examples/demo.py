@@ -1,6 +1,7 @@
 """`make demo`: record a tool-using OpenAI-SDK agent, look at it, kill one mid-tool and look again,
-then walk a production failure from incident to fix, and rerun an incident whose tool has a side
-effect (a refund) without its program: the built-in agent, every tool answered from the recording.
+then walk a production failure from incident to fix, rerun an incident whose tool has a side
+effect (a refund) without its program: the built-in agent, every tool answered from the recording,
+and replay that program itself with its tools answered from the recording (--stub-tools).
 
 Everything runs locally: the agent talks to a fake OpenAI-compatible server on 127.0.0.1 and its
 tools to a small weather API on 127.0.0.1, so no API key and no network are needed. The recording
@@ -32,6 +33,7 @@ FIXED = Path("demo-fixed.json")
 CONTRACT = Path("demo-contract.json")
 REFUND_INCIDENT = Path("demo-refund-incident.json")
 REFUND_FIXED = Path("demo-refund-fixed.json")
+REFUND_RECORDED = Path("demo-refund-recorded.json")
 LEDGER = Path("demo-ledger.txt")
 REFUND_QUESTION = "Look up my order Alpha and refund 12.00 on it, both please."
 GOOD_MODEL = "gpt-4o-mini"
@@ -187,6 +189,17 @@ def side_effect_incident() -> None:
 
     banner("13. The fixed run replays offline, with the same agent: the provider is stopped")
     cli("replay", str(REFUND_FIXED), db=False)
+
+    banner("14. The program itself, replayed with its tools answered from the recording: --stub-tools")
+    program = [_short(sys.executable), _short(HERE / "handoff_agent.py"), "--db", str(DB)]
+    program += ["--ledger", str(LEDGER), "--question", REFUND_QUESTION]
+    with FakeLLMServer() as llm:
+        program += ["--base-url", llm.openai_base_url]
+        cli("record", "-o", str(REFUND_RECORDED), "--", *program, db=False)
+    recorded = len(LEDGER.read_text().splitlines())
+    cli("replay", str(REFUND_RECORDED), "--stub-tools", "--", *program, db=False)
+    replayed = len(LEDGER.read_text().splitlines()) - recorded
+    print(f"(the recording refunded {recorded} time; the replay, the provider stopped, {replayed} times)")
 
 
 if __name__ == "__main__":

@@ -36,8 +36,9 @@ def test_the_demo_walks_from_incident_to_fix(tmp_path: Path) -> None:
     assert "(the ledger holds 0 refunds: refund_order never ran)" in out
     assert "outcome: failure fixed: tool error in refund_order → success" in out
     assert "[blackbox] replayed demo-refund-fixed.json: 3 model calls, as recorded" in out
-    assert (tmp_path / "demo-ledger.txt").read_text() == ""
+    assert "(the recording refunded 1 time; the replay, the provider stopped, 0 times)" in out
+    assert (tmp_path / "demo-ledger.txt").read_text() == "refund Alpha 12.00\n"  # the recording's, once
     assert {p.name for p in tmp_path.glob("demo-*.json")} == {
         "demo-killed.json", "demo-incident.json", "demo-fixed.json", "demo-contract.json",
-        "demo-refund-incident.json", "demo-refund-fixed.json",
+        "demo-refund-incident.json", "demo-refund-fixed.json", "demo-refund-recorded.json",
     }  # fmt: skip
