@@ -141,7 +141,12 @@ def bench_agents(calls: int) -> tuple[float, float]:
     real = _per_call_ns(run, calls)
     _answering(calls)
     try:
-        assert asyncio.run(sdk_tool.on_invoke_tool(*contexts[0])) == lookup_order("A0")
+        first_ctx, first_arguments = contexts[0]
+
+        async def first() -> Any:
+            return await sdk_tool.on_invoke_tool(first_ctx, first_arguments)
+
+        assert asyncio.run(first()) == lookup_order("A0")
         _answering(calls)
         stubbed = _per_call_ns(run, calls)
     finally:

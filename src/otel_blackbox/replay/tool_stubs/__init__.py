@@ -93,12 +93,16 @@ def _install(seam: Seam, module: ModuleType) -> None:
         _installed.append(seam)
     elif seam.FRAMEWORK not in _warned:
         _warned.add(seam.FRAMEWORK)
-        warnings.warn(
-            f"[blackbox] --stub-tools cannot answer {seam.FRAMEWORK} tools ({missing}): "
-            "they run for real in this session",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+        _warn(f"[blackbox] --stub-tools cannot answer {seam.FRAMEWORK} tools ({missing}): they run for real")
+
+
+def _warn(message: str) -> None:
+    """One RuntimeWarning line (no source line under it); on stderr when warnings are errors (pytest's
+    filterwarnings=error): the program's import of its framework must not fail because of us."""
+    try:
+        warnings.warn_explicit(message, RuntimeWarning, filename="otel_blackbox.replay.tool_stubs", lineno=0)
+    except Exception:
+        print(message, file=sys.stderr)
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
