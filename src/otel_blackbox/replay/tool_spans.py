@@ -20,7 +20,7 @@ from opentelemetry.trace import StatusCode
 
 from ..cassette.tool_output import tool_output
 
-__all__ = ["ToolRun", "mark_before_end", "unwatch", "watch"]
+__all__ = ["ToolRun", "mark_before_end", "stop_marking", "unwatch", "watch"]
 
 
 @dataclass(frozen=True)
@@ -91,12 +91,26 @@ def mark_before_end(marker: Callable[[Span], None]) -> None:
         _marker = marker
 
 
+def stop_marking() -> None:
+    """Stop marking spans; ``Span.end`` is restored unless a recording still watches."""
+    global _marker
+    with _lock:
+        _marker = None
+        if _listener is None:
+            _restore_end()
+
+
 def unwatch() -> None:
     """Stop both watches, and restore ``Span.end``."""
-    global _original_end, _listener, _marker
+    global _listener, _marker
     with _lock:
         _listener = None
         _marker = None
-        if _original_end is not None and Span.end is _end:
-            Span.end = _original_end  # type: ignore[method-assign]
-            _original_end = None
+        _restore_end()
+
+
+def _restore_end() -> None:
+    global _original_end
+    if _original_end is not None and Span.end is _end:
+        Span.end = _original_end  # type: ignore[method-assign]
+        _original_end = None

@@ -73,6 +73,7 @@ def install(stubber: ToolStubber) -> None:
 def uninstall() -> None:
     global _finder
     stubbing.set_active_stubber(None)
+    marks.stop()
     with _lock:
         if _finder is not None:
             if _finder in sys.meta_path:

@@ -20,7 +20,7 @@ from ...cassette.canonical import canonical_or_none
 from ...semconv import ATTR_TOOL_STUBBED
 from .. import tool_spans
 
-__all__ = ["start", "stubbed"]
+__all__ = ["start", "stop", "stubbed"]
 
 _MAX_WAITING = 1024  # invocations whose span never ends (a tool without one) are forgotten, oldest first
 _lock = threading.Lock()
@@ -28,10 +28,16 @@ _waiting: list[tuple[str, str | None]] = []  # (tool name, canonical arguments),
 
 
 def start() -> None:
-    """Mark tool spans from now on (until the session's ``stop_intercepting``)."""
+    """Mark tool spans from now on (until ``stop``)."""
     with _lock:
         _waiting.clear()
     tool_spans.mark_before_end(_mark)
+
+
+def stop() -> None:
+    with _lock:
+        _waiting.clear()
+    tool_spans.stop_marking()
 
 
 def stubbed(name: str, arguments: Any) -> None:
