@@ -15,6 +15,9 @@ PYTHON_EXE := $(shell $(call RESOLVE,$(PYTHON)))
 PY_ID_CODE := import hashlib, sys; print(sys.version.split()[0] + "-" + hashlib.sha1(sys.base_prefix.encode()).hexdigest()[:8])
 PY_ID := $(shell $(PYTHON_EXE) -c '$(PY_ID_CODE)' 2>/dev/null)
 STAMP := $(VENV)/.installed-$(PY_ID)
+# pydantic-ai from before its capabilities (1.80), which --stub-tools cannot answer: one warning,
+# the tools run (tests/test_stub_tools_old_seam.py). Put first on PYTHONPATH, never imported otherwise.
+OLD_PYDANTIC_AI := $(VENV)/old-pydantic-ai
 # What `make test-pythons` runs `make test` on, those found on PATH or in pyenv.
 PYTHONS ?= python3.10 python3.11 python3.12 python3.13
 
@@ -28,6 +31,8 @@ $(STAMP): pyproject.toml
 	@test "$$($(PY) -c '$(PY_ID_CODE)')" = "$(PY_ID)" || { echo "make: $(PY) is not $(PYTHON)" >&2; exit 1; }
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	@rm -rf $(OLD_PYDANTIC_AI) && $(PY) -m pip install --quiet --no-deps --target $(OLD_PYDANTIC_AI) \
+		pydantic-ai-slim==1.70.0 pydantic-graph==1.70.0
 	touch $(STAMP)
 
 setup: $(STAMP)

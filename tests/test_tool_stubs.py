@@ -922,3 +922,29 @@ def test_tool_output_of_a_tool_message_with_json_content() -> None:
     message = ToolMessage(content='{"status": "refunded"}', tool_call_id="call-1", name="refund_order")
     serialized = json.dumps(message_to_dict(message), ensure_ascii=False)
     assert tool_output(serialized) == '{"status": "refunded"}'
+
+
+def test_stubbable_gives_text_to_a_function_that_returns_optional_text(tmp_path: Path) -> None:
+    """``-> str | None`` and ``-> Optional[str]`` are text: a recorded "12" stays "12"; ``-> int`` gets 12."""
+    from typing import Optional
+
+    results = record(tmp_path, [("code", {"order_id": "Alpha"}, {"result": "12"})] * 4)
+
+    def maybe_text(order_id: str) -> str | None:
+        raise AssertionError("answered from the recording")
+
+    def optional_text(order_id: str) -> Optional[str]:  # noqa: UP045 (the spelling under test)
+        raise AssertionError("answered from the recording")
+
+    def number(order_id: str) -> int:
+        raise AssertionError("answered from the recording")
+
+    def unannotated(order_id):  # type: ignore[no-untyped-def]
+        raise AssertionError("answered from the recording")
+
+    with stubbing_session(stubber(results, by="arguments", on_miss="error")):
+        got = [
+            stubbing.stubbable(name="code")(f)("Alpha")
+            for f in (maybe_text, optional_text, number, unannotated)
+        ]
+    assert got == ["12", "12", 12, "12"]

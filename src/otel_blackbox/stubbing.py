@@ -16,9 +16,13 @@ The module imports nothing of the project, so ``otel_blackbox.stubbable`` is fre
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
+import re
+import types
+import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -28,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["active_stubber", "stubbable"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+_TEXT_ANNOTATION = re.compile(r"str|str\|None|None\|str|(typing\.)?Optional\[str\]")  # as written, unresolved
 _active: ToolStubber | None = None  # set by a stubbing session for its duration
 
 
@@ -59,7 +64,7 @@ def stubbable(function: F | None = None, /, *, name: str | None = None) -> F | C
 
 def _stubbable(function: F, tool_name: str) -> F:
     signature = inspect.signature(function)
-    returns = signature.return_annotation
+    returns = _returns_text(function, signature.return_annotation)
 
     def answered(args: tuple[Any, ...], kwargs: dict[str, Any], stubber: ToolStubber) -> tuple[bool, Any]:
         try:
@@ -98,13 +103,26 @@ def _stubbable(function: F, tool_name: str) -> F:
     return call  # type: ignore[return-value]
 
 
-def _as_returned(value: Any, annotation: Any) -> Any:
+def _returns_text(function: Callable[..., Any], annotation: Any) -> bool | None:
+    """Whether the function returns text (``str``, ``str | None``...), another type (False), or does
+    not say (None)."""
+    if annotation is inspect.Signature.empty:
+        return None
+    with contextlib.suppress(Exception):  # an annotation that does not resolve here: read as written
+        annotation = typing.get_type_hints(function).get("return", annotation)
+    if isinstance(annotation, str):
+        return _TEXT_ANNOTATION.fullmatch(annotation.replace(" ", "")) is not None
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):  # str | None, Optional[str]
+        return str in typing.get_args(annotation)
+    return annotation is str
+
+
+def _as_returned(value: Any, returns_text: bool | None) -> Any:
     """The recorded value in the type the function says it returns: text for ``-> str``, the JSON
     value for another annotation when the recording holds its text, else as recorded."""
-    text_type = annotation is str or annotation == "str"
-    if text_type:
+    if returns_text:
         return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    if annotation is inspect.Signature.empty or not isinstance(value, str):
+    if returns_text is None or not isinstance(value, str):
         return value
     try:
         return json.loads(value)
