@@ -144,7 +144,7 @@ def _tool_spans(db: Path) -> dict[str, bool]:
     finally:
         conn.close()
     spans: dict[str, bool] = {}
-    modes = set()
+    modes: set[Any] = set()
     for name, text in rows:
         attributes = json.loads(text)
         modes.add(attributes.get(ATTR_SESSION_MODE))

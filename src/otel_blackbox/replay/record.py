@@ -69,6 +69,8 @@ class Recorder:
         self._masked_from = masked_from  # steps before this one are a parent's, masked when it was recorded
         # The last output's calls awaiting results, one list per choice (the program runs one of them).
         self._pending: list[list[dict[str, Any]]] = [pending] if pending else []
+        # Rounds waiting on a conversation their tools started (an agent used as a tool), innermost last.
+        self._suspended: list[list[list[dict[str, Any]]]] = []
         self._seen_keys: set[str] = set()
         self._final_answer: str | None = None
         self._tool_runs: list[ToolRun] = []  # finished TOOL spans not yet matched to a call
@@ -99,8 +101,23 @@ class Recorder:
             self.record_model(model_input, output)
 
     def record_model(self, model_input: dict[str, Any], output: dict[str, Any]) -> None:
-        """A model call: the tool round its input closes, then its input and output."""
+        """A model call: the tool round its input closes, then its input and output.
+
+        A request whose history holds none of the waiting calls is another conversation, started by
+        one of those calls (an agent used as a tool): their round waits until a request carries them.
+        """
+        mentioned = _call_ids_in(model_input)
+        if self._pending and not any(
+            c["tool_call_id"] in mentioned for choice in self._pending for c in choice
+        ):
+            self._suspended.append(self._pending)
+            self._pending = []
         self._record_tool_round(model_input)
+        while self._suspended and any(
+            c["tool_call_id"] in mentioned for choice in self._suspended[-1] for c in choice
+        ):
+            self._pending = self._suspended.pop()
+            self._record_tool_round(model_input)
         self.cassette.append("model_input", model_input, now_ms())
         self.cassette.append("model_output", output, now_ms())
         self.last_output = output
@@ -169,8 +186,9 @@ class Recorder:
             if outcome is not None:
                 self.cassette.append("tool_result", {**head, **outcome}, now)
         self._pending = []
-        self._tool_runs.clear()
-        self._answered.clear()
+        if not self._suspended:  # an outer round's tools may have finished already: keep theirs
+            self._tool_runs.clear()
+            self._answered.clear()
 
     def _tool_outcome(self, name: str, part: dict[str, Any] | None) -> dict[str, Any] | None:
         """What the tool returned: its TOOL span when the program has one, else what it sent the model."""
@@ -187,6 +205,9 @@ class Recorder:
     def close(self, error: BaseException | None) -> None:
         """The run's end step, then the masked cassette written (CredentialLeak instead of a leak)."""
         if self._pending and (self._tool_runs or self._answered):  # tools ran, but no model saw their results
+            self._record_tool_round({"messages": []})
+        while self._suspended:  # a run that ended inside an agent used as a tool: the calls it was in
+            self._pending = self._suspended.pop()
             self._record_tool_round({"messages": []})
         end: dict[str, Any]
         if error is None and self._final_answer is None:
@@ -257,3 +278,14 @@ class RecordSession(Session):
 
     def _conclude(self, error: BaseException | None) -> None:
         self.recorder.close(error)
+
+
+def _call_ids_in(model_input: dict[str, Any]) -> set[str]:
+    """The ids of the tool calls and results a request's history holds."""
+    return {
+        str(part["toolCallId"])
+        for message in model_input.get("messages", [])
+        if isinstance(message, dict) and isinstance(message.get("content"), list)
+        for part in message["content"]
+        if isinstance(part, dict) and part.get("toolCallId") is not None
+    }
