@@ -248,7 +248,7 @@ def test_replay_miss_is_a_divergence_naming_the_call(recording: Recording, tmp_p
         miss = f"[blackbox] tool call {refund.payload['toolCallId']} refund_order("
         assert miss in replayed.stderr and "has no recorded result" in replayed.stderr, replayed.stderr
     else:
-        miss = '[blackbox] refund_order({"amount":12,"order_id":"Alpha"}) was not recorded'
+        miss = '[blackbox] refund_order({"amount":12,"order_id":"Alpha"}) has no recorded result'
         assert miss in replayed.stderr, replayed.stderr
     assert _lines(ledger) == [f"refund Alpha {recording.case.amount}"]
 

@@ -476,7 +476,7 @@ def test_name_answers_the_recorded_calls_of_that_tool(loops: Loops, calls: list[
 
     # Under its own name, the recording has no call of it: the replay diverges, naming the call.
     unnamed = refund_tools(otel_blackbox.stubbable(find_order))
-    with pytest.raises(ReplayDivergence, match=r"find_order\(.*Alpha.*\).*not recorded"):
+    with pytest.raises(ReplayDivergence, match=r"find_order\(.*Alpha.*\).*has no recorded result"):
         replayed(loops, loops.refunds, QUESTION, unnamed)
     assert "find_order" not in calls
 

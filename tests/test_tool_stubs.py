@@ -201,7 +201,8 @@ def test_no_call_id_is_matched_by_name_and_arguments_among_the_calls_served(
     unknown = answer(stubs, "refund_order", {"order_id": "Alpha", "amount": 99}, None)
     assert (
         unknown.miss
-        and unknown.error == '[blackbox] refund_order({"amount":99,"order_id":"Alpha"}) was not recorded'
+        and unknown.error
+        == '[blackbox] refund_order({"amount":99,"order_id":"Alpha"}) has no recorded result'
     )
 
 

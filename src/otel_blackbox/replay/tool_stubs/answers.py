@@ -148,7 +148,7 @@ class ToolStubber:
     def _missed(self, message: str | None, name: str, arguments: Any) -> ToolAnswer:
         if message is None:
             if self._on_miss == "diverge":
-                message = f"[blackbox] {describe_call(name, arguments)} was not recorded"
+                message = f"[blackbox] {describe_call(name, arguments)} has no recorded result"
             else:
                 hint = "the tool did not run; " + _RUN_HINT
                 message = self._arguments.miss(name, arguments, hint=hint, recording=self._recording)
