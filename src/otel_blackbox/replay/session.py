@@ -12,6 +12,9 @@ its own in its module:
 * ``fork.py``: replays a parent up to a tool result, replaces it, and records what follows.
 * ``rerun.py``: records a new run whose non-model requests are answered from an incident.
 
+With ``stub_tools`` a replay, fork or rerun also answers the program's framework tools from the
+recording (tool_stubs/): the mode's ``_tool_stubber`` says how its calls are matched.
+
 ``session()`` is the public context manager (record or replay); the launcher and the pytest plugin
 create a session with ``open_session`` (or a fork / rerun session) and call ``start`` and ``finish``.
 """
