@@ -1,0 +1,203 @@
+"""What an LLM call cost, in US dollars, computed when read from the tokens its span recorded.
+
+Prices come from genai-prices (pydantic's maintained price data), never from a table of ours, and
+are never stored: an old run is priced with the data installed now, at the prices in force when
+the call was made (the span's start time). A model or provider the data does not know has no price
+(``None``), never $0.
+
+Tokens: the span's prompt and completion counts (the store's columns), and where the spans recorded
+them, the cached (read), cache-write and reasoning details: OpenInference's
+``llm.token_count.prompt_details.cache_read`` / ``cache_write`` /
+``completion_details.reasoning`` and gen_ai's ``gen_ai.usage.cache_read.input_tokens`` /
+``cache_creation.input_tokens`` / ``reasoning.output_tokens``. The prompt count includes its cached
+tokens (both conventions say so); they are priced at the cache rates. Reasoning tokens are priced as
+output: added to the completion count only when the span's total shows the completion left them out.
+
+The provider (OpenInference's ``llm.provider`` / ``llm.system``, gen_ai's ``gen_ai.provider.name`` /
+``gen_ai.system``) decides the price of a model name where it is known.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from decimal import Decimal
+from typing import Any
+
+__all__ = [
+    "Price",
+    "TokenUsage",
+    "format_usd",
+    "price_of",
+    "price_span",
+    "prices_version",
+    "provider_of",
+    "usage_of",
+]
+
+CACHE_READ_KEYS = ("llm.token_count.prompt_details.cache_read", "gen_ai.usage.cache_read.input_tokens")
+CACHE_WRITE_KEYS = ("llm.token_count.prompt_details.cache_write", "gen_ai.usage.cache_creation.input_tokens")
+REASONING_KEYS = ("llm.token_count.completion_details.reasoning", "gen_ai.usage.reasoning.output_tokens")
+PROVIDER_KEYS = ("llm.provider", "gen_ai.provider.name", "gen_ai.system", "llm.system")
+# The conventions' provider names -> genai-prices' provider ids (the same name where absent).
+_PROVIDERS = {
+    "gcp.gemini": "google",
+    "gcp.vertex_ai": "google",
+    "gcp.gen_ai": "google",
+    "gemini": "google",
+    "google_genai": "google",
+    "vertexai": "google",
+    "aws.bedrock": "aws",
+    "bedrock": "aws",
+    "azure.ai.openai": "azure",
+    "azure.ai.inference": "azure",
+    "azure_openai": "azure",
+    "mistral_ai": "mistral",
+    "mistralai": "mistral",
+    "xai": "x-ai",
+    "x_ai": "x-ai",
+}
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    input: int = 0  # prompt tokens, cached ones included
+    output: int = 0  # completion tokens, reasoning included
+    cache_read: int = 0
+    cache_write: int = 0
+
+
+@dataclass(frozen=True)
+class Price:
+    usd: Decimal
+    model: str  # the model the data priced (its id)
+    provider: str  # the provider whose price it is
+
+    @property
+    def dollars(self) -> float:
+        return float(self.usd)
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
+def _first(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> int:
+    for key in keys:
+        found = _int(attributes.get(key))
+        if found is not None:
+            return found
+    return 0
+
+
+def usage_of(
+    prompt_tokens: int | None,
+    completion_tokens: int | None,
+    total_tokens: int | None,
+    attributes: Mapping[str, Any],
+) -> TokenUsage | None:
+    """The call's tokens, or None when the span recorded none."""
+    if prompt_tokens is None and completion_tokens is None:
+        return None
+    prompt, completion = prompt_tokens or 0, completion_tokens or 0
+    reasoning = _first(attributes, REASONING_KEYS)
+    if reasoning and total_tokens is not None and total_tokens >= prompt + completion + reasoning:
+        completion += reasoning  # the completion count left the reasoning out (Gemini's does)
+    return TokenUsage(
+        input=prompt,
+        output=completion,
+        cache_read=min(_first(attributes, CACHE_READ_KEYS), prompt),
+        cache_write=_first(attributes, CACHE_WRITE_KEYS),
+    )
+
+
+def provider_of(attributes: Mapping[str, Any]) -> str | None:
+    """genai-prices' id of the provider the span names, or None."""
+    for key in PROVIDER_KEYS:
+        value = attributes.get(key)
+        if isinstance(value, str) and value.strip():
+            name = value.strip().lower()
+            return _PROVIDERS.get(name, name)
+    return None
+
+
+def price_of(
+    model: str | None, provider: str | None, usage: TokenUsage, at_ns: int | None = None
+) -> Price | None:
+    """The call's price, or None when genai-prices knows no price for the model (at that provider)."""
+    if not model:
+        return None
+    day = None
+    if at_ns:
+        day = datetime.fromtimestamp(at_ns / 1e9, tz=timezone.utc).date().isoformat()
+    return _cached_price(model, provider, usage, day)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_price(model: str, provider: str | None, usage: TokenUsage, day: str | None) -> Price | None:
+    try:
+        from genai_prices import Usage, calc_price
+    except ImportError:  # pragma: no cover - a dependency of the package
+        return None
+    when = datetime.fromisoformat(day).replace(tzinfo=timezone.utc) if day else None
+    tokens = Usage(
+        input_tokens=usage.input,
+        output_tokens=usage.output,
+        cache_read_tokens=usage.cache_read or None,
+        cache_write_tokens=usage.cache_write or None,
+    )
+    try:
+        calculation = calc_price(tokens, model, provider_id=provider, genai_request_timestamp=when)
+    except (LookupError, ValueError):
+        return None
+    return Price(calculation.total_price, calculation.model.id, calculation.provider.id)
+
+
+def price_span(
+    model: str | None,
+    prompt_tokens: int | None,
+    completion_tokens: int | None,
+    total_tokens: int | None,
+    attributes: Mapping[str, Any],
+    *,
+    start_ns: int | None = None,
+    as_model: str | None = None,
+) -> Price | None:
+    """The price of one LLM span; ``as_model`` prices its tokens as if that model had answered
+    (its provider then comes from the data, not the span)."""
+    usage = usage_of(prompt_tokens, completion_tokens, total_tokens, attributes)
+    if usage is None:
+        return None
+    if as_model is not None:
+        return price_of(as_model, None, usage, start_ns)
+    return price_of(model, provider_of(attributes), usage, start_ns)
+
+
+def prices_version() -> str:
+    """The version of the price data in use (genai-prices')."""
+    try:
+        from importlib.metadata import version
+
+        return f"genai-prices {version('genai-prices')}"
+    except Exception:  # pragma: no cover
+        return "genai-prices (version unknown)"
+
+
+def format_usd(value: Decimal | float | None) -> str:
+    """``$0.0123``: four significant decimals below a cent, two above; ``-`` for no price."""
+    if value is None:
+        return "-"
+    amount = float(value)
+    if amount == 0:
+        return "$0"
+    if abs(amount) < 0.01:
+        return f"${amount:.6f}".rstrip("0")
+    return f"${amount:,.2f}" if abs(amount) >= 1 else f"${amount:.4f}"
