@@ -24,7 +24,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .store.queries import SpanRecord
 
 __all__ = [
     "Price",
@@ -201,3 +204,24 @@ def format_usd(value: Decimal | float | None) -> str:
     if abs(amount) < 0.01:
         return f"${amount:.6f}".rstrip("0")
     return f"${amount:,.2f}" if abs(amount) >= 1 else f"${amount:.4f}"
+
+
+def span_price(span: SpanRecord, *, as_model: str | None = None) -> Price | None:
+    """The price of a stored span (None for a span that is not a priced LLM call)."""
+    if span.model is None and as_model is None:
+        return None
+    return price_span(
+        span.model,
+        span.prompt_tokens,
+        span.completion_tokens,
+        span.total_tokens,
+        span.attributes,
+        start_ns=span.start_ns,
+        as_model=as_model,
+    )
+
+
+def total_usd(prices: list[Price | None]) -> Decimal | None:
+    """The sum of the known prices; None when none is known."""
+    known = [p.usd for p in prices if p is not None]
+    return sum(known, Decimal(0)) if known else None
