@@ -8,6 +8,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from genai_prices import Usage, calc_price
 from helpers import Recorder, run_cli
 from opentelemetry import trace
 
@@ -61,7 +62,8 @@ def test_list(recorded: tuple[Path, str, str]) -> None:
     out = run_cli("list", db=db, check=True).stdout
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["START", "STATUS", "SPANS"]
-    by_id = {line.split()[5]: line for line in lines[1:]}
+    assert lines[0].split()[4:6] == ["COST", "TRACE"]
+    by_id = {line.split()[6]: line for line in lines[1:]}
     assert " error " in by_id[done] and by_id[done].rstrip().endswith("agent")
     assert " open " in by_id[opened] and "2/2o" in by_id[opened]
     data = json.loads(run_cli("list", "--json", "--errors-only", db=db, check=True).stdout)
@@ -107,9 +109,11 @@ def test_errors_stats_export(recorded: tuple[Path, str, str], tmp_path: Path) ->
             "prompt_tokens": 20,
             "completion_tokens": 5,
             "total_tokens": 25,
+            "cost_usd": float(calc_price(Usage(input_tokens=20, output_tokens=5), "gpt-4o-mini").total_price),
+            "unpriced_llm_spans": 0,
         }
     ]
-    assert "tokens by model:" in run_cli("stats", db=db, check=True).stdout
+    assert "tokens and cost by model:" in run_cli("stats", db=db, check=True).stdout
 
     out = tmp_path / "spans.jsonl"
     result = run_cli("export", "-o", str(out), db=db, check=True)

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..store.queries import SpanRecord
 
 __all__ = [
+    "PRICE_MODEL",
     "db_path",
     "echo_json",
     "exactly_one",
@@ -118,3 +119,23 @@ def group_spans(
     if session is None:
         raise ValueError("group_spans needs a run or a session")
     return "session", session, runs.session_spans(conn, session)
+
+
+def _price_model(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--price-model NAME``: a model the price data knows, else one line and exit 2."""
+    if value is None:
+        return None
+    from ..cost import TokenUsage, price_of, prices_version
+
+    name = value.strip()
+    if not name or price_of(name, None, TokenUsage(input=1000, output=1000)) is None:
+        raise click.BadParameter(f"{prices_version()} has no price for model {value!r}")
+    return name
+
+
+PRICE_MODEL = click.option(
+    "--price-model",
+    metavar="NAME",
+    callback=_price_model,
+    help="Price the recorded tokens as if model NAME had answered (what would it cost on NAME).",
+)

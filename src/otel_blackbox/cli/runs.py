@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import click
 
+from ..cost import format_usd, total_usd
 from ..render.text import fmt_time, safe
+from ..store import llm_calls
 from ..store import runs as store_runs
 from .app import cli
-from .common import echo_json, reader, style
+from .common import PRICE_MODEL, echo_json, reader, style
 
 __all__: list[str] = []
 
@@ -22,10 +26,14 @@ def _roots(summary: store_runs.RunSummary) -> str:
 
 @cli.command()
 @click.option("--limit", "-n", type=_LIMIT, default=20, show_default=True, help="How many runs.")
+@PRICE_MODEL
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
 @click.pass_context
-def runs(ctx: click.Context, limit: int, as_json: bool) -> None:
-    """Recent runs, newest first: run id, pid, started, last seen, traces, spans, status, root spans.
+def runs(ctx: click.Context, limit: int, price_model: str | None, as_json: bool) -> None:
+    """Recent runs, newest first: run id, pid, started, last seen, traces, spans, cost, status, roots.
+
+    Cost: the run's LLM calls priced now with genai-prices ("-" when none has a price;
+    --price-model NAME prices their tokens as model NAME).
 
     A run is one recorder's lifetime in one process: every trace it recorded, which joins the model
     calls of frameworks that give each call a trace of its own. Status as for a trace: open if a
@@ -39,19 +47,30 @@ def runs(ctx: click.Context, limit: int, as_json: bool) -> None:
     """
     with reader(ctx) as conn:
         found = store_runs.recent_runs(conn, limit=limit)
+        calls = llm_calls.calls_by_run(
+            conn,
+            [(r.run_id, r.pid, r.started_ns, r.last_seen_ns) for r in found],
+            slack_ns=store_runs.START_SLACK_NS,
+        )
+    costs = {r.run_id: total_usd([c.price(price_model) for c in calls.get(r.run_id, [])]) for r in found}
     if as_json:
-        echo_json([run.to_json() for run in found])
+        echo_json([{**run.to_json(), "cost_usd": _dollars(costs[run.run_id])} for run in found])
         return
     if not found:
         click.echo("no runs recorded yet")
         return
     click.echo(
         f"{'RUN ID':16}  {'PID':>7}  {'STARTED':19}  {'LAST SEEN':19}  {'TRACES':>6}  {'SPANS':>7}  "
-        f"{'STATUS':6}  ROOT SPANS"
+        f"{'COST':>9}  {'STATUS':6}  ROOT SPANS"
     )
     for run in found:
         spans = f"{run.spans}" + (f"/{run.open_count}o" if run.open_count else "")
         click.echo(
             f"{run.run_id:16}  {run.pid:>7}  {fmt_time(run.started_ns):19}  {fmt_time(run.last_seen_ns):19}  "
-            f"{run.traces:>6}  {spans:>7}  {style(f'{run.status:6}', run.status)}  {_roots(run)}"
+            f"{run.traces:>6}  {spans:>7}  {format_usd(costs[run.run_id]):>9}  "
+            f"{style(f'{run.status:6}', run.status)}  {_roots(run)}"
         )
+
+
+def _dollars(value: Decimal | None) -> float | None:
+    return None if value is None else float(value)

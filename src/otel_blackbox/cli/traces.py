@@ -8,10 +8,11 @@ from collections.abc import Iterator
 
 import click
 
+from ..cost import format_usd
 from ..render.text import fmt_duration, fmt_time, render_tree, safe, safe_json, span_to_json, status_marker
-from ..store import queries
+from ..store import llm_calls, queries
 from .app import cli
-from .common import db_path, echo_json, progress, reader, style, utf8_text
+from .common import PRICE_MODEL, db_path, echo_json, progress, reader, style, utf8_text
 
 __all__: list[str] = []
 
@@ -28,7 +29,9 @@ _LIMIT = click.IntRange(min=1, max=1_000_000_000)
 def list_traces(
     ctx: click.Context, limit: int, session: str | None, errors_only: bool, as_json: bool
 ) -> None:
-    """Recent traces: start, status (ok / error / open), spans, duration, root name, trace id.
+    """Recent traces: start, status (ok / error / open), spans, duration, cost, trace id, root name.
+
+    Cost: the trace's LLM calls priced now with genai-prices; "-" when none has a price.
 
     \b
     Example:
@@ -36,19 +39,23 @@ def list_traces(
     """
     with reader(ctx) as conn:
         traces = queries.recent_traces(conn, limit=limit, session=session, errors_only=errors_only)
+        costs = llm_calls.trace_costs(conn, [t.trace_id for t in traces])
     if as_json:
-        echo_json([{**t.__dict__, "status": t.status, "duration_ns": t.duration_ns} for t in traces])
+        shown = [{**t.__dict__, "status": t.status, "duration_ns": t.duration_ns} for t in traces]
+        echo_json([{**row, "cost_usd": costs[row["trace_id"]]} for row in shown])
         return
     if not traces:
         click.echo("no traces recorded yet" if not (session or errors_only) else "no matching traces")
         return
-    click.echo(f"{'START':19}  {'STATUS':6}  {'SPANS':>5}  {'DURATION':>9}  {'TRACE ID':32}  ROOT")
+    click.echo(
+        f"{'START':19}  {'STATUS':6}  {'SPANS':>5}  {'DURATION':>9}  {'COST':>9}  {'TRACE ID':32}  ROOT"
+    )
     for t in traces:
         status = style(f"{t.status:6}", t.status)
         spans = f"{t.span_count}" + (f"/{t.open_count}o" if t.open_count else "")
         click.echo(
             f"{fmt_time(t.start_ns):19}  {status}  {spans:>5}  {fmt_duration(t.duration_ns):>9}  "
-            f"{t.trace_id:32}  {safe(t.root_name)}"
+            f"{format_usd(costs[t.trace_id]):>9}  {t.trace_id:32}  {safe(t.root_name)}"
         )
 
 
@@ -113,17 +120,27 @@ def errors(ctx: click.Context, limit: int, as_json: bool) -> None:
 
 
 @cli.command()
+@PRICE_MODEL
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of text.")
 @click.pass_context
-def stats(ctx: click.Context, as_json: bool) -> None:
-    """Database size and state, traces, spans, open spans, spans dropped, tokens by model.
+def stats(ctx: click.Context, price_model: str | None, as_json: bool) -> None:
+    """Database size and state, traces, spans, open spans, spans dropped, tokens and cost by model.
+
+    Cost is computed now from the recorded tokens with genai-prices (its version is printed): a
+    model it does not know has no cost, counted as unpriced, never $0.
 
     \b
     Example:
       otel-blackbox --db traces.db stats
+      otel-blackbox stats --price-model claude-sonnet-4-5     # the same tokens on another model
     """
     with reader(ctx) as conn:
         info = queries.stats(conn, db_path(ctx))
+        cost = llm_calls.cost_by_model(conn, as_model=price_model)
+    for model in info["tokens_by_model"]:
+        model.update(cost["by_model"].get(model["model"], {"cost_usd": None, "unpriced_llm_spans": 0}))
+    info["cost_usd"], info["unpriced_llm_spans"] = cost["cost_usd"], cost["unpriced_llm_spans"]
+    info["priced_as"], info["prices"] = cost["priced_as"], cost["prices"]
     if as_json:
         echo_json(info)
         return
@@ -138,12 +155,21 @@ def stats(ctx: click.Context, as_json: bool) -> None:
     click.echo(f"spans dropped  {info['spans_dropped']}  (queue full)   write errors {info['write_errors']}")
     click.echo(f"time range     {fmt_time(info['oldest_span_ns'])} .. {fmt_time(info['newest_span_ns'])}")
     if info["tokens_by_model"]:
-        click.echo("tokens by model:")
+        priced_as = f", priced as {safe(price_model)}" if price_model else ""
+        click.echo(f"tokens and cost by model{priced_as}:")
         for m in info["tokens_by_model"]:
+            unpriced = f" ({m['unpriced_llm_spans']} unpriced)" if m["unpriced_llm_spans"] else ""
             click.echo(
                 f"  {safe(m['model'])}: {m['llm_spans']} calls, prompt {m['prompt_tokens']}, "
-                f"completion {m['completion_tokens']}, total {m['total_tokens']}"
+                f"completion {m['completion_tokens']}, total {m['total_tokens']}, "
+                f"cost {format_usd(m['cost_usd'])}{unpriced}"
             )
+    unpriced = info["unpriced_llm_spans"]
+    click.echo(
+        f"cost           {format_usd(info['cost_usd'])}"
+        + (f"  ({unpriced} LLM span{'s' if unpriced != 1 else ''} with no price)" if unpriced else "")
+        + f"  (prices: {info['prices']})"
+    )
 
 
 @cli.command()
