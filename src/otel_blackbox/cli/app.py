@@ -36,19 +36,19 @@ __all__ = ["COMMANDS", "cli", "main"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "list": (
         "traces",
-        "Recent traces: start, status (ok / error / open), spans, duration, root name, trace id.",
+        "Recent traces: start, status (ok / error / open), spans, duration, cost, trace id, root name.",
     ),
     "show": ("traces", "The span tree of one trace; a unique prefix of the trace id is enough."),
     "errors": ("traces", "Recent failed spans, newest first, each with its trace id and exception."),
     "stats": (
         "traces",
-        "Database size and state, traces, spans, open spans, spans dropped, tokens by model.",
+        "Database size and state, traces, spans, open spans, spans dropped, tokens and cost by model.",
     ),
     "cleanup": ("traces", "Apply retention and the size cap now, and give the freed space back to the disk."),
     "export": ("traces", "Export spans as JSON lines: OpenInference (Phoenix's v1.Span shape) or OTLP/JSON."),
     "runs": (
         "runs",
-        "Recent runs, newest first: run id, pid, started, last seen, traces, spans, status, root spans.",
+        "Recent runs, newest first: run id, pid, started, last seen, traces, spans, cost, status, roots.",
     ),
     "push": (
         "push",

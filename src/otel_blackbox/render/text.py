@@ -12,6 +12,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ..cost import Price, format_usd, span_price, total_usd
+
 if TYPE_CHECKING:
     from ..messages import Message
     from ..store.queries import SpanRecord, TraceSummary
@@ -104,7 +106,11 @@ def _plain(text: str, _status: str) -> str:
     return text
 
 
-def _span_line(span: SpanRecord, last_seen_ns: int) -> str:
+def _llm_price(span: SpanRecord, price_model: str | None) -> Price | None:
+    return span_price(span, as_model=price_model) if span.oi_span_kind == "LLM" else None
+
+
+def _span_line(span: SpanRecord, last_seen_ns: int, price_model: str | None = None) -> str:
     parts = [f"{status_marker(span.status)} {safe(span.name)}"]
     if span.oi_span_kind:
         parts.append(f"[{safe(span.oi_span_kind)}]")
@@ -120,6 +126,9 @@ def _span_line(span: SpanRecord, last_seen_ns: int) -> str:
         parts.append(safe(span.model))
     if span.total_tokens is not None:
         parts.append(f"tokens {span.prompt_tokens or 0}+{span.completion_tokens or 0}={span.total_tokens}")
+        price = _llm_price(span, price_model)
+        if span.oi_span_kind == "LLM":
+            parts.append(f"cost {format_usd(price.usd if price else None)}")
     return "  ".join(parts)
 
 
@@ -191,8 +200,10 @@ def render_tree(
     verbose: bool = False,
     max_chars: int | None = 1000,
     style: Style = _plain,
+    price_model: str | None = None,
 ) -> list[str]:
-    """The span tree of one trace as lines, children under parents in start order."""
+    """The span tree of one trace as lines, children under parents in start order; each LLM span's
+    cost, and the trace's in the header (``price_model``: its tokens priced as that model)."""
     by_id = {s.span_id: s for s in spans}
     children: dict[str | None, list[SpanRecord]] = {}
     for span in spans:
@@ -204,6 +215,9 @@ def render_tree(
         f"{fmt_duration(summary.duration_ns)}  {summary.span_count} spans{opened}  "
         f"started {fmt_time(summary.start_ns)}"
     )
+    trace_cost = total_usd([_llm_price(span, price_model) for span in spans])
+    if trace_cost is not None:
+        header += f"  cost {format_usd(trace_cost)}" + (f" (as {safe(price_model)})" if price_model else "")
     if summary.session_id:
         header += f"  session {safe(summary.session_id)}"
     lines = [style(header, summary.status)]
@@ -214,7 +228,9 @@ def render_tree(
     while stack:
         span, prefix, last = stack.pop()
         lines.append(
-            prefix + ("└── " if last else "├── ") + style(_span_line(span, summary.end_ns), span.status)
+            prefix
+            + ("└── " if last else "├── ")
+            + style(_span_line(span, summary.end_ns, price_model), span.status)
         )
         inner = prefix + ("    " if last else "│   ")
         kids = children.get(span.span_id, [])
@@ -225,7 +241,10 @@ def render_tree(
     return lines
 
 
-def span_to_json(span: SpanRecord) -> dict[str, Any]:
-    """A stored span as plain JSON values (for --json output)."""
+def span_to_json(span: SpanRecord, price_model: str | None = None) -> dict[str, Any]:
+    """A stored span as plain JSON values (for --json output), with its ``cost_usd`` (None: not an
+    LLM call, or one with no price)."""
     value: dict[str, Any] = json.loads(json.dumps(span.__dict__, default=str))
+    price = _llm_price(span, price_model)
+    value["cost_usd"] = price.dollars if price is not None else None
     return value
