@@ -24,10 +24,11 @@ from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 from .config import parse_duration
+from .cost import format_usd
 from .errors import AmbiguousTraceId, ConfigError, StoreError, TraceNotFound
 from .render.html_report import trace_report
 from .render.text import bidi_escaped, fmt_duration, fmt_time
-from .store import queries
+from .store import llm_calls, queries
 from .store.connection import connect_reader, describe_sqlite_error
 
 __all__ = ["LOCAL_HOST", "TraceFilter", "ViewerServer", "make_server", "parse_filter"]
@@ -171,11 +172,11 @@ def find_traces(conn: sqlite3.Connection, flt: TraceFilter) -> list[queries.Trac
     return queries.summarize(conn, [str(r[0]) for r in rows])
 
 
-def summary_json(t: queries.TraceSummary) -> dict[str, Any]:
-    return {**t.__dict__, "status": t.status, "duration_ns": t.duration_ns}
+def summary_json(t: queries.TraceSummary, cost_usd: float | None = None) -> dict[str, Any]:
+    return {**t.__dict__, "status": t.status, "duration_ns": t.duration_ns, "cost_usd": cost_usd}
 
 
-def _row_cells(t: queries.TraceSummary) -> list[str]:
+def _row_cells(t: queries.TraceSummary, cost_usd: float | None) -> list[str]:
     return [
         fmt_time(t.start_ns),
         t.status,
@@ -186,11 +187,14 @@ def _row_cells(t: queries.TraceSummary) -> list[str]:
         bidi_escaped(t.root_name),  # as the report shows it
         bidi_escaped(t.session_id or ""),
         "" if t.total_tokens is None else str(t.total_tokens),
+        "" if cost_usd is None else format_usd(cost_usd),  # no price: blank, never $0
         t.trace_id,
     ]
 
 
-_COLUMNS = ["start", "status", "spans", "open", "errors", "duration", "root", "session", "tokens", "trace id"]
+_COLUMNS = [
+    "start", "status", "spans", "open", "errors", "duration", "root", "session", "tokens", "cost", "trace id"
+]  # fmt: skip
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;background:#fafafa}
@@ -234,11 +238,16 @@ _JS = """
 """
 
 
-def list_page(traces: list[queries.TraceSummary], flt: TraceFilter, db: Path) -> str:
+def list_page(
+    traces: list[queries.TraceSummary],
+    flt: TraceFilter,
+    db: Path,
+    costs: dict[str, float | None] | None = None,
+) -> str:
     e = html.escape
     rows: list[str] = []
     for t in traces:
-        cells = _row_cells(t)
+        cells = _row_cells(t, (costs or {}).get(t.trace_id))
         tds = []
         for i, cell in enumerate(cells[:-1]):
             cls = f' class="{e(cell)}"' if i == 1 else (' class="root"' if i == 6 else "")
@@ -338,14 +347,21 @@ class ViewerHandler(BaseHTTPRequestHandler):
                 flt = parse_filter(url.query)
                 with self._reader() as conn:
                     traces = find_traces(conn, flt)
-                self._send(HTTPStatus.OK, list_page(traces, flt, self.server.db_path))
+                    costs = llm_calls.trace_costs(conn, [t.trace_id for t in traces])
+                self._send(HTTPStatus.OK, list_page(traces, flt, self.server.db_path, costs))
             elif url.path == "/favicon.ico":  # every browser asks; a 404 is an error in its console
                 self._send(HTTPStatus.NO_CONTENT, "", "image/x-icon")
             elif url.path == "/api/traces":
                 flt = parse_filter(url.query)
                 with self._reader() as conn:
                     traces = find_traces(conn, flt)
-                payload = {"traces": [{**summary_json(t), "cells": _row_cells(t)} for t in traces]}
+                    costs = llm_calls.trace_costs(conn, [t.trace_id for t in traces])
+                payload = {
+                    "traces": [
+                        {**summary_json(t, costs[t.trace_id]), "cells": _row_cells(t, costs[t.trace_id])}
+                        for t in traces
+                    ]
+                }
                 self._send(HTTPStatus.OK, json.dumps(payload, default=str), "application/json")
             elif url.path.startswith("/trace/"):
                 self._send(HTTPStatus.OK, self._report(unquote(url.path[len("/trace/") :])))

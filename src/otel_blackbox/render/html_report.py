@@ -22,6 +22,7 @@ from typing import Any
 from openinference.semconv.trace import SpanAttributes
 
 from ..cassette.model import Cassette, terminal_outcome, tool_calls_of
+from ..cost import span_price
 from ..messages import Message, input_messages, output_messages, tool_definitions, tool_name
 from ..store.queries import SpanRecord, TraceSummary
 from .cassette_text import _describe
@@ -194,6 +195,7 @@ def _span_entries(
                 "promptTokens": span.prompt_tokens,
                 "completionTokens": span.completion_tokens,
                 "totalTokens": span.total_tokens,
+                "costUsd": _cost(span),
                 "toolName": span.tool_name,
                 "sessionId": span.session_id,
                 "userId": span.user_id,
@@ -211,9 +213,19 @@ def _span_entries(
     return out, resources
 
 
+def _cost(span: SpanRecord) -> float | None:
+    """An LLM span's price in dollars (None: not an LLM call, or no price: never shown as $0)."""
+    price = span_price(span) if span.oi_span_kind == "LLM" else None
+    return price.dollars if price is not None else None
+
+
 def _counts(spans: list[SpanRecord]) -> dict[str, Any]:
     """The header fields a one-trace page and a several-trace page share."""
+    costs = [_cost(s) for s in spans if s.oi_span_kind == "LLM"]
+    known = [c for c in costs if c is not None]
     return {
+        "costUsd": sum(known) if known else None,
+        "unpricedLlmSpans": costs.count(None),
         "spanCount": len(spans),
         "openCount": sum(1 for s in spans if s.status == "open"),
         "errorCount": sum(1 for s in spans if s.status == "error"),
