@@ -1,0 +1,200 @@
+"""Cost in dollars, computed when read: genai-prices' own figures, everywhere the issue lists.
+
+Spans are recorded by the real BlackboxSpanProcessor into a real SQLite file, with the attribute
+names the OpenInference and gen_ai instrumentations write (token counts, cached, cache-write and
+reasoning details, the provider). Every figure is checked against genai-prices' ``calc_price`` on
+the same tokens, at the span's time; an unknown model has no cost (never $0).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from genai_prices import Usage, calc_price
+from helpers import Recorder, run_cli
+
+from otel_blackbox.render.html_report import trace_data
+from otel_blackbox.store import queries
+from otel_blackbox.store.connection import connect_reader
+
+START_NS = time.time_ns()  # now: inside its run's window, priced as of today
+WHEN = datetime.fromtimestamp(START_NS / 1e9, tz=timezone.utc).replace(
+    hour=0, minute=0, second=0, microsecond=0
+)
+
+
+def _openinference(model: str, provider: str, prompt: int, completion: int, **details: int) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "openinference.span.kind": "LLM",
+        "llm.model_name": model,
+        "llm.provider": provider,
+        "llm.token_count.prompt": prompt,
+        "llm.token_count.completion": completion,
+        "llm.token_count.total": prompt + completion,
+    }
+    for key, value in details.items():
+        attributes[f"llm.token_count.{key.replace('__', '.')}"] = value
+    return attributes
+
+
+def _gen_ai(model: str, provider: str, prompt: int, completion: int, **extra: int) -> dict[str, Any]:
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": provider,
+        "gen_ai.request.model": model,
+        "gen_ai.usage.input_tokens": prompt,
+        "gen_ai.usage.output_tokens": completion,
+        **{f"gen_ai.usage.{k.replace('__', '.')}": v for k, v in extra.items()},
+    }
+
+
+# (span attributes, genai-prices usage, model, provider): one call of each provider, cached tokens too.
+CALLS = [
+    (
+        _openinference("gpt-4o-mini", "openai", 12_000, 800, prompt_details__cache_read=8_000),
+        Usage(input_tokens=12_000, output_tokens=800, cache_read_tokens=8_000),
+        "gpt-4o-mini",
+        "openai",
+    ),
+    (
+        _openinference(
+            "claude-sonnet-4-5", "anthropic", 30_000, 1_200, prompt_details__cache_read=20_000,
+            prompt_details__cache_write=5_000,
+        ),
+        Usage(input_tokens=30_000, output_tokens=1_200, cache_read_tokens=20_000, cache_write_tokens=5_000),
+        "claude-sonnet-4-5",
+        "anthropic",
+    ),
+    (
+        _gen_ai("gemini-2.5-flash", "gcp.gemini", 9_000, 400, cache_read__input_tokens=3_000),
+        Usage(input_tokens=9_000, output_tokens=400, cache_read_tokens=3_000),
+        "gemini-2.5-flash",
+        "google",
+    ),
+]  # fmt: skip
+
+
+def _expected(usage: Usage, model: str, provider: str | None = None) -> float:
+    return float(calc_price(usage, model, provider_id=provider, genai_request_timestamp=WHEN).total_price)
+
+
+def _record(db: Path, spans: list[tuple[str, dict[str, Any]]], *, root: str = "agent") -> str:
+    """One trace: a root span and one child span per (name, attributes), at START_NS."""
+    recorder = Recorder(db)
+    with recorder.tracer.start_as_current_span(root, start_time=START_NS) as parent:
+        for name, attributes in spans:
+            recorder.tracer.start_span(name, attributes=attributes, start_time=START_NS).end(START_NS + 1_000)
+        trace_id = format(parent.get_span_context().trace_id, "032x")
+    recorder.flush()
+    recorder.processor.shutdown()
+    return trace_id
+
+
+@pytest.fixture(scope="module")
+def priced(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    db = tmp_path_factory.mktemp("cost") / "blackbox.db"
+    spans = [(f"call {model}", attributes) for attributes, _, model, _ in CALLS]
+    spans.append(("call fake-model-x", _openinference("fake-model-x", "openai", 100, 10)))  # no price
+    return db, _record(db, spans)
+
+
+def test_each_llm_span_costs_what_genai_prices_says(priced: tuple[Path, str]) -> None:
+    db, trace_id = priced
+    shown = json.loads(run_cli("show", trace_id, "--json", db=db, check=True).stdout)
+    costs = {span["name"]: span["cost_usd"] for span in shown["spans"]}
+    for _, usage, model, provider in CALLS:
+        assert costs[f"call {model}"] == pytest.approx(_expected(usage, model, provider), rel=1e-9), model
+    assert costs["call fake-model-x"] is None  # unknown: no cost, not $0
+    assert costs["agent"] is None  # not an LLM call
+    text = run_cli("show", trace_id, db=db, check=True).stdout
+    assert "fake-model-x  tokens 100+10=110  cost -" in text
+    total = sum(_expected(u, m, p) for _, u, m, p in CALLS)
+    assert f"cost ${total:.4f}" in text.splitlines()[0]
+
+
+def test_stats_gives_cost_by_model_the_total_and_the_unpriced_spans(priced: tuple[Path, str]) -> None:
+    db, _ = priced
+    stats = json.loads(run_cli("stats", "--json", db=db, check=True).stdout)
+    by_model = {m["model"]: m for m in stats["tokens_by_model"]}
+    for _, usage, model, provider in CALLS:
+        assert by_model[model]["cost_usd"] == pytest.approx(_expected(usage, model, provider), rel=1e-9)
+    assert (
+        by_model["fake-model-x"]["cost_usd"] is None and by_model["fake-model-x"]["unpriced_llm_spans"] == 1
+    )
+    assert stats["cost_usd"] == pytest.approx(sum(_expected(u, m, p) for _, u, m, p in CALLS), rel=1e-9)
+    assert stats["unpriced_llm_spans"] == 1 and stats["prices"].startswith("genai-prices ")
+    text = run_cli("stats", db=db, check=True).stdout
+    assert "(1 LLM span with no price)" in text and "prices: genai-prices" in text
+
+
+def test_price_model_reprices_the_recorded_tokens(priced: tuple[Path, str]) -> None:
+    db, _ = priced
+    as_opus = json.loads(
+        run_cli("stats", "--json", "--price-model", "claude-opus-4-1", db=db, check=True).stdout
+    )
+    usages = [u for _, u, _, _ in CALLS] + [Usage(input_tokens=100, output_tokens=10)]
+    expected = sum(_expected(u, "claude-opus-4-1") for u in usages)
+    assert as_opus["cost_usd"] == pytest.approx(expected, rel=1e-9)
+    assert as_opus["unpriced_llm_spans"] == 0 and as_opus["priced_as"] == "claude-opus-4-1"
+    (run,) = json.loads(
+        run_cli("runs", "--json", "--price-model", "claude-opus-4-1", db=db, check=True).stdout
+    )
+    assert run["cost_usd"] == pytest.approx(expected, rel=1e-9)
+    refused = run_cli("stats", "--price-model", "no-such-model-anywhere", db=db)
+    assert refused.returncode == 2 and "has no price for model 'no-such-model-anywhere'" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+def test_list_runs_report_and_viewer_show_the_cost(priced: tuple[Path, str]) -> None:
+    db, trace_id = priced
+    total = sum(_expected(u, m, p) for _, u, m, p in CALLS)
+    (listed,) = json.loads(run_cli("list", "--json", db=db, check=True).stdout)
+    assert listed["cost_usd"] == pytest.approx(total, rel=1e-9)
+    assert f"${total:.4f}" in run_cli("list", db=db, check=True).stdout
+    (run,) = json.loads(run_cli("runs", "--json", db=db, check=True).stdout)
+    assert run["cost_usd"] == pytest.approx(total, rel=1e-9)
+    with connect_reader(db) as conn:
+        spans = queries.trace_spans(conn, trace_id)
+        (summary,) = queries.summarize(conn, [trace_id])
+    data = trace_data(summary, spans, summary.end_ns)
+    assert (
+        data["trace"]["costUsd"] == pytest.approx(total, rel=1e-9) and data["trace"]["unpricedLlmSpans"] == 1
+    )
+    by_name = {s["name"]: s["costUsd"] for s in data["spans"]}
+    assert by_name["call fake-model-x"] is None and by_name["call gpt-4o-mini"] is not None
+
+
+def test_a_gen_ai_span_and_an_openinference_span_of_one_call_price_the_same(tmp_path: Path) -> None:
+    db = tmp_path / "blackbox.db"
+    same_call = [
+        ("openinference", _openinference("gpt-4o", "openai", 5_000, 700, prompt_details__cache_read=1_024,
+                                         completion_details__reasoning=300)),
+        ("gen_ai", _gen_ai("gpt-4o", "openai", 5_000, 700, cache_read__input_tokens=1_024,
+                           reasoning__output_tokens=300)),
+    ]  # fmt: skip
+    trace_id = _record(db, same_call)
+    shown = json.loads(run_cli("show", trace_id, "--json", db=db, check=True).stdout)
+    costs = {span["name"]: span["cost_usd"] for span in shown["spans"]}
+    expected = _expected(
+        Usage(input_tokens=5_000, output_tokens=700, cache_read_tokens=1_024), "gpt-4o", "openai"
+    )
+    assert costs["openinference"] == pytest.approx(expected, rel=1e-9)
+    assert costs["gen_ai"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_reasoning_left_out_of_the_completion_is_priced_as_output(tmp_path: Path) -> None:
+    """Gemini's completion count leaves its thoughts out; the total says so."""
+    db = tmp_path / "blackbox.db"
+    attributes = _openinference("gemini-2.5-pro", "google", 2_000, 100, completion_details__reasoning=900)
+    attributes["llm.token_count.total"] = 3_000
+    trace_id = _record(db, [("thinking", attributes)])
+    shown = json.loads(run_cli("show", trace_id, "--json", db=db, check=True).stdout)
+    (cost,) = [s["cost_usd"] for s in shown["spans"] if s["name"] == "thinking"]
+    assert cost == pytest.approx(
+        _expected(Usage(input_tokens=2_000, output_tokens=1_000), "gemini-2.5-pro", "google")
+    )
