@@ -198,3 +198,29 @@ def test_reasoning_left_out_of_the_completion_is_priced_as_output(tmp_path: Path
     assert cost == pytest.approx(
         _expected(Usage(input_tokens=2_000, output_tokens=1_000), "gemini-2.5-pro", "google")
     )
+
+
+def test_a_total_is_the_sum_of_each_calls_price_tiers_included(tmp_path: Path) -> None:
+    """Totals price the calls of a linear-priced model on their summed tokens: it must equal the sum
+    of each call's price; a tiered model (gemini-2.5-pro's long prompts) is priced call by call."""
+    db = tmp_path / "blackbox.db"
+    calls = [("gpt-4o-mini", "openai", 1_000 + 37 * i, 50 + i) for i in range(20)]
+    calls += [
+        ("gemini-2.5-pro", "google", 150_000 + 30_000 * i, 500) for i in range(4)
+    ]  # across the 200k tier
+    trace_id = _record(
+        db, [(f"call {i}", _openinference(m, p, inp, out)) for i, (m, p, inp, out) in enumerate(calls)]
+    )
+    expected = sum(_expected(Usage(input_tokens=inp, output_tokens=out), m, p) for m, p, inp, out in calls)
+    stats = json.loads(run_cli("stats", "--json", db=db, check=True).stdout)
+    assert stats["cost_usd"] == pytest.approx(expected, rel=1e-12)
+    (listed,) = json.loads(run_cli("list", "--json", db=db, check=True).stdout)
+    assert listed["trace_id"] == trace_id and listed["cost_usd"] == pytest.approx(expected, rel=1e-12)
+    flat = sum(
+        _expected(Usage(input_tokens=inp, output_tokens=out), "gemini-2.5-pro")
+        for _, _, inp, out in calls[-4:]
+    )
+    tiered = _expected(
+        Usage(input_tokens=sum(c[2] for c in calls[-4:]), output_tokens=2_000), "gemini-2.5-pro"
+    )
+    assert flat != pytest.approx(tiered)  # summing the tiered calls' tokens would have mispriced them

@@ -30,13 +30,18 @@ if TYPE_CHECKING:
     from .store.queries import SpanRecord
 
 __all__ = [
+    "Call",
     "Price",
     "TokenUsage",
+    "call_of",
     "format_usd",
     "price_of",
     "price_span",
     "prices_version",
     "provider_of",
+    "span_price",
+    "total_of",
+    "total_usd",
     "usage_of",
 ]
 
@@ -138,10 +143,7 @@ def price_of(
     """The call's price, or None when genai-prices knows no price for the model (at that provider)."""
     if not model:
         return None
-    day = None
-    if at_ns:
-        day = datetime.fromtimestamp(at_ns / 1e9, tz=timezone.utc).date().isoformat()
-    return _cached_price(model, provider, usage, day)
+    return _cached_price(model, provider, usage, _day(at_ns))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -225,3 +227,83 @@ def total_usd(prices: list[Price | None]) -> Decimal | None:
     """The sum of the known prices; None when none is known."""
     known = [p.usd for p in prices if p is not None]
     return sum(known, Decimal(0)) if known else None
+
+
+@dataclass(frozen=True)
+class Call:
+    """What pricing needs of one recorded LLM call."""
+
+    model: str | None
+    provider: str | None
+    usage: TokenUsage
+    start_ns: int | None = None
+
+
+def call_of(
+    model: str | None,
+    prompt_tokens: int | None,
+    completion_tokens: int | None,
+    total_tokens: int | None,
+    attributes: Mapping[str, Any],
+    start_ns: int | None = None,
+) -> Call | None:
+    usage = usage_of(prompt_tokens, completion_tokens, total_tokens, attributes)
+    return None if usage is None else Call(model, provider_of(attributes), usage, start_ns)
+
+
+def total_of(calls: list[Call], *, as_model: str | None = None) -> tuple[Decimal | None, int]:
+    """The summed price of ``calls`` and how many had no price (``as_model``: priced as that model).
+
+    The same as pricing each call and summing, but calls of one model, provider and day whose price
+    is linear in their tokens (no tiers, no per-request fee: nearly all) are priced once, on their
+    summed tokens: genai-prices takes ~70 µs a call, and a database holds tens of thousands.
+    """
+    groups: dict[tuple[str | None, str | None, str | None], list[TokenUsage]] = {}
+    for call in calls:
+        model, provider = (as_model, None) if as_model is not None else (call.model, call.provider)
+        groups.setdefault((model, provider, _day(call.start_ns)), []).append(call.usage)
+    total, unpriced, priced = Decimal(0), 0, 0
+    for (model, provider, day), usages in groups.items():
+        if model and len(usages) > 1 and _linear(model, provider, day):
+            summed = TokenUsage(
+                input=sum(u.input for u in usages),
+                output=sum(u.output for u in usages),
+                cache_read=sum(u.cache_read for u in usages),
+                cache_write=sum(u.cache_write for u in usages),
+            )
+            price = _cached_price(model, provider, summed, day)
+            if price is None:
+                unpriced += len(usages)
+            else:
+                total, priced = total + price.usd, priced + len(usages)
+            continue
+        for usage in usages:
+            each = _cached_price(model, provider, usage, day) if model else None
+            if each is None:
+                unpriced += 1
+            else:
+                total, priced = total + each.usd, priced + 1
+    return (total if priced else None), unpriced
+
+
+def _day(at_ns: int | None) -> str | None:
+    return datetime.fromtimestamp(at_ns / 1e9, tz=timezone.utc).date().isoformat() if at_ns else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _linear(model: str, provider: str | None, day: str | None) -> bool:
+    """Whether the model's price that day is a fixed rate per token (no tiers, no per-request fee)."""
+    try:
+        from genai_prices import data_snapshot, types
+    except ImportError:  # pragma: no cover
+        return False
+    try:
+        _, found_model = data_snapshot.get_snapshot().find_provider_model(model, None, provider, None)
+    except (LookupError, ValueError):
+        return False
+    when = datetime.fromisoformat(day).replace(tzinfo=timezone.utc) if day else datetime.now(tz=timezone.utc)
+    model_price = found_model.get_prices(when)
+    rates = vars(model_price)
+    return not rates.get("requests_kcount") and not any(
+        isinstance(v, types.TieredPrices) for v in rates.values()
+    )

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 import click
 
-from ..cost import format_usd, total_usd
+from ..cost import format_usd
 from ..render.text import fmt_time, safe
 from ..store import llm_calls
 from ..store import runs as store_runs
@@ -52,9 +50,9 @@ def runs(ctx: click.Context, limit: int, price_model: str | None, as_json: bool)
             [(r.run_id, r.pid, r.started_ns, r.last_seen_ns) for r in found],
             slack_ns=store_runs.START_SLACK_NS,
         )
-    costs = {r.run_id: total_usd([c.price(price_model) for c in calls.get(r.run_id, [])]) for r in found}
+    costs = {r.run_id: llm_calls.cost_of(calls.get(r.run_id, []), as_model=price_model) for r in found}
     if as_json:
-        echo_json([{**run.to_json(), "cost_usd": _dollars(costs[run.run_id])} for run in found])
+        echo_json([{**run.to_json(), "cost_usd": costs[run.run_id]} for run in found])
         return
     if not found:
         click.echo("no runs recorded yet")
@@ -70,7 +68,3 @@ def runs(ctx: click.Context, limit: int, price_model: str | None, as_json: bool)
             f"{run.traces:>6}  {spans:>7}  {format_usd(costs[run.run_id]):>9}  "
             f"{style(f'{run.status:6}', run.status)}  {_roots(run)}"
         )
-
-
-def _dollars(value: Decimal | None) -> float | None:
-    return None if value is None else float(value)

@@ -9,12 +9,31 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
-from ..cost import CACHE_READ_KEYS, CACHE_WRITE_KEYS, PROVIDER_KEYS, REASONING_KEYS, Price, price_span
+from ..cost import (
+    CACHE_READ_KEYS,
+    CACHE_WRITE_KEYS,
+    PROVIDER_KEYS,
+    REASONING_KEYS,
+    Call,
+    Price,
+    call_of,
+    price_span,
+    total_of,
+)
 from .queries import recorder_of_span
 
-__all__ = ["LLMCall", "calls_by_run", "calls_of_traces", "cost_by_model", "every_call", "trace_costs"]
+__all__ = [
+    "LLMCall",
+    "calls_by_run",
+    "calls_of_traces",
+    "cost_by_model",
+    "cost_of",
+    "every_call",
+    "trace_costs",
+]
 
 _KEYS = (*CACHE_READ_KEYS, *CACHE_WRITE_KEYS, *REASONING_KEYS, *PROVIDER_KEYS)
 _DETAILS = ", ".join(f"json_extract(attributes, '$.\"{key}\"')" for key in _KEYS)
@@ -33,6 +52,17 @@ class LLMCall:
     total_tokens: int | None
     start_ns: int
     details: dict[str, Any] = field(default_factory=dict)
+
+    def call(self) -> Call | None:
+        """What pricing needs of it (None: no token counts)."""
+        return call_of(
+            self.model,
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.total_tokens,
+            self.details,
+            self.start_ns,
+        )
 
     def price(self, as_model: str | None = None) -> Price | None:
         return price_span(
@@ -96,37 +126,44 @@ def calls_by_run(
 def cost_by_model(conn: sqlite3.Connection, *, as_model: str | None = None) -> dict[str, Any]:
     """The database's cost: by recorded model, the total, the LLM spans with no price, and the price
     data's version (``as_model``: the recorded tokens priced as that model)."""
-    from ..cost import prices_version, total_usd
+    from ..cost import prices_version
 
-    by_model: dict[str, list[Price | None]] = {}
-    for call in every_call(conn):
-        by_model.setdefault(call.model or "", []).append(call.price(as_model))
-    models = {
-        model: {"cost_usd": _dollars(total_usd(prices)), "unpriced_llm_spans": prices.count(None)}
-        for model, prices in by_model.items()
-    }
-    every = [p for prices in by_model.values() for p in prices]
+    by_model: dict[str, list[Call]] = {}
+    for found in every_call(conn):
+        call = found.call()
+        if call is not None:
+            by_model.setdefault(found.model or "", []).append(call)
+    models = {}
+    total, unpriced, priced = Decimal(0), 0, False
+    for model, calls in by_model.items():
+        usd, missing = total_of(calls, as_model=as_model)
+        models[model] = {"cost_usd": _dollars(usd), "unpriced_llm_spans": missing}
+        unpriced += missing
+        if usd is not None:
+            total, priced = total + usd, True
     return {
-        "cost_usd": _dollars(total_usd(every)),
-        "unpriced_llm_spans": every.count(None),
+        "cost_usd": _dollars(total) if priced else None,
+        "unpriced_llm_spans": unpriced,
         "priced_as": as_model,
         "prices": prices_version(),
         "by_model": models,
     }
 
 
+def cost_of(calls: list[LLMCall], *, as_model: str | None = None) -> float | None:
+    """The summed cost of ``calls`` in dollars (None: none has a price)."""
+    usd, _ = total_of([c for c in (call.call() for call in calls) if c is not None], as_model=as_model)
+    return _dollars(usd)
+
+
 def trace_costs(
     conn: sqlite3.Connection, trace_ids: Iterable[str], *, as_model: str | None = None
 ) -> dict[str, float | None]:
     """Each trace's cost in dollars (None: no LLM call of it has a price)."""
-    from ..cost import total_usd
-
-    calls = calls_of_traces(conn, trace_ids)
-    return {
-        trace_id: _dollars(total_usd([call.price(as_model) for call in calls.get(trace_id, [])]))
-        for trace_id in trace_ids
-    }
+    wanted = list(trace_ids)
+    calls = calls_of_traces(conn, wanted)
+    return {trace_id: cost_of(calls.get(trace_id, []), as_model=as_model) for trace_id in wanted}
 
 
-def _dollars(value: Any) -> float | None:
+def _dollars(value: Decimal | None) -> float | None:
     return None if value is None else float(value)
