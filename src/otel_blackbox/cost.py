@@ -255,27 +255,29 @@ def total_of(calls: list[Call], *, as_model: str | None = None) -> tuple[Decimal
     """The summed price of ``calls`` and how many had no price (``as_model``: priced as that model).
 
     The same as pricing each call and summing, but calls of one model, provider and day whose price
-    is linear in their tokens (no tiers, no per-request fee: nearly all) are priced once, on their
-    summed tokens: genai-prices takes ~70 µs a call, and a database holds tens of thousands.
+    is linear in their tokens are priced once, on their summed tokens: genai-prices takes 70 to 200
+    µs a call, and a database holds tens of thousands. A tiered price ("cliff" tiers: crossing a
+    threshold of input tokens prices every token of the call at the tier's rate) is linear among the
+    calls between two thresholds, so those are grouped by bracket; a per-request fee is not linear
+    at all, and such calls are priced one by one.
     """
-    groups: dict[tuple[str | None, str | None, str | None], list[TokenUsage]] = {}
+    groups: dict[tuple[str | None, str | None, str | None, int], list[TokenUsage]] = {}
     for call in calls:
         model, provider = (as_model, None) if as_model is not None else (call.model, call.provider)
-        groups.setdefault((model, provider, _day(call.start_ns)), []).append(call.usage)
+        day = _day(call.start_ns)
+        starts = _tier_starts(model, provider, day) if model else None
+        # -1: not groupable (priced alone); else the bracket of the call's input tokens
+        bracket = -1 if starts is None else sum(1 for start in starts if call.usage.input > start)
+        key = (model, provider, day, bracket)
+        groups.setdefault(key, []).append(call.usage)
     total, unpriced, priced = Decimal(0), 0, 0
-    for (model, provider, day), usages in groups.items():
-        if model and len(usages) > 1 and _linear(model, provider, day):
-            summed = TokenUsage(
-                input=sum(u.input for u in usages),
-                output=sum(u.output for u in usages),
-                cache_read=sum(u.cache_read for u in usages),
-                cache_write=sum(u.cache_write for u in usages),
-            )
-            price = _cached_price(model, provider, summed, day)
-            if price is None:
+    for (model, provider, day, bracket), usages in groups.items():
+        if model and len(usages) > 1 and bracket >= 0:
+            usd = _group_usd(model, provider, day, usages)
+            if usd is None:
                 unpriced += len(usages)
             else:
-                total, priced = total + price.usd, priced + len(usages)
+                total, priced = total + usd, priced + len(usages)
             continue
         for usage in usages:
             each = _cached_price(model, provider, usage, day) if model else None
@@ -286,24 +288,53 @@ def total_of(calls: list[Call], *, as_model: str | None = None) -> tuple[Decimal
     return (total if priced else None), unpriced
 
 
+def _group_usd(model: str, provider: str | None, day: str | None, usages: list[TokenUsage]) -> Decimal | None:
+    """The price of calls whose price is linear in their tokens: n times the price of their mean
+    usage (the mean of calls between two tier thresholds is between them too, so it is priced at
+    their rate, where their sum would cross into the next tier)."""
+    try:
+        from genai_prices import Usage, calc_price
+    except ImportError:  # pragma: no cover
+        return None
+    n = Decimal(len(usages))
+    mean = Usage(
+        input_tokens=Decimal(sum(u.input for u in usages)) / n,
+        output_tokens=Decimal(sum(u.output for u in usages)) / n,
+        cache_read_tokens=(Decimal(sum(u.cache_read for u in usages)) / n) or None,
+        cache_write_tokens=(Decimal(sum(u.cache_write for u in usages)) / n) or None,
+    )
+    when = datetime.fromisoformat(day).replace(tzinfo=timezone.utc) if day else None
+    try:
+        calculation = calc_price(mean, model, provider_id=provider, genai_request_timestamp=when)
+    except (LookupError, ValueError):
+        return None
+    return calculation.total_price * n
+
+
 def _day(at_ns: int | None) -> str | None:
     return datetime.fromtimestamp(at_ns / 1e9, tz=timezone.utc).date().isoformat() if at_ns else None
 
 
 @functools.lru_cache(maxsize=1024)
-def _linear(model: str, provider: str | None, day: str | None) -> bool:
-    """Whether the model's price that day is a fixed rate per token (no tiers, no per-request fee)."""
+def _tier_starts(model: str, provider: str | None, day: str | None) -> tuple[int, ...] | None:
+    """The input-token thresholds of the model's price that day (() for a flat price), or None when
+    its calls must be priced one by one (a per-request fee, a shape not known here, no price)."""
     try:
         from genai_prices import data_snapshot, types
     except ImportError:  # pragma: no cover
-        return False
+        return None
     try:
         _, found_model = data_snapshot.get_snapshot().find_provider_model(model, None, provider, None)
     except (LookupError, ValueError):
-        return False
+        return None
     when = datetime.fromisoformat(day).replace(tzinfo=timezone.utc) if day else datetime.now(tz=timezone.utc)
-    model_price = found_model.get_prices(when)
-    rates = vars(model_price)
-    return not rates.get("requests_kcount") and not any(
-        isinstance(v, types.TieredPrices) for v in rates.values()
-    )
+    rates = vars(found_model.get_prices(when))
+    if rates.get("requests_kcount"):
+        return None
+    starts: set[int] = set()
+    for value in rates.values():
+        if isinstance(value, types.TieredPrices):
+            starts.update(int(tier.start) for tier in value.tiers)
+        elif value is not None and not isinstance(value, (Decimal, int, float)):
+            return None  # conditional or variant prices: one by one
+    return tuple(sorted(starts))
