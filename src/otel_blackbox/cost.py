@@ -42,6 +42,7 @@ __all__ = [
     "span_price",
     "total_of",
     "total_usd",
+    "unknown_model",
     "usage_of",
 ]
 
@@ -184,6 +185,13 @@ def price_span(
     if as_model is not None:
         return price_of(as_model, None, usage, start_ns)
     return price_of(model, provider_of(attributes), usage, start_ns)
+
+
+def unknown_model(name: str) -> str | None:
+    """Why ``name`` cannot be a ``--price-model`` (one line), or None when the price data knows it."""
+    if not name.strip() or price_of(name.strip(), None, TokenUsage(input=1000, output=1000)) is None:
+        return f"{prices_version()} has no price for model {name!r}"
+    return None
 
 
 def prices_version() -> str:

@@ -81,6 +81,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "sessions",
         "Rerun a recorded incident with the model live and every tool answered from the recording.",
     ),
+    "mcp": ("mcp", "A Model Context Protocol server over stdio, for a coding agent to read the black box."),
 }
 
 

@@ -45,12 +45,7 @@ def runs(ctx: click.Context, limit: int, price_model: str | None, as_json: bool)
     """
     with reader(ctx) as conn:
         found = store_runs.recent_runs(conn, limit=limit)
-        calls = llm_calls.calls_by_run(
-            conn,
-            [(r.run_id, r.pid, r.started_ns, r.last_seen_ns) for r in found],
-            slack_ns=store_runs.START_SLACK_NS,
-        )
-    costs = {r.run_id: llm_calls.cost_of(calls.get(r.run_id, []), as_model=price_model) for r in found}
+        costs = llm_calls.run_costs(conn, found, as_model=price_model)
     if as_json:
         echo_json([{**run.to_json(), "cost_usd": costs[run.run_id]} for run in found])
         return

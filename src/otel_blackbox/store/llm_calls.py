@@ -32,6 +32,8 @@ __all__ = [
     "cost_by_model",
     "cost_of",
     "every_call",
+    "run_costs",
+    "stats_with_cost",
     "trace_costs",
 ]
 
@@ -148,6 +150,32 @@ def cost_by_model(conn: sqlite3.Connection, *, as_model: str | None = None) -> d
         "prices": prices_version(),
         "by_model": models,
     }
+
+
+def stats_with_cost(conn: sqlite3.Connection, path: Any, *, as_model: str | None = None) -> dict[str, Any]:
+    """``queries.stats`` with the cost: each model's ``cost_usd`` and ``unpriced_llm_spans``, the
+    total, the unpriced count, what it was priced as, and the price data's version."""
+    from .queries import stats
+
+    info = stats(conn, path)
+    cost = cost_by_model(conn, as_model=as_model)
+    for model in info["tokens_by_model"]:
+        model.update(cost["by_model"].get(model["model"], {"cost_usd": None, "unpriced_llm_spans": 0}))
+    info["cost_usd"], info["unpriced_llm_spans"] = cost["cost_usd"], cost["unpriced_llm_spans"]
+    info["priced_as"], info["prices"] = cost["priced_as"], cost["prices"]
+    return info
+
+
+def run_costs(
+    conn: sqlite3.Connection, runs: list[Any], *, as_model: str | None = None
+) -> dict[str, float | None]:
+    """Each run's cost in dollars, by run id (``runs``: store.runs.RunSummary)."""
+    from .runs import START_SLACK_NS
+
+    calls = calls_by_run(
+        conn, [(r.run_id, r.pid, r.started_ns, r.last_seen_ns) for r in runs], slack_ns=START_SLACK_NS
+    )
+    return {r.run_id: cost_of(calls.get(r.run_id, []), as_model=as_model) for r in runs}
 
 
 def cost_of(calls: list[LLMCall], *, as_model: str | None = None) -> float | None:
