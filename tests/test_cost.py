@@ -224,3 +224,22 @@ def test_a_total_is_the_sum_of_each_calls_price_tiers_included(tmp_path: Path) -
         Usage(input_tokens=sum(c[2] for c in calls[-4:]), output_tokens=2_000), "gemini-2.5-pro"
     )
     assert flat != pytest.approx(tiered)  # summing the tiered calls' tokens would have mispriced them
+
+
+def test_show_prices_as_another_model_and_gives_the_trace_cost(priced: tuple[Path, str]) -> None:
+    db, trace_id = priced
+    usages = [u for _, u, _, _ in CALLS] + [Usage(input_tokens=100, output_tokens=10)]
+    expected = sum(_expected(u, "gpt-4.1") for u in usages)
+    shown = json.loads(
+        run_cli("show", trace_id, "--json", "--price-model", "gpt-4.1", db=db, check=True).stdout
+    )
+    assert shown["trace"]["cost_usd"] == pytest.approx(expected, rel=1e-9)
+    assert sum(s["cost_usd"] for s in shown["spans"] if s["cost_usd"] is not None) == pytest.approx(
+        expected, rel=1e-9
+    )
+    text = run_cli("show", trace_id, "--price-model", "gpt-4.1", db=db, check=True).stdout
+    assert f"cost ${expected:.4f} (as gpt-4.1)" in text.splitlines()[0]
+    markdown = run_cli(
+        "show", trace_id, "--format", "markdown", "--price-model", "gpt-4.1", db=db, check=True
+    ).stdout
+    assert f"\\${expected:.4f}" in markdown

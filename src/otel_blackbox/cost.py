@@ -40,6 +40,7 @@ __all__ = [
     "prices_version",
     "provider_of",
     "span_price",
+    "spans_usd",
     "total_of",
     "total_usd",
     "unknown_model",
@@ -229,6 +230,11 @@ def span_price(span: SpanRecord, *, as_model: str | None = None) -> Price | None
         start_ns=span.start_ns,
         as_model=as_model,
     )
+
+
+def spans_usd(spans: list[SpanRecord], *, as_model: str | None = None) -> Decimal | None:
+    """The summed price of the LLM spans among ``spans`` (None: none has a price)."""
+    return total_usd([span_price(s, as_model=as_model) for s in spans if s.oi_span_kind == "LLM"])
 
 
 def total_usd(prices: list[Price | None]) -> Decimal | None:

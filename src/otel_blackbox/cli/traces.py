@@ -8,11 +8,21 @@ from collections.abc import Iterator
 
 import click
 
-from ..cost import format_usd
+from ..cost import format_usd, spans_usd
 from ..render.text import fmt_duration, fmt_time, render_tree, safe, safe_json, span_to_json, status_marker
 from ..store import llm_calls, queries
 from .app import cli
-from .common import PRICE_MODEL, db_path, echo_json, progress, reader, style, utf8_text
+from .common import (
+    PRICE_MODEL,
+    db_path,
+    echo_json,
+    exactly_one,
+    group_spans,
+    progress,
+    reader,
+    style,
+    utf8_text,
+)
 
 __all__: list[str] = []
 
@@ -60,34 +70,100 @@ def list_traces(
 
 
 @cli.command()
-@click.argument("trace_id")
+@click.argument("trace_id", required=False)
+@click.option(
+    "--run",
+    "run_id",
+    metavar="RUN_ID",
+    help="Every trace of this run, in time order (a unique prefix is enough).",
+)
+@click.option(
+    "--session", "session_id", metavar="ID", callback=utf8_text,
+    help="Every trace with a span of this session id, in time order.",
+)  # fmt: skip
 @click.option(
     "-v", "--verbose", is_flag=True, help="Prompts, messages, tool calls, outputs, tokens, exceptions."
 )
-@click.option("--full", is_flag=True, help="With -v: do not shorten long values.")
-@click.option("--json", "as_json", is_flag=True, help="The trace summary and every span as JSON.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True,
+    help="text: the tree for a terminal. markdown: the tree and every span's details, to paste into an "
+    "issue or a chat (bounded, long values shortened, unless --full).",
+)  # fmt: skip
+@click.option("--full", is_flag=True, help="With -v or --format markdown: do not shorten or bound anything.")
+@PRICE_MODEL
+@click.option(
+    "--json", "as_json", is_flag=True, help="The trace summary (or each trace's) and every span as JSON."
+)
 @click.pass_context
-def show(ctx: click.Context, trace_id: str, verbose: bool, full: bool, as_json: bool) -> None:
+def show(
+    ctx: click.Context,
+    trace_id: str | None,
+    run_id: str | None,
+    session_id: str | None,
+    verbose: bool,
+    fmt: str,
+    full: bool,
+    price_model: str | None,
+    as_json: bool,
+) -> None:
     """The span tree of one trace; a unique prefix of the trace id is enough.
+
+    With --run or --session instead of TRACE_ID, every trace of the run (see `runs`) or of the
+    session, in time order. --format markdown always holds the details -v shows, and is escaped
+    so that no span name or message can break it.
 
     \b
     Example:
       otel-blackbox show 4bf92f35 -v
+      otel-blackbox show 4bf92f35 --format markdown > incident.md
+      otel-blackbox show --run 3f9a0c1d --format markdown
     """
+    exactly_one(ctx, {"TRACE_ID": trace_id, "--run": run_id, "--session": session_id})
+    if as_json and fmt != "text":
+        raise click.UsageError("--json and --format markdown: give one of them", ctx)
+    kind, ident = "trace", ""
     with reader(ctx) as conn:
-        full_id = queries.resolve_trace_id(conn, trace_id)
-        spans = queries.trace_spans(conn, full_id)
-        (summary,) = queries.summarize(conn, [full_id])
+        if trace_id is not None:
+            ident = queries.resolve_trace_id(conn, trace_id)
+            spans = queries.trace_spans(conn, ident)
+            by_trace = {ident: spans}
+        else:
+            kind, ident, spans = group_spans(conn, run_id, session_id)
+            by_trace = {}
+            for span in spans:
+                by_trace.setdefault(span.trace_id, []).append(span)
+        ids = list(by_trace)  # summarized 500 at a time: SQLite bounds a statement's parameters
+        summaries = {
+            s.trace_id: s for n in range(0, len(ids), 500) for s in queries.summarize(conn, ids[n : n + 500])
+        }
+    traces = [(summaries[t], by_trace[t]) for t in sorted(by_trace, key=lambda t: summaries[t].start_ns)]
     if as_json:
-        echo_json(
-            {
-                "trace": {**summary.__dict__, "status": summary.status, "duration_ns": summary.duration_ns},
-                "spans": [span_to_json(s) for s in spans],
-            }
-        )
+        found = [{**s.__dict__, "status": s.status, "duration_ns": s.duration_ns} for s, _ in traces]
+        group = {"kind": kind, "id": ident, "traces": found} if kind != "trace" else {"trace": found[0]}
+        for row, (_, trace_spans) in zip(found, traces, strict=True):
+            usd = spans_usd(trace_spans, as_model=price_model)
+            row["cost_usd"] = None if usd is None else float(usd)
+        echo_json({**group, "spans": [span_to_json(s, price_model) for s in spans]})
         return
-    for line in render_tree(summary, spans, verbose=verbose, max_chars=None if full else 1000, style=style):
-        click.echo(line)
+    if fmt == "markdown":
+        from ..render.markdown import group_markdown, trace_markdown
+
+        if kind == "trace":
+            click.echo(trace_markdown(*traces[0], full=full, as_model=price_model), nl=False)
+        else:
+            click.echo(group_markdown(kind, ident, traces, full=full, as_model=price_model), nl=False)
+        return
+    if kind != "trace":
+        click.echo(f"{kind} {safe(ident)}: {len(traces)} traces, {len(spans)} spans")
+    for n, (summary, trace) in enumerate(traces):
+        if n or kind != "trace":
+            click.echo("")
+        limit = None if full else 1000
+        lines = render_tree(
+            summary, trace, verbose=verbose, max_chars=limit, style=style, price_model=price_model
+        )
+        for line in lines:
+            click.echo(line)
 
 
 @cli.command()
@@ -135,12 +211,7 @@ def stats(ctx: click.Context, price_model: str | None, as_json: bool) -> None:
       otel-blackbox stats --price-model claude-sonnet-4-5     # the same tokens on another model
     """
     with reader(ctx) as conn:
-        info = queries.stats(conn, db_path(ctx))
-        cost = llm_calls.cost_by_model(conn, as_model=price_model)
-    for model in info["tokens_by_model"]:
-        model.update(cost["by_model"].get(model["model"], {"cost_usd": None, "unpriced_llm_spans": 0}))
-    info["cost_usd"], info["unpriced_llm_spans"] = cost["cost_usd"], cost["unpriced_llm_spans"]
-    info["priced_as"], info["prices"] = cost["priced_as"], cost["prices"]
+        info = llm_calls.stats_with_cost(conn, db_path(ctx), as_model=price_model)
     if as_json:
         echo_json(info)
         return
