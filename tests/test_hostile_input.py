@@ -651,9 +651,13 @@ def option_strategies(box: Sandbox) -> dict[str, Any]:
     text = argv_values
     return {
         "list": ([], {"--limit": text, "-n": text, "--session": text, "--errors-only": None, "--json": None}),
-        "show": ([traces], {"-v": None, "--full": None, "--json": None}),
+        "show": (
+            [traces],
+            {"-v": None, "--full": None, "--json": None, "--run": text, "--session": text, "--format": text,
+             "--price-model": text},
+        ),
         "errors": ([], {"--limit": text, "--json": None}),
-        "stats": ([], {"--json": None}),
+        "stats": ([], {"--json": None, "--price-model": text}),
         "export": ([], {"-o": outputs, "--trace": traces, "--format": text}),
         "report": ([traces | cassettes], {"-o": outputs}),
         "cassette": ([traces], {"-o": outputs}),
