@@ -35,6 +35,7 @@ __all__ = [
     "TokenUsage",
     "call_of",
     "format_usd",
+    "price_call",
     "price_of",
     "price_span",
     "prices_version",
@@ -180,12 +181,14 @@ def price_span(
 ) -> Price | None:
     """The price of one LLM span; ``as_model`` prices its tokens as if that model had answered
     (its provider then comes from the data, not the span)."""
-    usage = usage_of(prompt_tokens, completion_tokens, total_tokens, attributes)
-    if usage is None:
-        return None
+    call = call_of(model, prompt_tokens, completion_tokens, total_tokens, attributes, start_ns)
+    return None if call is None else price_call(call, as_model=as_model)
+
+
+def price_call(call: Call, *, as_model: str | None = None) -> Price | None:
     if as_model is not None:
-        return price_of(as_model, None, usage, start_ns)
-    return price_of(model, provider_of(attributes), usage, start_ns)
+        return price_of(as_model, None, call.usage, call.start_ns)
+    return price_of(call.model, call.provider, call.usage, call.start_ns)
 
 
 def unknown_model(name: str) -> str | None:

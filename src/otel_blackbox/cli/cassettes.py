@@ -17,7 +17,7 @@ from ..render.cassette_text import render_timeline
 from ..render.text import safe
 from ..store import queries
 from .app import cli
-from .common import echo_json, exactly_one, group_spans, reader, style, utf8_text
+from .common import echo_json, exactly_one, group_spans, reader, style, trace_run_or_session
 
 if TYPE_CHECKING:  # jsonschema: imported by diff --contract alone
     from ..cassette.evals import AssertionResult
@@ -26,17 +26,7 @@ __all__: list[str] = []
 
 
 @cli.command("cassette")
-@click.argument("trace_id", required=False)
-@click.option(
-    "--run",
-    "run_id",
-    metavar="RUN_ID",
-    help="Every trace of this run, in time order (a unique prefix is enough).",
-)
-@click.option(
-    "--session", "session_id", metavar="ID", callback=utf8_text,
-    help="Every trace with a span of this session id, in time order.",
-)  # fmt: skip
+@trace_run_or_session
 @click.option(
     "-o", "--output", required=True, metavar="FILE", help="Where to write the cassette (atomically)."
 )

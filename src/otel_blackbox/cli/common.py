@@ -8,7 +8,7 @@ import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -29,6 +29,7 @@ __all__ = [
     "progress",
     "reader",
     "style",
+    "trace_run_or_session",
     "utf8_text",
 ]
 
@@ -139,3 +140,22 @@ PRICE_MODEL = click.option(
     callback=_price_model,
     help="Price the recorded tokens as if model NAME had answered (what would it cost on NAME).",
 )
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def trace_run_or_session(command: _F) -> _F:
+    """``TRACE_ID``, ``--run RUN_ID`` or ``--session ID``: what a command reads (``exactly_one`` checks
+    that one was given)."""
+    command = click.option(
+        "--session", "session_id", metavar="ID", callback=utf8_text,
+        help="Every trace with a span of this session id, in time order.",
+    )(command)  # fmt: skip
+    command = click.option(
+        "--run",
+        "run_id",
+        metavar="RUN_ID",
+        help="Every trace of this run, in time order (a unique prefix is enough).",
+    )(command)
+    return click.argument("trace_id", required=False)(command)

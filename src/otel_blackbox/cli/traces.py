@@ -21,6 +21,7 @@ from .common import (
     progress,
     reader,
     style,
+    trace_run_or_session,
     utf8_text,
 )
 
@@ -70,17 +71,7 @@ def list_traces(
 
 
 @cli.command()
-@click.argument("trace_id", required=False)
-@click.option(
-    "--run",
-    "run_id",
-    metavar="RUN_ID",
-    help="Every trace of this run, in time order (a unique prefix is enough).",
-)
-@click.option(
-    "--session", "session_id", metavar="ID", callback=utf8_text,
-    help="Every trace with a span of this session id, in time order.",
-)  # fmt: skip
+@trace_run_or_session
 @click.option(
     "-v", "--verbose", is_flag=True, help="Prompts, messages, tool calls, outputs, tokens, exceptions."
 )

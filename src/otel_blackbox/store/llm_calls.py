@@ -20,7 +20,7 @@ from ..cost import (
     Call,
     Price,
     call_of,
-    price_span,
+    price_call,
     total_of,
 )
 from .queries import recorder_of_span
@@ -67,15 +67,8 @@ class LLMCall:
         )
 
     def price(self, as_model: str | None = None) -> Price | None:
-        return price_span(
-            self.model,
-            self.prompt_tokens,
-            self.completion_tokens,
-            self.total_tokens,
-            self.details,
-            start_ns=self.start_ns,
-            as_model=as_model,
-        )
+        call = self.call()
+        return None if call is None else price_call(call, as_model=as_model)
 
 
 def _call(row: tuple[Any, ...]) -> LLMCall:
