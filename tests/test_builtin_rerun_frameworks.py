@@ -23,6 +23,7 @@ from fake_llm import SLOPPY_MODEL, FakeLLMServer
 from helpers import EXAMPLES, blocked_network, run_cli
 from weather_api import WeatherAPI
 
+from otel_blackbox.cassette.cost import cassette_cost
 from otel_blackbox.cassette.io import load_cassette
 from otel_blackbox.cassette.model import terminal_outcome
 from otel_blackbox.cassette.verify import verify_cassette
@@ -81,7 +82,8 @@ def test_the_refund_incident_reruns_without_refunding_and_the_failure_is_fixed(
     incident_id = load_cassette(incident).id
     assert rerun.stderr.splitlines()[-1] == (
         f"[blackbox] rerun of {incident_id} by the built-in agent on openai-responses (model {GOOD_MODEL}): "
-        f"completed in 3 model calls, 2 tool results from the incident, 1 stub -> {child}"
+        f"completed in 3 model calls, 2 tool results from the incident, 1 stub -> {child} "
+        f"(cost {cassette_cost(load_cassette(child)).describe()})"
     )
     assert ledger.read_text() == "refund Zeta 3.00\n"  # nothing of the program ran
 

@@ -47,6 +47,7 @@ from otel_blackbox import BlackboxConfig
 from otel_blackbox.cassette.captured import captured_exchange, captured_model_call, captured_replayed
 from otel_blackbox.cassette.from_spans import cassette_from_spans
 from otel_blackbox.cassette.io import load_cassette, save_cassette
+from otel_blackbox.cassette.usage import without_usage
 from otel_blackbox.errors import ConfigError
 from otel_blackbox.redact import TRUNCATION_KEY
 from otel_blackbox.replay import capture
@@ -290,7 +291,9 @@ def test_model_calls_are_stored_with_their_bodies_and_neutral_payloads(
         assert model_call is not None
         response_body = attributes[ATTR_HTTP_RESPONSE_BODY].encode()
         assert model_call[0] == provider.model_input(body, ids)
-        assert model_call[1] == provider.model_output(response_body, streamed=stream, ids=ids)
+        output = provider.model_output(response_body, streamed=stream, ids=ids)
+        usage = provider.usage(response_body, streamed=stream)
+        assert usage is not None and model_call[1] == {**output, "tokenUsage": usage}
         # A child of the span current when the request was sent, in its trace; kind CLIENT, no status.
         assert (span.trace_id, span.parent_span_id) == (agent.trace_id, agent.span_id)
         assert (span.span_kind, span.status) == ("CLIENT", "unset")
@@ -299,7 +302,7 @@ def test_model_calls_are_stored_with_their_bodies_and_neutral_payloads(
     first_output, last_output = (captured_model_call(s)[1] for s in (calls[0], calls[-1]))  # type: ignore[index]
     assert first_output["type"] == "tool_calls"
     assert first_output["calls"][0]["toolCallId"] == "call-0"
-    assert last_output == {"type": "final_answer", "text": answer}
+    assert without_usage(last_output) == {"type": "final_answer", "text": answer}
     for span in calls:  # provider ids never reach the neutral payloads
         assert (
             "call_" not in span.attributes[ATTR_MODEL_OUTPUT]
@@ -686,7 +689,8 @@ def test_record_and_replay_sessions_work_with_capture_on(
     assert [
         captured_exchange(s) for s in replay_spans if ATTR_MODEL_INPUT not in s.attributes
     ] == exchange_steps
-    assert [captured_model_call(s) for s in replay_spans if ATTR_MODEL_INPUT in s.attributes] == model_steps
+    served = [captured_model_call(s) for s in replay_spans if ATTR_MODEL_INPUT in s.attributes]
+    assert served == [(i, without_usage(o)) for i, o in model_steps]  # a replay serves no token counts
     assert pool_patched()  # the session is gone; the capture keeps the pools patched while it lives
 
 

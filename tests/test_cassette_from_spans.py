@@ -28,6 +28,7 @@ from otel_blackbox import CassetteSpanExporter
 from otel_blackbox.cassette.from_spans import PROCESS_EXIT, cassette_from_spans
 from otel_blackbox.cassette.io import load_cassette
 from otel_blackbox.cassette.model import Cassette, terminal_outcome, tool_call_sequence
+from otel_blackbox.cassette.usage import without_usage
 from otel_blackbox.cassette.verify import verify_cassette
 from otel_blackbox.store.connection import connect_reader
 from otel_blackbox.store.queries import SpanRecord, trace_spans
@@ -98,7 +99,7 @@ def test_openai_parallel_tool_round(openai_recorder: Recorder, fake_llm: FakeLLM
         ("tool_result", "call-0", "get_weather"),
         ("tool_result", "call-1", "get_forecast"),
     ]
-    assert cassette.steps[7].payload == {"type": "final_answer", "text": answer}
+    assert without_usage(cassette.steps[7].payload) == {"type": "final_answer", "text": answer}
     assert cassette.steps[8].payload == {"event": "run_completed", "status": "success", "result": answer}
     _assert_neutral_and_valid(cassette)
 

@@ -34,6 +34,7 @@ import otel_blackbox
 from otel_blackbox.cassette.io import load_cassette
 from otel_blackbox.cassette.model import terminal_outcome
 from otel_blackbox.cassette.output import check_output
+from otel_blackbox.cassette.usage import without_usage
 from otel_blackbox.cassette.verify import verify_cassette
 from otel_blackbox.errors import ReplayDivergence
 from otel_blackbox.replay.providers.base import CallIds, JsonObject
@@ -826,7 +827,7 @@ def test_feature(tmp_path: Path, feature: str, mode: str, wire: str) -> None:
     report = verify_cassette(cassette)
     assert report.passed, report.first_failure
     assert terminal_outcome(cassette).final_answer == FINAL
-    outputs = [step.payload for step in cassette.steps if step.type == "model_output"]
+    outputs = [without_usage(step.payload) for step in cassette.steps if step.type == "model_output"]
     assert outputs == [spec.recorded, {"type": "final_answer", "text": FINAL}]
 
     # The provider is stopped and no socket may open: every answer comes from the cassette.

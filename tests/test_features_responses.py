@@ -36,6 +36,7 @@ from pydantic import TypeAdapter
 import otel_blackbox
 from otel_blackbox.cassette.io import load_cassette
 from otel_blackbox.cassette.output import sequence_of
+from otel_blackbox.cassette.usage import without_usage
 from otel_blackbox.cassette.verify import verify_cassette
 from otel_blackbox.errors import ReplayDivergence
 from otel_blackbox.replay.providers.base import CallIds, JsonObject
@@ -1445,7 +1446,7 @@ def _check_recording(feature: str, path: Path, canned: CannedProvider) -> None:
     report = verify_cassette(load_cassette(path))
     assert report.passed, report.first_failure
     steps = json.loads(text)["steps"]
-    outputs = [s["payload"] for s in steps if s["type"] == "model_output"]
+    outputs = [without_usage(s["payload"]) for s in steps if s["type"] == "model_output"]
     inputs = [s["payload"] for s in steps if s["type"] == "model_input"]
     assert outputs == [model_output(b) for b in BODIES[feature]]
     second = canned.requests[1]

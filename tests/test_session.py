@@ -21,6 +21,7 @@ from opentelemetry.trace import NoOpTracer, Tracer
 import otel_blackbox
 from otel_blackbox.cassette.io import load_cassette, save_cassette
 from otel_blackbox.cassette.model import terminal_outcome, tool_call_sequence
+from otel_blackbox.cassette.usage import without_usage
 from otel_blackbox.cassette.verify import verify_cassette
 from otel_blackbox.errors import CredentialLeak, ReplayDivergence, ReplayIncomplete
 
@@ -205,7 +206,7 @@ def test_plain_httpx_model_calls_are_recorded_and_replayed(tmp_path: Path) -> No
     with FakeLLMServer() as server, otel_blackbox.session(mode="record", cassette=cassette):
         url = server.openai_base_url + "/chat/completions"
         live = httpx.post(url, json=body).json()["choices"][0]["message"]["content"]
-    assert load_cassette(cassette).steps[1].payload == {"type": "final_answer", "text": live}
+    assert without_usage(load_cassette(cassette).steps[1].payload) == {"type": "final_answer", "text": live}
     with blocked_network() as attempts, otel_blackbox.session(mode="replay", cassette=cassette):
         replayed = httpx.post(url, json=body).json()["choices"][0]["message"]["content"]
     assert replayed == live and attempts == []

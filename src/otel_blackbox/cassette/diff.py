@@ -15,6 +15,9 @@ Two questions, answered independently:
   ``regression`` (succeeded to failed), else ``outcome flipped`` (one failure to another kind).
   The line says which failure: ``parent error → child success`` when only the outcomes failed,
   ``tool error in refund_order → success`` when a tool error is one side's failure.
+
+A model_output's ``tokenUsage`` is not behaviour: the semantic mode leaves it out, so two runs that
+said the same at a different token count agree. The report prices each side (cost.py).
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from typing import Any, Literal
 
 from ..render.text import clip, safe
 from .canonical import canonical_or_none, same_canonical
+from .cost import CassetteCost, cassette_cost
 from .model import OBSERVED, Cassette, Outcome, Step, observed_view, terminal_outcome, tool_call_sequence
+from .usage import without_usage
 
 __all__ = [
     "ABSENT",
@@ -161,6 +166,8 @@ class DiffReport:
     child_step: Step | None
     difference: PathDifference | None
     outcome: OutcomeDiff
+    parent_cost: CassetteCost | None = None
+    child_cost: CassetteCost | None = None
 
     @property
     def diverged(self) -> bool:
@@ -184,6 +191,10 @@ class DiffReport:
             "childStep": None if self.child_step is None else self.child_step.to_json(),
             "difference": None if self.difference is None else self.difference.to_json(),
             "outcome": self.outcome.to_json(),
+            "cost_usd": {
+                "parent": None if self.parent_cost is None else self.parent_cost.dollars,
+                "child": None if self.child_cost is None else self.child_cost.dollars,
+            },
         }
 
 
@@ -209,9 +220,12 @@ def _same_payload(a: Any, b: Any) -> bool:
 
 
 def _compared(parent: Step, child: Step) -> tuple[Any, Any]:
-    """The payloads as the semantic mode compares them: a model_input built from spans (with
-    ``observed``) only in what its spans saw, on both sides, as a replay compares it."""
+    """The payloads as the semantic mode compares them: a model_output without its ``tokenUsage``; a
+    model_input built from spans (with ``observed``) only in what its spans saw, on both sides, as a
+    replay compares it."""
     p, c = parent.payload, child.payload
+    if parent.type == "model_output" and child.type == "model_output":
+        return without_usage(p), without_usage(c)
     if parent.type != "model_input" or not (isinstance(p, dict) and isinstance(c, dict)):
         return p, c
     observed = p.get(OBSERVED, c.get(OBSERVED))
@@ -396,6 +410,8 @@ def diff_cassettes(parent: Cassette, child: Cassette, *, semantic: bool = False)
         child_step=c_step,
         difference=difference,
         outcome=diff_outcome(parent, child),
+        parent_cost=cassette_cost(parent),
+        child_cost=cassette_cost(child),
     )
 
 
@@ -484,8 +500,16 @@ def format_diff(report: DiffReport) -> list[str]:
     return [
         f"parent: {safe(report.parent_id)} ({report.parent_length} steps)",
         f"child: {safe(report.child_id)} ({report.child_length} steps)",
+        *_cost_lines(report),
         f"compared by: {compared}",
         f"shared prefix: {report.shared_prefix} steps",
         *_divergence_lines(report),
         *_outcome_lines(report.outcome),
     ]
+
+
+def _cost_lines(report: DiffReport) -> list[str]:
+    """``cost: parent $0.0123, child $0.0045``: each side's model calls priced (``-``: no price)."""
+    if report.parent_cost is None or report.child_cost is None:
+        return []
+    return [f"cost: parent {report.parent_cost.describe()}, child {report.child_cost.describe()}"]

@@ -4,7 +4,9 @@ OpenInference LLM spans give ``model_input`` and ``model_output``; TOOL spans gi
 and ``tool_result``; a tool round with no TOOL span is read from the tool-result messages of the
 next model input; the root span's end gives the closing ``metadata`` (a trace with spans still
 open ends ``run_failed`` / ``process_exit``). Provider ids become ``call-0, call-1, ...`` in the
-order the model produced them; ids, token usage and stop metadata never enter a payload.
+order the model produced them; ids and the providers' stop metadata never enter a payload. An LLM
+span's token counts (with its cached, cache-write and reasoning details) are its model_output's
+``tokenUsage``.
 
 The cassette keeps what the model did: the OpenAI Agents SDK's handoff spans (a TOOL span
 ``handoff to <agent>`` beside the model's own ``transfer_to_<agent>`` call) are not steps, and a
@@ -22,6 +24,7 @@ from typing import Any
 
 from openinference.semconv.trace import OpenInferenceSpanKindValues, SpanAttributes
 
+from ..cost import usage_of
 from ..messages import (
     GEN_AI_RESPONSE_FINISH_REASONS,
     GEN_AI_TOOL_CALL_ARGUMENTS,
@@ -50,6 +53,7 @@ from .model import OBSERVED, Cassette
 from .output import Extras, Hosted, Reasoning, neutral_stop_reason, with_extras
 from .request_fields import ANTHROPIC_FIELDS, CHAT_FIELDS, RESPONSES_FIELDS, RequestFields
 from .tool_output import tool_output
+from .usage import usage_json, with_usage
 
 __all__ = ["PROCESS_EXIT", "cassette_from_spans"]
 
@@ -396,7 +400,16 @@ def _model_output(span: SpanRecord, calls: _Calls) -> dict[str, Any] | None:
     messages = _with_arguments(span, output_messages(span.attributes))
     if not messages:
         return None
-    return with_extras(_turn_of(messages, calls), _extras_of(span, messages))
+    return with_usage(with_extras(_turn_of(messages, calls), _extras_of(span, messages)), _usage_of(span))
+
+
+def _usage_of(span: SpanRecord) -> dict[str, Any] | None:
+    """The span's token counts as ``tokenUsage``: its prompt and completion columns, with the cached,
+    cache-write and reasoning details its attributes hold (otel_blackbox.cost reads them)."""
+    tokens = usage_of(span.prompt_tokens, span.completion_tokens, span.total_tokens, span.attributes)
+    if tokens is None:
+        return None
+    return usage_json(tokens.input, tokens.output, tokens.cache_read, tokens.cache_write)
 
 
 def _extras_of(span: SpanRecord, messages: list[Message]) -> Extras:

@@ -23,6 +23,7 @@ that uses none of them hashes as before:
   part's kind in wire order (``reasoning``, ``hosted``, ``text``, ``call``), each taking the next of
   its kind; ``textParts`` holds the text's pieces, whose join is ``text``. A replay hands the parts
   back in that order (Anthropic's text, web search, text; Gemini's text, code, result, text).
+* ``tokenUsage``: the call's token counts (usage.py), which are not behaviour: no replay serves them.
 
 ``check_output`` names the first field that is not of its documented shape, so a replay refuses a
 malformed cassette with one error naming the step, before it answers anything.
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CassetteError
+from .usage import check_usage
 
 if TYPE_CHECKING:
     from .model import Cassette
@@ -199,6 +201,7 @@ def extras_of(output: Any) -> Extras:
 def check_output(output: Any) -> None:
     """ValueError naming the first field of ``output`` that is not of its documented shape."""
     extras_of(output)
+    check_usage(output)
     if isinstance(output, dict) and isinstance(output.get("calls"), list):
         for n, call in enumerate(output["calls"]):
             if isinstance(call, dict):

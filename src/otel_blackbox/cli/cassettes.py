@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..cassette.assertions import check_expectations, format_expectations
+from ..cassette.cost import cassette_cost
 from ..cassette.diff import diff_cassettes, format_diff
 from ..cassette.from_spans import cassette_from_spans
 from ..cassette.io import load_cassette, save_cassette
@@ -72,11 +73,17 @@ def cassette_command(
 def inspect(path: Path, width: int) -> None:
     """The steps of a cassette as a readable timeline.
 
+    The header says what the model calls cost, priced from their token counts (genai-prices).
+
     \b
     Example:
       otel-blackbox inspect incident.json
     """
-    for line in render_timeline(load_cassette(path), limit=width):
+    cassette = load_cassette(path)
+    lines = render_timeline(cassette, limit=width)
+    header = len(lines) - len(cassette.steps) - (1 if cassette.head else 0)  # the lines before the steps
+    lines.insert(header, f"cost: {cassette_cost(cassette).describe()}")
+    for line in lines:
         click.echo(line)
 
 
@@ -130,7 +137,9 @@ def verify(path: Path, expect_head: str | None, as_json: bool) -> None:
 def diff(parent: Path, child: Path, semantic: bool, contract_path: Path | None, as_json: bool) -> None:
     """The first step where two cassettes diverge, and what it changed in the outcome.
 
-    By hash (a fork against its parent) or --semantic. Exit 1 when they diverge.
+    By hash (a fork against its parent) or --semantic. Exit 1 when they diverge. Each side's model
+    calls are priced from their token counts (genai-prices): the child's cost beside the parent's
+    (--json: cost_usd, null when unpriced). Token counts are not behaviour: --semantic ignores them.
 
     The closing verdict says whether the failure was fixed: a run failed when it ended in an error,
     never finished, or had a tool result that is an error. With --contract FILE, the child is also

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -259,6 +260,13 @@ _API_NAMES = ("openai-chat", "openai-responses", "anthropic", "gemini")  # agent
     help="Built-in agent: stop after this many model calls (default: twice the incident's, at least 10).",
 )
 @click.option(
+    "--max-cost",
+    metavar="USD",
+    help="Stop before the next model call once the calls so far cost this many US dollars (priced "
+    "from their token counts with genai-prices); the child ends run_failed / max_cost. A model with "
+    "no price is refused.",
+)
+@click.option(
     "--script",
     type=click.Path(dir_okay=False, path_type=Path),
     help="With -- CMD: answer model calls from these neutral model outputs instead of a live model.",
@@ -282,6 +290,7 @@ def rerun(
     stubs: tuple[str, ...],
     tool_match: str,
     max_turns: int | None,
+    max_cost: str | None,
     script: Path | None,
     allow_network: bool,
     stub_tools: bool,
@@ -307,19 +316,28 @@ def rerun(
     end (or, with --run-unrecorded-tools, runs for real). Exit: the program's; 1 if it made no
     model call but exited 0.
 
-    The child cassette records the run with the incident as its parent.
+    The child cassette records the run with the incident as its parent; the built-in agent's last line
+    says what its model calls cost, priced from their token counts (genai-prices). With --max-cost
+    USD, before each model call the calls so far are priced (with the model actually called), and a
+    program rerun says what they cost at the end: once they reach the budget, the call
+    is not made (the built-in agent stops; a program gets a [blackbox] HTTP 400 for it), the child
+    ends run_failed / max_cost, and the exit code is 1. A model with no price is refused before any
+    call, exit 2 (for a program rerun without --model, at its first call of such a model).
+    --max-cost goes with a live model, not with --script.
 
     \b
     Example:
       otel-blackbox rerun incident.json --model claude-sonnet-4-5 --provider anthropic -o fixed.json
       otel-blackbox rerun incident.json --stub refund_order='{"ok": true}' -o fixed.json
       otel-blackbox rerun incident.json --model gpt-4.1 -o fixed.json -- python agent.py
+      otel-blackbox rerun incident.json --model gpt-4.1 --max-cost 0.50 -o fixed.json
       otel-blackbox rerun incident.json --stub-tools -o fixed.json -- python agent.py
       otel-blackbox diff incident.json fixed.json      # ... outcome: failure fixed: ...
     """
     if model is not None and not model.strip():
         raise click.BadParameter("give a model name", param_hint="--model")
-    load_cassette(incident)  # not a cassette: one line and exit 2, before anything runs
+    budget = _budget(max_cost, script)
+    recorded = load_cassette(incident)  # not a cassette: one line and exit 2, before anything runs
     if output.resolve() == incident.resolve():
         raise click.BadParameter("the child cassette would overwrite the incident", param_hint="-o")
     program = command[1:] if command and command[0] == "--" else command
@@ -333,7 +351,7 @@ def rerun(
             if given:
                 raise click.UsageError(f"{option} is for a program rerun: give the program after --")
         sys.exit(_rerun_built_in(incident, output, model, provider, stream, base_url, stubs, tool_match,
-                                 max_turns))  # fmt: skip
+                                 max_turns, budget))  # fmt: skip
     agent_only: dict[str, object] = {
         "--provider": provider,
         "--stream/--no-stream": stream is not None,
@@ -347,14 +365,40 @@ def rerun(
             raise click.UsageError(f"{option} is for the built-in agent: leave out the program (-- CMD)")
     if model is not None and script is not None:
         raise click.UsageError("--model chooses the live model and --script answers instead of one: give one")
+    if budget is not None and model is not None:
+        _check_priced(model, recorded.api.get("name") if isinstance(recorded.api, dict) else None)
     plan = {
         "output": str(output.resolve()),
         "model": model,
         "replies": _read_script(script) if script is not None else None,
         "allow_network": allow_network,
+        "max_cost": None if budget is None else str(budget),
         **_stub_plan(stub_tools, run_unrecorded_tools),
     }
     sys.exit(run_program("rerun", incident, program, plan=plan))
+
+
+def _budget(max_cost: str | None, script: Path | None) -> Decimal | None:
+    """--max-cost as an amount of US dollars (exit 2 for one that is not, or beside --script)."""
+    if max_cost is None:
+        return None
+    if script is not None:
+        raise click.UsageError("--max-cost is a budget for a live model: --script answers without one")
+    from ..replay.budget import parse_usd  # the execution side: only when it runs
+
+    try:
+        return parse_usd(max_cost)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-cost") from None
+
+
+def _check_priced(model: str, api: Any) -> None:
+    """A program rerun's --model under --max-cost: refused up front when it has no price (exit 2)."""
+    from ..replay.budget import unpriced
+
+    refused = unpriced(model, api if isinstance(api, str) else None)
+    if refused is not None:
+        raise click.BadParameter(refused, param_hint="--max-cost")
 
 
 def _rerun_built_in(
@@ -367,6 +411,7 @@ def _rerun_built_in(
     stubs: tuple[str, ...],
     tool_match: str,
     max_turns: int | None,
+    budget: Decimal | None,
 ) -> int:
     from ..replay.agent.run import BuiltInRerun, rerun_built_in  # the execution side: only when it runs
     from ..replay.agent.tools import parse_stub
@@ -387,5 +432,6 @@ def _rerun_built_in(
         tool_match="name" if tool_match == "name" else "arguments",
         stubs=parsed,
         max_turns=max_turns,
+        max_cost=budget,
     )
     return rerun_built_in(incident, plan)

@@ -35,6 +35,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, TraceFlags, get_current_span
 
 from .. import __version__
+from ..cassette.usage import with_usage
 from ..semconv import (
     ATTR_HTTP_METHOD,
     ATTR_HTTP_REPLAYED,
@@ -54,7 +55,7 @@ from ..semconv import (
 from . import active
 from .http import hook
 from .http.exchange import ExchangeWatch, HttpRequest, HttpResponse
-from .providers.base import CallIds
+from .providers.base import CallIds, read_usage
 from .providers.registry import provider_for
 
 if TYPE_CHECKING:
@@ -142,6 +143,7 @@ class HttpCapture:
                 model_input = provider.model_input(body, self._ids)
                 streamed = provider.is_streaming(body)
                 output = provider.model_output(response.body, streamed=streamed, ids=self._ids)
+                output = with_usage(output, read_usage(provider, response.body, streamed=streamed))
                 _forget_oldest(self._ids)
             return {**named, ATTR_MODEL_INPUT: _json(model_input), ATTR_MODEL_OUTPUT: _json(output)}
         except (ValueError, RecursionError):

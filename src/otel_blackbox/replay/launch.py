@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
+from decimal import Decimal
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
@@ -69,6 +70,7 @@ def _make_session(mode: str, cassette: str, match: str, plan_json: str | None) -
                 model=plan.get("model"),
                 replies=plan.get("replies"),
                 allow_network=bool(plan.get("allow_network")),
+                max_cost=Decimal(plan["max_cost"]) if plan.get("max_cost") else None,
             ),
             **stubs,
         )

@@ -1,6 +1,7 @@
 """Record: every request goes out, and what the program exchanged becomes a cassette.
 
-Once a model response has been read, its call becomes ``model_input`` and ``model_output`` steps;
+Once a model response has been read, its call becomes ``model_input`` and ``model_output`` steps
+(the output with the response's token counts as its ``tokenUsage``);
 the tool round in between comes from the program's TOOL spans when it has them, else from the tool
 results the next request carries. Other HTTP exchanges become ``metadata`` steps with event
 ``http_exchange``, so a replay needs no network. A failed model call is not a step: the SDK
@@ -25,12 +26,13 @@ from typing import Any, ClassVar
 
 from ..cassette.io import save_cassette
 from ..cassette.model import Cassette, choice_calls
+from ..cassette.usage import with_usage
 from ..errors import CredentialLeak
 from ..redact import Redactor
 from . import tool_spans
 from .exchanges import HTTP_EXCHANGE, body_value, stored_request_body
 from .http.exchange import HttpRequest, HttpResponse
-from .providers.base import CallIds
+from .providers.base import CallIds, read_usage
 from .session import Match, Mode, Session, header, json_body, masked, now_ms, provider_of
 from .tool_spans import ToolRun
 
@@ -97,8 +99,11 @@ class Recorder:
             if self.cassette.api is None:  # the hint the built-in agent reruns on by default
                 self.cassette.api = {"name": provider.name, "stream": provider.is_streaming(body)}
             model_input = provider.model_input(body, self.ids)  # first: it numbers the calls it sends back
-            output = provider.model_output(response.body, streamed=provider.is_streaming(body), ids=self.ids)
-            self.record_model(model_input, output)
+            streamed = provider.is_streaming(body)
+            output = provider.model_output(response.body, streamed=streamed, ids=self.ids)
+            self.record_model(
+                model_input, with_usage(output, read_usage(provider, response.body, streamed=streamed))
+            )
 
     def record_model(self, model_input: dict[str, Any], output: dict[str, Any]) -> None:
         """A model call: the tool round its input closes, then its input and output.

@@ -18,22 +18,31 @@ http_exchange steps, masking, the credential-leak refusal) whose ``parentId`` is
 It has no ``forkedFromStepId``: nothing of the incident is copied into it, the rerun starts over.
 A refused request is recorded as the 400 the program received, so a replay of the child serves
 the program exactly what it saw.
+
+With a budget (``max_cost``, budget.py), each live model call is first checked against what the
+child's calls so far cost: once they reach it, or once a call cannot be priced, the call gets a
+``[blackbox]`` HTTP 400 instead of going out, the child ends ``run_failed`` / ``max_cost``, and the
+session ends with a SessionError saying so.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..cassette.cost import cassette_cost
 from ..cassette.io import load_cassette
 from ..cassette.model import Cassette
 from ..errors import SessionError
+from .budget import Budget
 from .exchanges import ExchangeBook, ExchangeRequest, Miss, recorded_exchanges, short
 from .http.exchange import HttpRequest, HttpResponse, Rewrite
+from .providers.base import Provider
 from .providers.gemini import GeminiGenerateContent
-from .record import Recorder
+from .record import Recorder, RunStopped
 from .script import check_replies, scripted_reply
 from .session import Mode, Session, error_response, json_body, now_ms, provider_of
 
@@ -49,6 +58,7 @@ class RerunPlan:
     model: str | None = None  # the model every model request names instead; None: the program's own
     replies: list[dict[str, Any]] | None = None  # scripted model outputs; None: the live upstream
     allow_network: bool = False  # send (and record) the non-model requests the incident did not record
+    max_cost: Decimal | None = None  # the budget of the live model calls, in US dollars
 
 
 class RerunSession(Session):
@@ -68,6 +78,8 @@ class RerunSession(Session):
             raise SessionError("--model chooses the live model and --script answers instead of one: give one")
         if plan.model is not None and not plan.model.strip():
             raise SessionError("--model: give a model name")
+        if plan.max_cost is not None and plan.replies is not None:
+            raise SessionError("--max-cost is a budget for a live model: --script answers without one")
         super().__init__(plan.output, stub_tools=stub_tools, run_unrecorded_tools=run_unrecorded_tools)
         self.plan = plan
         self.incident = load_cassette(incident)
@@ -80,6 +92,8 @@ class RerunSession(Session):
         self._replies = check_replies(list(plan.replies)) if plan.replies is not None else None
         self.model_calls = 0
         self._refusals: dict[str, int] = {}  # message -> times, in order
+        self._budget = Budget(plan.max_cost) if plan.max_cost is not None else None
+        self.stopped: RunStopped | None = None  # the budget's stop: the child ends with it
 
     def _tool_stubber(self) -> ToolStubber:
         """Each tool call by name and canonical arguments among the incident's results; a miss is a
@@ -119,11 +133,31 @@ class RerunSession(Session):
         provider = provider_of(request)
         body = json_body(request) if provider else None
         if provider is not None and body is not None:
+            if self._budget is not None:
+                refused = self._over_budget(provider, body)
+                if refused is not None:
+                    return refused
             self.model_calls += 1
             if self._replies is None:
                 return None  # live: observe() records the answer
             return scripted_reply(self.recorder, self._replies, provider, body)
         return self._answer_from_incident(request)
+
+    def _over_budget(self, provider: Provider, body: dict[str, Any]) -> HttpResponse | None:
+        """The [blackbox] 400 for a model call the budget does not allow, or None to make it."""
+        assert self._budget is not None
+        model = provider.model if isinstance(provider, GeminiGenerateContent) else body.get("model")
+        try:
+            self._budget.before_call(
+                self.cassette,
+                model=model if isinstance(model, str) else None,
+                api=provider.name,
+                call=self.model_calls + 1,
+            )
+        except RunStopped as stopped:
+            self.stopped = self.stopped or stopped  # the first stop is the child's end
+            return error_response(str(stopped))
+        return None
 
     def observe(self, request: HttpRequest, response: HttpResponse) -> None:
         with self._lock:  # live model calls, and --allow-network requests
@@ -152,12 +186,22 @@ class RerunSession(Session):
     def _conclude(self, error: BaseException | None) -> None:
         if self.error is not None:
             raise self.error
+        if self.stopped is not None:
+            self.recorder.close(self.stopped)  # run_failed / max_cost, whatever the program did next
+            raise SessionError(f"{self.stopped} ({self.path} holds the rerun so far)")
         self.recorder.close(error)
 
     def notes(self) -> list[str]:
-        """What the launcher reports on stderr: each refused request, and a run that re-ran nothing."""
+        """What the launcher reports on stderr: each refused request, a run that re-ran nothing, and
+        under a budget what the model calls cost."""
         lines = [message if n == 1 else f"{message} ({n} times)" for message, n in self._refusals.items()]
         lines += super().notes()
+        if self._budget is not None:
+            cost = cassette_cost(self.cassette)
+            calls = f"{len(cost.calls)} model call{'s' if len(cost.calls) != 1 else ''}"
+            lines.append(
+                f"[blackbox] the rerun's {calls} cost {cost.describe()} (--max-cost {self._budget.shown})"
+            )
         if self.model_calls == 0:
             lines.append(
                 f"[blackbox] the program made no model call: nothing was re-run ({self.path} holds the run)"

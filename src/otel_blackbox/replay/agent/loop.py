@@ -5,8 +5,9 @@ turn (``Incident.settings_at``), written in the chosen API's shape (``Provider.w
 its SDK (``sdk.py``). The session the agent runs under sees the exchange and hands back the neutral
 output: the recorder's in a rerun, the cassette's in a replay. A tool call is answered from the
 incident (``tools.py``), never executed; a final answer ends the run, unless the incident's user spoke
-again after it. A call nothing answers, the turn limit, or a model error stops the run (``RunStopped``),
-which the recorder writes as the child's ``run_failed``.
+again after it. A call nothing answers, the turn limit, a model error, or ``before_call`` (the
+budget of ``--max-cost``) stops the run (``RunStopped``), which the recorder writes as the child's
+``run_failed``.
 """
 
 from __future__ import annotations
@@ -55,9 +56,10 @@ def drive(
     last_output: Callable[[], JsonObject | None],
     answered: Callable[[str, JsonObject], None],
     run: AgentRun,
+    before_call: Callable[[int], None] | None = None,
 ) -> None:
     """Run the conversation to its end, keeping count in ``run``; RunStopped when it stops short (the
-    reason says why)."""
+    reason says why). ``before_call(n)`` runs before model call n (from 1), and may stop the run."""
     messages = incident.first_messages()
     user_turns = list(incident.user_turns)
     while True:
@@ -70,6 +72,8 @@ def drive(
         request = {**incident.settings_at(run.turns), "messages": messages, "model": plan.model}
         wire = provider.wire_request(request, stream=plan.stream, native=plan.native)
         run.dropped.extend(d for d in wire.dropped if d not in run.dropped)
+        if before_call is not None:
+            before_call(run.turns + 1)
         before = last_output()
         try:
             client.send(wire.body, model=plan.model, stream=plan.stream)

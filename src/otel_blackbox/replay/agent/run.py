@@ -2,23 +2,30 @@
 
 A rerun records the child as ``record`` records a program (``BuiltInRerunSession``: the model steps
 from the wire, masking, the credential-leak refusal), with the incident as its parent and the
-``agent`` hint saying what ran it. A replay serves a built-in agent's child back to the same agent
-offline (a ``ReplaySession``), its tool calls answered from the child's own results, so the child is
-itself reproducible. Either way nothing of the incident's program or tools runs.
+``agent`` hint saying what ran it. Its summary line says what the child's model calls cost; with
+``max_cost`` (budget.py) a model with no price is refused before anything runs, and the run stops
+``max_cost`` before the call its calls so far can no longer afford. A replay serves a built-in
+agent's child back to the same agent offline (a ``ReplaySession``), its tool calls answered from the
+child's own results, so the child is itself reproducible. Either way nothing of the incident's
+program or tools runs.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ...cassette.cost import cassette_cost
 from ...cassette.io import load_cassette
 from ...cassette.model import Cassette, terminal_outcome
 from ...errors import BlackboxError, ReplayDivergence
 from ...render.text import safe
+from ..budget import MAX_COST, Budget, unpriced
 from ..launch import PLACEHOLDER_KEYS
 from ..providers.base import Provider
 from ..providers.registry import PROVIDERS
@@ -47,6 +54,7 @@ class BuiltInRerun:
     tool_match: ToolMatch = "arguments"
     stubs: dict[str, Any] = field(default_factory=dict)
     max_turns: int | None = None
+    max_cost: Decimal | None = None  # the budget of the model calls, in US dollars
 
 
 class BuiltInRerunSession(RecordSession):
@@ -97,6 +105,12 @@ def rerun_built_in(incident_path: Path, plan: BuiltInRerun) -> int:
     model = plan.model or incident.model
     if not model:
         raise BlackboxError(f"{incident_path}: the incident names no model: give --model")
+    budget = None
+    if plan.max_cost is not None:
+        refused = unpriced(model, api)
+        if refused is not None:  # before any call: a setup error, exit 2
+            raise BlackboxError(f"--max-cost: {refused}")
+        budget = Budget(plan.max_cost)
     stream = plan.stream if plan.stream is not None else bool(incident.stream)
     max_turns = plan.max_turns or max(MIN_TURNS, 2 * len(incident.model_inputs))
     client = make_client(api, base_url=plan.base_url)
@@ -105,8 +119,13 @@ def rerun_built_in(incident_path: Path, plan: BuiltInRerun) -> int:
     session.ids.start = incident.next_call_index()  # new calls are numbered after the history's
     book = ToolBook(incident.results, match=plan.tool_match, stubs=plan.stubs)
     agent_plan = AgentPlan(api, model, stream, native=incident.api == api, max_turns=max_turns)
+
+    def before_call(call: int) -> None:
+        if budget is not None:
+            budget.before_call(session.cassette, model=model, api=api, call=call)
+
     try:
-        run, stopped = _drive(session, incident, agent_plan, book, client)
+        run, stopped = _drive(session, incident, agent_plan, book, client, before_call)
     except KeyboardInterrupt:  # the child is written, ending run_failed / interrupted
         _say(f"[blackbox] interrupted: {plan.output} holds the rerun so far")
         return 130
@@ -116,13 +135,14 @@ def rerun_built_in(incident_path: Path, plan: BuiltInRerun) -> int:
     _say_dropped(api, run)
     tools = f"{_count(book.answered, 'tool result')} from the incident"
     stubs = f", {_count(book.stubbed, 'stub')}" if book.stubbed else ""
+    cost = f"(cost {cassette_cost(session.cassette).describe()})"
     head = f"[blackbox] rerun of {incident.id} by the built-in agent on {api} (model {model})"
     calls = _count(run.turns, "model call")
     if stopped is not None:
         _say(str(stopped))
-        _say(f"{head}: failed ({stopped.reason}) after {calls}, {tools}{stubs} -> {plan.output}")
+        _say(f"{head}: failed ({stopped.reason}) after {calls}, {tools}{stubs} -> {plan.output} {cost}")
         return 1
-    _say(f"{head}: completed in {calls}, {tools}{stubs} -> {plan.output}")
+    _say(f"{head}: completed in {calls}, {tools}{stubs} -> {plan.output} {cost}")
     return 0
 
 
@@ -150,8 +170,16 @@ def replay_built_in(child_path: Path) -> int:
     turns = max(MIN_TURNS, 2 * len(incident.model_inputs))
     agent_plan = AgentPlan(api, model, bool(incident.stream), native=True, max_turns=turns)
     book = ToolBook(incident.results, match=match)
+    player = session.player
+    budget_stop = terminal_outcome(cassette).failure_reason == MAX_COST
+
+    def before_call(call: int) -> None:
+        """A run its budget stopped stops again where the recording did: after its last model call."""
+        if budget_stop and not player.models_left:
+            raise RunStopped(MAX_COST, f"[blackbox] stopped before model call {call}, as the recording did")
+
     try:
-        run, stopped = _drive(session, incident, agent_plan, book, client)
+        run, stopped = _drive(session, incident, agent_plan, book, client, before_call)
     finally:
         client.close()
     if session.error is None and stopped is not None:
@@ -172,6 +200,7 @@ def _drive(
     plan: AgentPlan,
     book: ToolBook,
     client: ModelClient,
+    before_call: Callable[[int], None] | None = None,
 ) -> tuple[AgentRun, RunStopped | None]:
     """The loop under the started session: what it did, and how it stopped short (None: it completed)."""
     if isinstance(session, ReplaySession):
@@ -192,6 +221,7 @@ def _drive(
             last_output=last_output,
             answered=answered,
             run=run,
+            before_call=before_call,
         )
     except RunStopped as stopped:
         if isinstance(session, RecordSession) and stopped.reason == "unrecorded_tool_call":

@@ -4,7 +4,9 @@
 The body (``wire_request``'s) is passed as the keyword arguments of the SDK's ``create``; a field
 ``create`` has no argument for (a setting newer or older than the installed SDK, or one a
 compatible server has) goes in ``extra_body``, so it is sent all the same. ``model`` and ``stream``
-are the agent's, whatever the body says. A stream is read to its end and closed. ``http_client``
+are the agent's, whatever the body says. A stream is read to its end and closed; a Chat stream asks
+for its usage chunk (``stream_options.include_usage``, transport only: no model_input holds it), so
+that each call's token counts are known. ``http_client``
 hands the SDK its own ``httpx2.Client`` (bench/bench_agent.py puts it on an in-memory transport).
 """
 
@@ -35,6 +37,7 @@ class _Client:
     ``base_url``), and the ``create`` of one API: the client's attribute path ``ENDPOINT`` names."""
 
     ENDPOINT: ClassVar[str]
+    STREAM_USAGE: ClassVar[bool] = False  # a stream carries its usage only when asked
 
     def __init__(self, *, base_url: str | None, http_client: httpx2.Client | None = None) -> None:
         # base_url None: the SDK reads OPENAI_BASE_URL, else its default; http_client None, its own.
@@ -49,6 +52,8 @@ class _Client:
         if not stream:
             self._create(**kwargs, model=model, extra_body=extra or None)
             return
+        if self.STREAM_USAGE and "stream_options" not in body:  # the token counts --max-cost needs
+            kwargs["stream_options"] = {"include_usage": True}
         with self._create(**kwargs, model=model, stream=True, extra_body=extra or None) as events:
             for _ in events:
                 pass
@@ -61,6 +66,7 @@ class ChatClient(_Client):
     """``client.chat.completions.create``."""
 
     ENDPOINT = "chat.completions.create"
+    STREAM_USAGE = True
 
 
 class ResponsesClient(_Client):

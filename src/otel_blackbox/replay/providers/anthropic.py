@@ -59,7 +59,10 @@ part. ``stop_reason`` is ``stopReason`` unless it is ``end_turn`` or ``tool_use`
 ``refusal`` (its ``category`` is not kept). Dropped: ids, ``usage``, ``container``, citations,
 ``caller`` and other blocks (``container_upload``...). Anthropic has no ``n``: a message is one
 choice, never ``choices``. A body that is not a complete message (an ``error``, a stream cut
-short) raises ``ValueError``.
+short) raises ``ValueError``. ``usage`` reads the token counts apart, as ``tokenUsage``:
+``input_tokens`` leaves the cache out, so ``inputTokens`` is it plus ``cache_read_input_tokens``
+(``cacheReadTokens``) plus ``cache_creation_input_tokens`` (``cacheWriteTokens``); a stream's are
+``message_start``'s, updated by each ``message_delta``'s.
 
 Synthesized responses (``wire_response``) hold the blocks in the output's ``sequence``, one text block
 a piece, else in the canonical order (thinking, hosted tool use then its result, text, tool use); a
@@ -83,6 +86,7 @@ from typing import Any
 
 from ...cassette.output import Extras, Hosted, Reasoning, extras_of, ordered, sequence_of, with_extras
 from ...cassette.request_fields import ANTHROPIC_FIELDS
+from ...cassette.usage import count, usage_json, without_usage
 from .base import (
     CallIds,
     JsonObject,
@@ -146,8 +150,23 @@ class AnthropicMessages:
         message = _stream_message(body) if streamed else _json_message(body)
         return _neutral_output(message, ids)
 
+    @wire_errors("an Anthropic Messages response")
+    def usage(self, body: bytes, *, streamed: bool) -> JsonObject | None:
+        if not streamed:
+            message = json.loads(body)
+            return anthropic_usage(message.get("usage") if isinstance(message, dict) else None)
+        usage: JsonObject = {}
+        for event in _sse_events(body):
+            kind = event.get("type") if isinstance(event, dict) else None
+            if kind == "message_start" and isinstance(event.get("message"), dict):
+                usage = dict(event["message"].get("usage") or {})
+            elif kind == "message_delta" and isinstance(event.get("usage"), dict):
+                usage.update(event["usage"])  # the counts so far: they replace message_start's
+        return anthropic_usage(usage)
+
     @wire_errors("a model_output to send as an Anthropic Messages response")
     def wire_response(self, output: JsonObject, request: JsonObject) -> WireResponse:
+        output = without_usage(output)  # not behaviour: replay sends zero usage, ids as before
         message = _wire_message(output, str(request.get("model") or ""))
         if self.is_streaming(request):
             return WireResponse(200, list(_SSE_HEADERS), b"".join(_sse(message)))
@@ -386,6 +405,18 @@ def _stream_message(body: bytes) -> JsonObject:
         join_pieces(block, "thinking")
     message["content"] = [blocks[i] for i in sorted(blocks)]
     return message
+
+
+def anthropic_usage(usage: Any) -> JsonObject | None:
+    """The ``tokenUsage`` of a message's ``usage``. Anthropic's ``input_tokens`` excludes the cached
+    tokens; ``inputTokens`` includes them, as the other APIs count."""
+    if not isinstance(usage, dict):
+        return None
+    read = count(usage.get("cache_read_input_tokens")) or 0
+    written = count(usage.get("cache_creation_input_tokens")) or 0
+    given = count(usage.get("input_tokens"))
+    total = None if given is None and not (read or written) else (given or 0) + read + written
+    return usage_json(total, count(usage.get("output_tokens")), read, written)
 
 
 def _apply_delta(block: JsonObject, partial_json: list[str], delta: JsonObject) -> None:

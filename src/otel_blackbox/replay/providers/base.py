@@ -27,6 +27,7 @@ __all__ = [
     "add_piece",
     "call_signature",
     "join_pieces",
+    "read_usage",
     "replaced_content",
     "rewritten",
     "tool_settings",
@@ -81,9 +82,15 @@ class Provider(Protocol):
     def model_output(self, body: bytes, *, streamed: bool, ids: CallIds) -> JsonObject:
         """Wire response (JSON, or the whole SSE stream) -> neutral ``model_output`` payload."""
 
+    def usage(self, body: bytes, *, streamed: bool) -> JsonObject | None:
+        """The response's token counts as a ``tokenUsage`` (cassette/usage.py: input including the
+        cached tokens, output including the reasoning), or None when it carries none. Apart from
+        ``model_output``: the counts are not what the model said; a recording adds them to it."""
+
     def wire_response(self, output: JsonObject, request: JsonObject) -> WireResponse:
         """Neutral ``model_output`` -> a response in the shape the request asked for (JSON or SSE),
-        carrying the neutral ``call-N`` ids, that the real SDK accepts."""
+        carrying the neutral ``call-N`` ids, that the real SDK accepts. Its ``tokenUsage`` is not
+        sent: a synthesized response carries zero usage."""
 
     def wire_request(self, model_input: JsonObject, *, stream: bool, native: bool) -> WireRequest:
         """Neutral ``model_input`` -> this API's request body (the other direction of ``model_input``).
@@ -109,6 +116,15 @@ class Provider(Protocol):
         used (see ``replaced_content``): where it sent a string, the string is the result's text;
         where it sent a list of content parts, one text part holds that text.
         """
+
+
+def read_usage(provider: Provider, body: bytes, *, streamed: bool) -> JsonObject | None:
+    """``provider.usage``, or None when the response's counts are not in a shape it reads: the token
+    counts are never a reason to lose a recording."""
+    try:
+        return provider.usage(body, streamed=streamed)
+    except ValueError:
+        return None
 
 
 def tool_settings(neutral: JsonObject, definition: JsonObject, taken: tuple[str, ...]) -> JsonObject:

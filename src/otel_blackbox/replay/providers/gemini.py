@@ -65,7 +65,9 @@ the candidates': a classifier's scores, not what the model said; ``stopReason`` 
 ``citationMetadata``, ``finishMessage``, ``avgLogprobs`` / ``logprobsResult``, ``tokenCount``, and a
 ``thought`` flag or signature on a hosted tool's part. An ``error``, a response with no candidates
 that is not a blocked prompt, or a stream whose first candidate has no ``finishReason`` raise
-``ValueError``.
+``ValueError``. ``usage`` reads the token counts apart (a stream's last ``usageMetadata``), as
+``tokenUsage``: ``promptTokenCount`` (cached included; ``cachedContentTokenCount`` is
+``cacheReadTokens``), ``candidatesTokenCount`` plus ``thoughtsTokenCount`` (the thinking is output).
 
 Synthesized responses (``wire_response``) rebuild each candidate's parts in the order ``sequence``
 says, else the canonical one: thought parts (``{text, thought: true, thoughtSignature}``, one a
@@ -96,6 +98,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ...cassette.model import tool_calls_of
 from ...cassette.output import Extras, Hosted, Reasoning, extras_of, ordered, sequence_of, with_extras
 from ...cassette.request_fields import GEMINI_FIELDS
+from ...cassette.usage import count, usage_json, without_usage
 from ...messages import FUNCTION_OUTPUT_FIELDS
 from .base import (
     CallIds,
@@ -190,8 +193,16 @@ class GeminiGenerateContent:
             turn.add(chunk)
         return turn.neutral(ids, streamed=streamed)
 
+    @wire_errors("a Gemini generateContent response")
+    def usage(self, body: bytes, *, streamed: bool) -> JsonObject | None:
+        usage: Any = None  # a stream's chunks each carry the counts so far: the last wins
+        for chunk in _stream_chunks(body) if streamed else [json.loads(body)]:
+            usage = (chunk.get("usageMetadata") if isinstance(chunk, dict) else None) or usage
+        return gemini_usage(usage)
+
     @wire_errors("a model_output to send as a Gemini generateContent response")
     def wire_response(self, output: JsonObject, request: JsonObject) -> WireResponse:
+        output = without_usage(output)  # not behaviour: replay sends zero usage, ids as before
         chunks = _wire_chunks(output, self.model or "", streamed=self.is_streaming(request))
         if not self.is_streaming(request):
             return WireResponse(200, list(JSON_HEADERS), dumps(chunks[0]).encode())
@@ -396,6 +407,17 @@ class _Turn:
         output = first.neutral(ids)  # first: the choices' calls are numbered after its own
         choices = [choice.neutral(ids) for choice in others]
         return {**output, "choices": choices} if choices else output
+
+
+def gemini_usage(usage: Any) -> JsonObject | None:
+    """The ``tokenUsage`` of ``usageMetadata``: the thoughts are output tokens, which
+    ``candidatesTokenCount`` leaves out."""
+    if not isinstance(usage, dict):
+        return None
+    candidates, thoughts = count(usage.get("candidatesTokenCount")), count(usage.get("thoughtsTokenCount"))
+    output = None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0)
+    cached = count(usage.get("cachedContentTokenCount"))
+    return usage_json(count(usage.get("promptTokenCount")), output, cached)
 
 
 # --- synthesized responses --------------------------------------------------------------------

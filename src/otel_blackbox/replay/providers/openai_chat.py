@@ -45,7 +45,9 @@ refusal-only answer is a ``final_answer`` with text ``""``); a web-search answer
 sent]}]``. With ``n`` > 1 every later choice, in index order, is a whole output of its own in
 ``choices``, its calls numbered after those of the choices before it. Chat has no reasoning items
 and no hosted tool calls beyond web-search annotations. Ids, usage, logprobs, fingerprints, the
-service tier and moderation results are dropped. A body that is not a complete completion (an
+service tier and moderation results are dropped. ``usage`` reads the token counts apart (a stream's
+usage chunk, when it asked for one), as ``tokenUsage``: ``prompt_tokens`` (cached included),
+``completion_tokens``, ``prompt_tokens_details.cached_tokens``. A body that is not a complete completion (an
 ``error``, a stream in which a choice has no finish reason) raises ``ValueError``.
 
 Synthesized responses (``wire_response``) carry every choice in order with its own finish reason,
@@ -71,6 +73,7 @@ from typing import Any
 
 from ...cassette.output import Extras, Hosted, extras_of, with_extras
 from ...cassette.request_fields import CHAT_FIELDS
+from ...cassette.usage import count, usage_json, without_usage
 from .base import (
     CallIds,
     JsonObject,
@@ -152,8 +155,22 @@ class OpenAIChat:
         output = first.neutral(ids)
         return with_extras(output, Extras(choices=[a.neutral(ids) for a in rest]))
 
+    @wire_errors("an OpenAI Chat Completions response")
+    def usage(self, body: bytes, *, streamed: bool) -> JsonObject | None:
+        if not streamed:
+            completion = json.loads(body)
+            return chat_usage(completion.get("usage") if isinstance(completion, dict) else None)
+        usage: Any = None  # with stream_options.include_usage: null on every chunk but the last
+        for data in sse_data(body):
+            if data.startswith("[DONE]"):
+                break
+            chunk = json.loads(data)
+            usage = (chunk.get("usage") if isinstance(chunk, dict) else None) or usage
+        return chat_usage(usage)
+
     @wire_errors("a model_output to send as an OpenAI Chat Completions response")
     def wire_response(self, output: JsonObject, request: JsonObject) -> WireResponse:
+        output = without_usage(output)  # not behaviour: replay sends zero usage, ids as before
         if not self.is_streaming(request):
             return WireResponse(200, list(JSON_HEADERS), dumps(_completion(output, request)).encode())
         data = [f"data: {dumps(chunk)}\n\n" for chunk in _chunks(output, request)]
@@ -358,6 +375,16 @@ def _completion_answers(body: bytes) -> list[_Answer]:
     if not isinstance(choices, list) or not choices:
         raise ValueError(f"not a chat completion: {error_text(completion)}")
     return [_answer(c) for c in sorted(choices, key=lambda c: c.get("index", 0))]
+
+
+def chat_usage(usage: Any) -> JsonObject | None:
+    """The ``tokenUsage`` of Chat's ``usage``: ``prompt_tokens`` (cached included, as
+    ``prompt_tokens_details.cached_tokens`` says), ``completion_tokens`` (reasoning included)."""
+    if not isinstance(usage, dict):
+        return None
+    details = usage.get("prompt_tokens_details")
+    cached = count(details.get("cached_tokens")) if isinstance(details, dict) else None
+    return usage_json(count(usage.get("prompt_tokens")), count(usage.get("completion_tokens")), cached)
 
 
 def _answer(choice: JsonObject) -> _Answer:

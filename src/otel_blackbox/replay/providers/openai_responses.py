@@ -64,8 +64,10 @@ Requests, or a ``tool_search_call`` with ``execution: client``). The Responses A
 choices. A stream is read as the SDK reads it: the ``response.completed`` (or
 ``response.incomplete``) output, or the items rebuilt from ``output_item`` events and deltas when it
 has none. Dropped: ids, usage, timestamps, the served model's name, ``output_text`` annotations (web
-search citations) and logprobs, a message's ``phase``. A failed response, an ``error`` event or a
-stream cut short raises ``ValueError``.
+search citations) and logprobs, a message's ``phase``. ``usage`` reads the token counts apart (a
+stream's from its final response), as ``tokenUsage``: ``input_tokens`` (cached included),
+``output_tokens``, ``input_tokens_details.cached_tokens`` / ``cache_write_tokens``. A failed
+response, an ``error`` event or a stream cut short raises ``ValueError``.
 
 Synthesized responses (``wire_response``) list the items in the output's ``sequence``, else the
 neutral order (reasoning, hosted calls, the message, function calls). Text pieces that follow each
@@ -97,6 +99,7 @@ from typing import Any
 
 from ...cassette.output import Extras, Hosted, Reasoning, extras_of, ordered, sequence_of, with_extras
 from ...cassette.request_fields import RESPONSES_FIELDS
+from ...cassette.usage import count, usage_json, without_usage
 from .base import (
     CallIds,
     JsonObject,
@@ -219,8 +222,21 @@ class OpenAIResponses:
         items = [i for i in response["output"] if isinstance(i, dict)]
         return with_extras(_turn(items).neutral(ids), _extras(response, items))
 
+    @wire_errors("an OpenAI Responses API response")
+    def usage(self, body: bytes, *, streamed: bool) -> JsonObject | None:
+        if not streamed:
+            response = json.loads(body)
+            return responses_usage(response.get("usage") if isinstance(response, dict) else None)
+        for data in sse_data(body):  # the usage is the final response's
+            event = json.loads(data) if not data.startswith("[DONE]") else None
+            if isinstance(event, dict) and event.get("type") in ("response.completed", "response.incomplete"):
+                final = event.get("response")
+                return responses_usage(final.get("usage") if isinstance(final, dict) else None)
+        return None
+
     @wire_errors("a model_output to send as an OpenAI Responses API response")
     def wire_response(self, output: JsonObject, request: JsonObject) -> WireResponse:
+        output = without_usage(output)  # not behaviour: replay sends zero usage, ids as before
         response = _response(output, request)
         if not self.is_streaming(request):
             return WireResponse(200, list(JSON_HEADERS), dumps(response).encode())
@@ -403,6 +419,22 @@ def _part(part: JsonObject) -> JsonObject:
 
 
 # --- responses --------------------------------------------------------------------------------
+
+
+def responses_usage(usage: Any) -> JsonObject | None:
+    """The ``tokenUsage`` of a response's ``usage``: ``input_tokens`` (cached included),
+    ``output_tokens`` (reasoning included), ``input_tokens_details.cached_tokens`` and
+    ``cache_write_tokens``."""
+    if not isinstance(usage, dict):
+        return None
+    details = usage.get("input_tokens_details")
+    details = details if isinstance(details, dict) else {}
+    return usage_json(
+        count(usage.get("input_tokens")),
+        count(usage.get("output_tokens")),
+        count(details.get("cached_tokens")),
+        count(details.get("cache_write_tokens")),
+    )
 
 
 def _checked(response: Any) -> JsonObject:
