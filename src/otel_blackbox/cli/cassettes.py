@@ -73,7 +73,7 @@ def cassette_command(
 def inspect(path: Path, width: int) -> None:
     """The steps of a cassette as a readable timeline.
 
-    The header says what the model calls cost, priced from their token counts (genai-prices).
+    When the cassette holds token counts, the header says what its model calls cost (genai-prices).
 
     \b
     Example:
@@ -82,7 +82,9 @@ def inspect(path: Path, width: int) -> None:
     cassette = load_cassette(path)
     lines = render_timeline(cassette, limit=width)
     header = len(lines) - len(cassette.steps) - (1 if cassette.head else 0)  # the lines before the steps
-    lines.insert(header, f"cost: {cassette_cost(cassette).describe()}")
+    cost = cassette_cost(cassette)
+    if any(call.usage is not None for call in cost.calls):  # a cassette with no counts: as it always was
+        lines.insert(header, f"cost: {cost.describe()}")
     for line in lines:
         click.echo(line)
 
