@@ -243,3 +243,27 @@ def test_show_prices_as_another_model_and_gives_the_trace_cost(priced: tuple[Pat
         "show", trace_id, "--format", "markdown", "--price-model", "gpt-4.1", db=db, check=True
     ).stdout
     assert f"\\${expected:.4f}" in markdown
+
+
+def test_the_viewer_lists_each_trace_with_its_cost(priced: tuple[Path, str]) -> None:
+    import threading
+    import urllib.request
+
+    from otel_blackbox.viewer import make_server
+
+    db, trace_id = priced
+    server = make_server(db, port=0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        with urllib.request.urlopen(f"{base}/api/traces", timeout=10) as response:
+            (listed,) = json.loads(response.read())["traces"]
+        with urllib.request.urlopen(f"{base}/", timeout=10) as response:
+            page = response.read().decode()
+    finally:
+        server.shutdown()
+        server.server_close()
+    total = sum(_expected(u, m, p) for _, u, m, p in CALLS)
+    assert listed["trace_id"] == trace_id and listed["cost_usd"] == pytest.approx(total, rel=1e-9)
+    assert "<th>cost</th>" in page and f"${total:.4f}" in page
