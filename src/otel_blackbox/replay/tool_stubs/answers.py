@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -75,8 +75,8 @@ class ToolStubber:
         self,
         *,
         ids: CallIds,
-        by_id: list[RecordedResult] = (),  # type: ignore[assignment]
-        by_arguments: list[RecordedResult] = (),  # type: ignore[assignment]
+        by_id: Sequence[RecordedResult] = (),
+        by_arguments: Sequence[RecordedResult] = (),
         on_miss: OnMiss,
         recording: str = "the incident",
         diverge: Callable[[str], None] | None = None,
