@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..cassette.assertions import check_expectations, format_expectations
-from ..cassette.cost import cassette_cost
 from ..cassette.diff import diff_cassettes, format_diff
 from ..cassette.from_spans import cassette_from_spans
 from ..cassette.io import load_cassette, save_cassette
@@ -79,13 +78,7 @@ def inspect(path: Path, width: int) -> None:
     Example:
       otel-blackbox inspect incident.json
     """
-    cassette = load_cassette(path)
-    lines = render_timeline(cassette, limit=width)
-    header = len(lines) - len(cassette.steps) - (1 if cassette.head else 0)  # the lines before the steps
-    cost = cassette_cost(cassette)
-    if any(call.usage is not None for call in cost.calls):  # a cassette with no counts: as it always was
-        lines.insert(header, f"cost: {cost.describe()}")
-    for line in lines:
+    for line in render_timeline(load_cassette(path), limit=width):
         click.echo(line)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..cassette.cost import cassette_cost
 from ..cassette.model import Cassette, Step, terminal_outcome, tool_calls_of
 from ..cassette.output import extras_of
 from .text import safe
@@ -127,6 +128,9 @@ def render_timeline(cassette: Cassette, *, limit: int = 160) -> list[str]:
     if isinstance(cassette.api, dict) and isinstance(cassette.api.get("name"), str):
         name = _short(cassette.api["name"], 80)
         lines.append(f"recorded on: {name}{_stream_note(cassette.api.get('stream'))}")
+    cost = cassette_cost(cassette)
+    if any(call.usage is not None for call in cost.calls):  # a cassette with no counts: as it always was
+        lines.append(f"cost: {cost.describe()}")
     start = cassette.steps[0].timestamp if cassette.steps else 0
     for step in cassette.steps:
         delta = step.timestamp - start
