@@ -82,7 +82,7 @@ def _objects(db: Path) -> dict[str, set[str]]:
 def v2(tmp_path: Path) -> Path:
     db = tmp_path / "v2.db"
     shutil.copyfile(DATA, db)
-    assert _version(db) == 2 and SCHEMA_VERSION == 3
+    assert _version(db) == 2 and SCHEMA_VERSION == 4
     return db
 
 

@@ -19,7 +19,12 @@ _LIMIT = click.IntRange(min=1, max=1_000_000_000)
 
 def _roots(summary: store_runs.RunSummary) -> str:
     names = ", ".join(safe(name) for name in summary.root_names)
-    return names + (f" (+{summary.more_root_names} more)" if summary.more_root_names else "")
+    names += f" (+{summary.more_root_names} more)" if summary.more_root_names else ""
+    return f"[{safe(summary.source)}] {names}" if summary.source else names
+
+
+def _pid(summary: store_runs.RunSummary) -> str:
+    return "-" if summary.pid < 0 else str(summary.pid)  # an import's pid is a number of its own
 
 
 @cli.command()
@@ -36,7 +41,8 @@ def runs(ctx: click.Context, limit: int, price_model: str | None, as_json: bool)
     A run is one recorder's lifetime in one process: every trace it recorded, which joins the model
     calls of frameworks that give each call a trace of its own. Status as for a trace: open if a
     span is still open (a killed run), else error if one failed, else ok. A unique prefix of a run
-    id is enough for `cassette --run` and `report --run`.
+    id is enough for `cassette --run` and `report --run`. An `import` or a `serve` is a run too:
+    its source is shown in brackets before its roots (pid "-" for an import).
 
     \b
     Example:
@@ -58,8 +64,9 @@ def runs(ctx: click.Context, limit: int, price_model: str | None, as_json: bool)
     )
     for run in found:
         spans = f"{run.spans}" + (f"/{run.open_count}o" if run.open_count else "")
+        started, last_seen = fmt_time(run.started_ns), fmt_time(run.last_seen_ns)
         click.echo(
-            f"{run.run_id:16}  {run.pid:>7}  {fmt_time(run.started_ns):19}  {fmt_time(run.last_seen_ns):19}  "
+            f"{run.run_id:16}  {_pid(run):>7}  {started:19}  {last_seen:19}  "
             f"{run.traces:>6}  {spans:>7}  {format_usd(costs[run.run_id]):>9}  "
             f"{style(f'{run.status:6}', run.status)}  {_roots(run)}"
         )

@@ -47,6 +47,7 @@ class _Run(NamedTuple):
     pid: int
     started_ns: int
     last_seen_ns: int
+    source: str | None
 
 
 @dataclass
@@ -55,6 +56,7 @@ class RunSummary:
     pid: int
     started_ns: int
     last_seen_ns: int  # the recorder's last write or heartbeat: its end, for a run that is over
+    source: str | None = None  # an `import` or `serve` run: what it read; None for a recording
     traces: int = 0
     spans: int = 0
     open_count: int = 0
@@ -92,7 +94,9 @@ def _summarize(conn: sqlite3.Connection, runs: list[_Run]) -> list[RunSummary]:
     the rows are the cost (about a third of a second a million spans, warm), so they are read once.
     Rows of other runs of the same pids (an older process with a reused pid) are counted and dropped.
     """
-    summaries = {run.id: RunSummary(run.run_id, run.pid, run.started_ns, run.last_seen_ns) for run in runs}
+    summaries = {
+        run.id: RunSummary(run.run_id, run.pid, run.started_ns, run.last_seen_ns, run.source) for run in runs
+    }
     if not runs:
         return []
     pids = sorted({run.pid for run in runs})
@@ -126,11 +130,19 @@ def _summarize(conn: sqlite3.Connection, runs: list[_Run]) -> list[RunSummary]:
     return [summaries[run.id] for run in runs]
 
 
+def _run_columns(conn: sqlite3.Connection) -> str:
+    """The columns of a run; a file of schema version 3 opened read-only has no source (NULL)."""
+    (found,) = conn.execute(
+        "SELECT count(*) FROM pragma_table_info('recorders') WHERE name = 'source'"
+    ).fetchone()
+    return f"{_RUN_COLUMNS}, {'source' if found else 'NULL'}"
+
+
 def recent_runs(conn: sqlite3.Connection, limit: int = 20) -> list[RunSummary]:
     """The ``limit`` runs that started last, newest first (runs that recorded nothing included)."""
     _require_run_ids(conn)
     rows = conn.execute(
-        f"SELECT {_RUN_COLUMNS} FROM recorders ORDER BY started_ns DESC, id DESC LIMIT ?", (limit,)
+        f"SELECT {_run_columns(conn)} FROM recorders ORDER BY started_ns DESC, id DESC LIMIT ?", (limit,)
     )
     return _summarize(conn, [_Run(*r) for r in rows])
 
@@ -160,7 +172,7 @@ def resolve_run_id(conn: sqlite3.Connection, prefix: str) -> str:
 
 def _run(conn: sqlite3.Connection, run_id: str) -> _Run:
     _require_run_ids(conn)
-    row = conn.execute(f"SELECT {_RUN_COLUMNS} FROM recorders WHERE run_id = ?", (run_id,)).fetchone()
+    row = conn.execute(f"SELECT {_run_columns(conn)} FROM recorders WHERE run_id = ?", (run_id,)).fetchone()
     if row is None:
         raise RunNotFound(f"no run with id {run_id!r} (otel-blackbox runs lists them)")
     return _Run(*row)

@@ -156,8 +156,15 @@ SELECT id, trace_id, span_id, parent_span_id, name, span_kind, oi_span_kind, sta
 FROM span_rows;
 """
 
+# A run that no recorder made: `import` (its files, or a Phoenix URL) or `serve` (its address). A
+# recording's source is NULL. Imported spans carry a negative pid, one per import, so no process's
+# spans are ever attributed to an import's run (store.imports).
+_V4 = """
+ALTER TABLE recorders ADD COLUMN source TEXT;      -- NULL: a BlackboxSpanProcessor's recording
+"""
+
 # MIGRATIONS[i] upgrades a database from user_version i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -68,8 +68,10 @@ class SpanWriter:
         pid: int | None = None,
         started_ns: int | None = None,
         dropped: Callable[[], int] = lambda: 0,
+        source: str | None = None,
     ) -> None:
         self.config = config
+        self.source = source  # what the run is when no recorder made it (`serve`): recorders.source
         self.pid = os.getpid() if pid is None else pid
         self._dropped = dropped
         self.redactor = Redactor(
@@ -295,8 +297,9 @@ class SpanWriter:
                     self._recorder_id = found[0]
                 else:
                     cursor = conn.execute(
-                        "INSERT INTO recorders (run_id, pid, started_ns, last_seen_ns) VALUES (?, ?, ?, ?)",
-                        (secrets.token_hex(8), self.pid, self._started_ns, time.time_ns()),
+                        "INSERT INTO recorders (run_id, pid, started_ns, last_seen_ns, source) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        (secrets.token_hex(8), self.pid, self._started_ns, time.time_ns(), self.source),
                     )
                     self._recorder_id = cursor.lastrowid
             except BaseException:
