@@ -50,6 +50,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "runs",
         "Recent runs, newest first: run id, pid, started, last seen, traces, spans, cost, status, roots.",
     ),
+    "import": (
+        "imports",
+        "Store the spans of OTLP/JSON files (or - for standard input) or of a Phoenix server, as one run.",
+    ),
     "push": (
         "push",
         "Send recorded spans to an OTLP/HTTP receiver (protobuf), with the OpenTelemetry exporter.",
