@@ -12,7 +12,7 @@ from typing import IO
 import click
 
 from ..config import BlackboxConfig, parse_duration
-from ..errors import ConfigError
+from ..errors import BlackboxError, ConfigError
 from ..formats.otlp_in import read_documents
 from ..store.imports import ImportCounts, Importer
 from .app import cli
@@ -104,6 +104,10 @@ def import_(
         else:
             for name in files:
                 _from_file(importer, name)
+    except (BlackboxError, OSError, click.ClickException):
+        if importer.total.spans:  # the files before the bad one are stored: say so first
+            _summary(importer, config, as_json)
+        raise
     finally:
         importer.close()
     _summary(importer, config, as_json)
@@ -157,8 +161,10 @@ def _summary(importer: Importer, config: BlackboxConfig, as_json: bool) -> None:
             f"trace{'s' * (total.traces != 1)} into {config.db_path} as run {importer.run_id}; "
             f"{total.duplicates} duplicate{'s' * (total.duplicates != 1)} skipped"
         )
-    else:
+    elif total.duplicates:
         click.echo(f"nothing new: {total.duplicates} spans already stored, no run added")
+    else:
+        click.echo("nothing to import: the input holds no spans")
     retention = config.retention_seconds
     oldest = total.oldest_start_ns
     if oldest is not None and retention is not None and oldest < time.time_ns() - retention * 1e9:

@@ -120,7 +120,7 @@ class Importer:
         finals: list[Snapshot] = []
         where = name
         try:
-            for line, document in documents:
+            for line, document in _named(documents, name):
                 where = name if line is None else f"{name}, {unit} {line}"
                 decoded = self._decoder.from_json(document, strict=True)
                 for definition in decoded.definitions:
@@ -224,6 +224,19 @@ class Importer:
             "UPDATE recorders SET spans_written = spans_written + ? WHERE id = ?",
             (counts.spans, self._recorder_id),
         )
+
+
+def _named(documents: Iterable[tuple[int | None, object]], name: str) -> Iterable[tuple[int | None, object]]:
+    """The documents; a line that cannot be read (not JSON) is named with the file it is in."""
+    iterator = iter(documents)
+    while True:
+        try:
+            item = next(iterator)
+        except StopIteration:
+            return
+        except OtlpError as exc:
+            raise ImportInputError(f"{name}, {exc}") from None
+        yield item
 
 
 def _note_times(trace_seen: dict[int, int], snapshot: Snapshot) -> None:
