@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO
 
 import click
 
@@ -65,7 +65,8 @@ def import_(
 
     Reads one ExportTraceServiceRequest a line (what `export --format otlp` and the Collector's file
     exporter write), a TracesData document, and the trace bodies of Jaeger (/api/v3/traces) and
-    Tempo (/api/traces/ID, /api/v2/traces/ID). Ids in hex or base64, enums as numbers or names.
+    Tempo (/api/traces/ID, /api/v2/traces/ID). Ids in hex or base64, enums as numbers or names;
+    a file may be gzip-compressed.
 
     Spans are stored as the recorder stores them (redaction, bounds, columns). Importing the same
     spans again adds nothing; a span whose end is missing stays open. The import is one run in
@@ -122,11 +123,17 @@ def _from_file(importer: Importer, name: str) -> ImportCounts:
     with path.open("rb") as stream:  # OSError (missing, unreadable): one line, exit 2 (cli.app)
         size = os.fstat(stream.fileno()).st_size
         with progress(size, f"importing {path.name}") as advance:
+            if stream.read(2) == b"\x1f\x8b":  # gzip (the Collector's file exporter can compress)
+                stream.seek(0)
+                with gzip.open(stream) as unzipped:
+                    return importer.store(name, read_documents(_lines(unzipped, None)))
+            stream.seek(0)
             return importer.store(name, read_documents(_lines(stream, advance)))
 
 
-def _lines(stream: IO[bytes], advance: Callable[[int], None] | None) -> Iterator[str]:
-    """The stream's lines as text; bytes that are not UTF-8 raise UnicodeDecodeError (a bad file)."""
+def _lines(stream: Iterable[bytes], advance: Callable[[int], None] | None) -> Iterator[str]:
+    """The stream's lines as text; bytes that are not UTF-8 raise UnicodeDecodeError (a bad file),
+    and a broken gzip stream an OSError / EOFError (named by the importer)."""
     for raw in stream:
         if advance is not None:
             advance(len(raw))

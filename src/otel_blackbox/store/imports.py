@@ -14,9 +14,11 @@ and ``report --run`` find them as they find a recording's.
 
 from __future__ import annotations
 
+import gzip
 import secrets
 import sqlite3
 import time
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,6 +145,8 @@ class Importer:
             raise ImportInputError(f"{where}: {exc}") from None
         except UnicodeDecodeError as exc:
             raise ImportInputError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise ImportInputError(f"{where}: a broken gzip stream ({exc})") from None
         except sqlite3.Error as exc:
             raise describe_sqlite_error(self.config.db_path, exc) from None
         self._update_run(conn, counts)
