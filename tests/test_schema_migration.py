@@ -8,6 +8,7 @@ text and two spans left open by a killed process. Every test works on a copy of 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -61,7 +62,12 @@ def _dump(db: Path) -> dict[str, Any]:
                 + ", ".join(f"typeof({c})" for c in ("id", *SPAN_COLUMNS))
                 + " FROM spans ORDER BY id"
             ).fetchall(),
-            "recorders": conn.execute("SELECT * FROM recorders ORDER BY id").fetchall(),
+            # Version 2's columns (version 4 adds `source`, NULL for a recording: checked below).
+            "recorders": conn.execute(
+                "SELECT id, pid, started_ns, last_seen_ns, spans_written, spans_dropped, write_errors, "
+                "run_id "
+                "FROM recorders ORDER BY id"
+            ).fetchall(),
         }
     finally:
         conn.close()
@@ -114,6 +120,8 @@ def test_the_writer_upgrades_a_version_2_file_and_every_row_reads_the_same(v2: P
     connect_writer(v2, create=False).close()
     assert _version(v2) == SCHEMA_VERSION
     assert _dump(v2) == before  # every row, column, value and type, through the view
+    with contextlib.closing(sqlite3.connect(v2)) as conn:
+        assert conn.execute("SELECT count(*) FROM recorders WHERE source IS NOT NULL").fetchone() == (0,)
 
     objects = _objects(v2)
     assert objects["table"] == {"recorders", "resources", "scopes", "span_rows"}

@@ -86,6 +86,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Rerun a recorded incident with the model live and every tool answered from the recording.",
     ),
     "mcp": ("mcp", "A Model Context Protocol server over stdio, for a coding agent to read the black box."),
+    "serve": (
+        "serve",
+        "Receive spans over OTLP/HTTP (protobuf or JSON) from any OpenTelemetry SDK or Collector.",
+    ),
 }
 
 

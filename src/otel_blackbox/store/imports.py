@@ -31,6 +31,7 @@ from ..redact import Redactor
 from .connection import connect_writer, describe_sqlite_error
 from .inserts import SpanInserter
 from .rows import RowBuilder
+from .runs import next_source_pid
 from .snapshot import Snapshot
 
 __all__ = ["ImportCounts", "ImportInputError", "Importer"]
@@ -196,8 +197,7 @@ class Importer:
     def _run(self, conn: sqlite3.Connection) -> RowBuilder:
         """The run's row builder; its recorders row made in this transaction if there is none yet."""
         if self._rows is None:
-            (lowest,) = conn.execute("SELECT min(pid) FROM recorders").fetchone()
-            pid = min(lowest or 0, 0) - 1
+            pid = next_source_pid(conn)
             run_id = secrets.token_hex(8)
             now = time.time_ns()
             cursor = conn.execute(

@@ -28,6 +28,7 @@ __all__ = [
     "START_SLACK_NS",
     "RunSummary",
     "last_seen_by_traces",
+    "next_source_pid",
     "recent_runs",
     "resolve_run_id",
     "run_spans",
@@ -136,6 +137,14 @@ def _run_columns(conn: sqlite3.Connection) -> str:
         "SELECT count(*) FROM pragma_table_info('recorders') WHERE name = 'source'"
     ).fetchone()
     return f"{_RUN_COLUMNS}, {'source' if found else 'NULL'}"
+
+
+def next_source_pid(conn: sqlite3.Connection) -> int:
+    """The pid for the spans of a new run no process recorded (an import, a `serve`): negative, and
+    below every pid in the file, so no process's spans are ever attributed to it. Call it in the
+    write transaction that inserts the run's row."""
+    (lowest,) = conn.execute("SELECT min(pid) FROM recorders").fetchone()
+    return min(lowest or 0, 0) - 1
 
 
 def recent_runs(conn: sqlite3.Connection, limit: int = 20) -> list[RunSummary]:

@@ -37,6 +37,7 @@ from .connection import connect_writer
 from .inserts import SpanInserter
 from .retention import apply_retention, database_bytes, evict_oldest, give_space_back, size_cap_target
 from .rows import RowBuilder
+from .runs import next_source_pid
 from .snapshot import Definition, Snapshot
 
 __all__ = ["SpanWriter"]
@@ -71,8 +72,12 @@ class SpanWriter:
         source: str | None = None,
     ) -> None:
         self.config = config
-        self.source = source  # what the run is when no recorder made it (`serve`): recorders.source
-        self.pid = os.getpid() if pid is None else pid
+        # What the run is when no recorder made it (`serve`): recorders.source. Such a run's spans
+        # get a pid of their own, negative, allocated with its row (store.runs.next_source_pid),
+        # and the run starts at the earliest span it wrote: an agent's clock and start are its own.
+        self.source = source
+        self.pid = (0 if source is not None else os.getpid()) if pid is None else pid
+        self._run_id: str | None = None
         self._dropped = dropped
         self.redactor = Redactor(
             enabled=config.redact,
@@ -198,7 +203,8 @@ class SpanWriter:
                 inserter.insert(final_rows, final=True)
                 inserter.insert(open_rows, final=False)
                 self.spans_written += len(final_rows)
-                self._update_recorder(conn, now)
+                starts = [r[8] for r in final_rows] + [r[8] for r in open_rows]
+                self._update_recorder(conn, now, min(starts, default=None))
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -290,18 +296,20 @@ class SpanWriter:
                 self._file_id = (stat.st_dev, stat.st_ino)
                 # One recorder row per run: after a reconnect, carry on with the same row if the
                 # file still has it (a replaced file gets a new one).
-                found = conn.execute(
-                    "SELECT id FROM recorders WHERE pid = ? AND started_ns = ?", (self.pid, self._started_ns)
-                ).fetchone()
+                # A recording's row is found by its pid and start, so that the in-thread writer
+                # that takes over from a dead writer process carries on with the process's row.
+                found = (
+                    conn.execute("SELECT id FROM recorders WHERE run_id = ?", (self._run_id,)).fetchone()
+                    if self.source is not None
+                    else conn.execute(
+                        "SELECT id FROM recorders WHERE pid = ? AND started_ns = ?",
+                        (self.pid, self._started_ns),
+                    ).fetchone()
+                )
                 if found is not None:
                     self._recorder_id = found[0]
                 else:
-                    cursor = conn.execute(
-                        "INSERT INTO recorders (run_id, pid, started_ns, last_seen_ns, source) "
-                        "VALUES (?, ?, ?, ?, ?)",
-                        (secrets.token_hex(8), self.pid, self._started_ns, time.time_ns(), self.source),
-                    )
-                    self._recorder_id = cursor.lastrowid
+                    self._insert_recorder(conn)
             except BaseException:
                 conn.close()
                 raise
@@ -309,12 +317,37 @@ class SpanWriter:
             self._inserter = SpanInserter(conn)  # its cached ids hold only as long as this connection
         return self._conn
 
-    def _update_recorder(self, conn: sqlite3.Connection, now: int) -> None:
+    def _insert_recorder(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")  # a source run's pid is allocated with its row
+        try:
+            if self.source is not None:
+                self.pid = self.rows.pid = next_source_pid(conn)
+            run_id = secrets.token_hex(8)
+            cursor = conn.execute(
+                "INSERT INTO recorders (run_id, pid, started_ns, last_seen_ns, source) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (run_id, self.pid, self._started_ns, time.time_ns(), self.source),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        self._recorder_id, self._run_id = cursor.lastrowid, run_id
+
+    def _update_recorder(self, conn: sqlite3.Connection, now: int, earliest_ns: int | None = None) -> None:
         dropped = self._dropped()
         conn.execute(
-            "UPDATE recorders SET last_seen_ns = ?, spans_written = ?, spans_dropped = ?, write_errors = ? "
-            "WHERE id = ?",
-            (now, self.spans_written, dropped, self.write_errors + self.outside_errors, self._recorder_id),
+            "UPDATE recorders SET last_seen_ns = ?, spans_written = ?, spans_dropped = ?, write_errors = ?, "
+            "started_ns = min(started_ns, coalesce(?, started_ns)) WHERE id = ?",
+            (
+                now,
+                self.spans_written,
+                dropped,
+                self.write_errors + self.outside_errors,
+                earliest_ns if self.source is not None else None,
+                self._recorder_id,
+            ),
         )
         self._recorded_dropped = dropped
 
