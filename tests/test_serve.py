@@ -20,6 +20,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -366,6 +367,27 @@ def test_otlp_json_by_hand_is_stored_as_recorded_and_answered_in_json(tmp_path: 
     assert len(opened) == 1 and opened[0][6] == "open" and opened[0][9] is None
     assert [r for r in got if r[3] != "still running"] == rows(direct)
     no_traceback(serve)
+
+
+def test_the_run_takes_spans_that_started_before_serve_did(tmp_path: Path) -> None:
+    """An agent started before `serve`, or on a host whose clock is behind: its spans are in the run,
+    which starts at the earliest of them (the run's pid is its own, so no process's spans join it)."""
+    db = tmp_path / "served.db"
+    now = time.time_ns()
+    spans = [
+        {"traceId": f"{i + 1:032x}", "spanId": f"{i + 1:016x}", "name": name, "kind": 1,
+         "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + 1000)}
+        for i, (name, start) in enumerate((("a day ago", now - 86_400 * 10**9), ("now", now)))
+    ]  # fmt: skip
+    body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).encode()
+    with Serve(db) as serve:
+        assert post(serve.port, body, JSON_TYPE).status == 200
+        assert serve.stop() == 0
+    (run,) = json.loads(run_cli("runs", "--json", db=db, check=True).stdout)
+    assert run["spans"] == 2 and run["traces"] == 2 and run["pid"] < 0
+    assert run["started_ns"] == now - 86_400 * 10**9 and run["source"].startswith("serve 127.0.0.1:")
+    shown = run_cli("show", "--run", run["run_id"], db=db, check=True).stdout
+    assert "a day ago" in shown and "now" in shown
 
 
 # -- the error answers -----------------------------------------------------------------------------
