@@ -21,7 +21,7 @@ OLD_PYDANTIC_AI := $(VENV)/old-pydantic-ai
 # What `make test-pythons` runs `make test` on, those found on PATH or in pyenv.
 PYTHONS ?= python3.10 python3.11 python3.12 python3.13
 
-.PHONY: setup browser demo test test-pythons lint typecheck unit stress bench interop clean
+.PHONY: setup browser node demo test test-pythons lint typecheck unit stress bench interop clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PY_ID)" || { echo "make: PYTHON=$(PYTHON) does not run:" >&2; $(PYTHON) -c '' >&2; exit 1; }
@@ -41,6 +41,17 @@ setup: $(STAMP)
 browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 
+# The JavaScript agent (examples/node/) is tested on Node and npm: Debian's packages when missing, then
+# `npm ci` of its lock file, again only when package-lock.json is newer than what was installed.
+NODE_DIR := examples/node
+NODE_STAMP := $(NODE_DIR)/node_modules/.installed
+node: $(NODE_STAMP)
+
+$(NODE_STAMP): $(NODE_DIR)/package-lock.json $(NODE_DIR)/package.json
+	@{ command -v node && command -v npm; } >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null; }
+	npm ci --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
 demo: setup
 	$(PY) examples/demo.py
 
@@ -54,7 +65,7 @@ typecheck: setup
 # Then no writer process of the run may be left behind (tests/writers_left.py). The tests run in
 # TEST_WORKERS processes (pytest-xdist): most of their time is subprocesses and loopback I/O.
 TEST_WORKERS ?= 2
-unit: setup browser
+unit: setup browser node
 	BLACKBOX_TEST_RUN=$$$$ $(PY) -m pytest -q -n $(TEST_WORKERS) && $(PY) tests/writers_left.py $$$$
 
 test: lint typecheck unit
@@ -91,4 +102,4 @@ interop:
 	$(INTEROP_VENV)/bin/python interop/phoenix_check.py
 
 clean:
-	rm -rf .venv .venv-python* $(VENV) $(INTEROP_VENV) .mypy_cache .ruff_cache .pytest_cache test-artifacts
+	rm -rf .venv .venv-python* $(VENV) $(INTEROP_VENV) $(NODE_DIR)/node_modules .mypy_cache .ruff_cache .pytest_cache test-artifacts

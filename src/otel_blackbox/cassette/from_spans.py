@@ -579,6 +579,32 @@ def _ordered(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
     return sorted(spans, key=lambda s: (s.start_ns, s.end_ns or 0))
 
 
+def _calls_in_asked_order(ordered: list[SpanRecord], builder: _Builder) -> Iterator[SpanRecord]:
+    """The spans in time order, except TOOL spans that started at the same moment: those come in
+    the order the model asked for the calls. A clock of millisecond precision (the JavaScript SDK's)
+    gives tools run together one start time, and their ends would otherwise decide."""
+    i = 0
+    while i < len(ordered):
+        span = ordered[i]
+        j = i + 1
+        if span.oi_span_kind == _TOOL:
+            while (
+                j < len(ordered) and ordered[j].oi_span_kind == _TOOL and ordered[j].start_ns == span.start_ns
+            ):
+                j += 1
+        if j - i > 1:
+            asked = [call["toolName"] for call in builder.pending]  # read now: the LLM span came before
+            group = ordered[i:j]
+            yield from sorted(group, key=lambda s: _position(asked, s.tool_name or s.name))
+        else:
+            yield span
+        i = j
+
+
+def _position(asked: list[str], name: str) -> int:
+    return asked.index(name) if name in asked else len(asked)
+
+
 def _roots(spans: list[SpanRecord]) -> list[SpanRecord]:
     """The spans whose parent is not among them: one per trace, or more for a trace cut short."""
     ids = {(s.trace_id, s.span_id) for s in spans}
@@ -628,7 +654,7 @@ def cassette_from_spans(spans: list[SpanRecord], *, cassette_id: str | None = No
     outer = _ancestors(
         ordered, [s for s in ordered if s.oi_span_kind == _LLM or (s.trace_id, s.span_id) in wire]
     ) | _around(ordered, [s for s in ordered if (s.trace_id, s.span_id) in wire])
-    for span in ordered:
+    for span in _calls_in_asked_order(ordered, builder):
         key = (span.trace_id, span.span_id)
         if key in wire:
             builder.wire(span, *wire[key])
