@@ -5,7 +5,11 @@ the example agent, then checks both ways into Phoenix:
 
 1. `otel-blackbox push` over OTLP/HTTP: Phoenix returns the same span ids, kinds and token counts;
 2. the OpenInference JSONL export through Phoenix's client (`log_spans`), into another project;
-3. the same JSONL flattened with `pandas.json_normalize`, through `log_spans_dataframe`.
+3. the same JSONL flattened with `pandas.json_normalize`, through `log_spans_dataframe`;
+
+then back out of Phoenix with `otel-blackbox import --from-phoenix` (interop/phoenix_import.py):
+three traces pushed into a project of their own (the agent, the agent with a failing tool, and a
+synthetic trace of every attribute type, events and an error), imported into new databases.
 
 Exits 0 when every check holds, 1 otherwise; prints one line per check.
 """
@@ -25,7 +29,9 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pandas
+import phoenix_import
 from phoenix.client import Client  # type: ignore[import-not-found]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,10 +73,16 @@ def stored(db: Path) -> dict[str, dict[str, Any]]:
     return {r[0]: {"kind": r[1], "tokens": r[2]} for r in rows}
 
 
-def from_phoenix(client: Any, project: str) -> dict[str, dict[str, Any]]:
-    for _ in range(40):  # ingestion is asynchronous
-        spans = client.spans.get_spans(project_identifier=project, limit=1000)
-        if spans:
+def from_phoenix(client: Any, project: str, expected: int = 1) -> dict[str, dict[str, Any]]:
+    """The spans Phoenix holds in ``project``, once it holds ``expected`` (ingestion is asynchronous)."""
+    spans: list[dict[str, Any]] = []
+    for _ in range(60):
+        try:
+            spans = client.spans.get_spans(project_identifier=project, limit=1000)
+        except httpx.HTTPStatusError as exc:  # 404 until the first span creates the project
+            if exc.response.status_code != 404:
+                raise
+        if len(spans) >= expected:
             break
         time.sleep(0.5)
     return {
@@ -96,7 +108,7 @@ def main() -> int:
 
             cli = [str(BIN / "otel-blackbox"), "--db", str(pushed)]
             subprocess.run([*cli, "push", "--endpoint", f"{url}/v1/traces"], check=True)
-            got = from_phoenix(client, "default")
+            got = from_phoenix(client, "default", len(stored(pushed)))
             ok = check("push: same span ids, kinds and token counts", got == stored(pushed), f"{got}")
 
             jsonl = work / "spans.jsonl"
@@ -106,7 +118,7 @@ def main() -> int:
             spans = [json.loads(line) for line in jsonl.read_text().splitlines()]
             client.projects.create(name="jsonl-import")
             client.spans.log_spans(project_identifier="jsonl-import", spans=spans)
-            got = from_phoenix(client, "jsonl-import")
+            got = from_phoenix(client, "jsonl-import", len(spans))
             ok &= check("JSONL export through log_spans: the same spans", got == stored(exported), f"{got}")
 
             # The same JSONL flattened by pandas: Phoenix's own column names (context.span_id, attributes.*).
@@ -116,10 +128,12 @@ def main() -> int:
             frame = pandas.json_normalize([json.loads(line) for line in jsonl.read_text().splitlines()])
             client.projects.create(name="dataframe-import")
             client.spans.log_spans_dataframe(project_identifier="dataframe-import", spans_dataframe=frame)
-            got = from_phoenix(client, "dataframe-import")
+            got = from_phoenix(client, "dataframe-import", len(frame))
             ok &= check(
                 "JSONL as a pandas frame through log_spans_dataframe", got == stored(framed), f"{got}"
             )
+
+            ok &= phoenix_import.run_checks(work, url, check, lambda p, n: from_phoenix(client, p, n))
         finally:
             server.terminate()
             server.wait(timeout=30)

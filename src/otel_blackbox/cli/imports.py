@@ -148,7 +148,8 @@ def _from_phoenix(
     documents = phoenix_documents(
         url, project=project, trace_id=trace_id, since_ns=since, token=os.environ.get("PHOENIX_API_KEY")
     )
-    importer.store(f"phoenix {url}", documents, unit="page")
+    # Every page first: the database's write lock is not held while Phoenix answers.
+    importer.store(f"phoenix {url}", list(documents), unit="page")
 
 
 def _summary(importer: Importer, config: BlackboxConfig, as_json: bool) -> None:
