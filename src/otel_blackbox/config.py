@@ -42,6 +42,11 @@ ENV_VARS: dict[str, tuple[str, str]] = {
         "capture_http",
         "record each HTTP exchange (method, URL, status, bodies; no headers) as a span (false)",
     ),
+    "OTEL_BLACKBOX_CAPTURE_HTTP_EXPORT": (
+        "capture_http_export",
+        "with capture on, also hand those spans, redacted as stored, to the provider's other span "
+        "processors (false)",
+    ),
     "OTEL_BLACKBOX_WRITER": (
         "writer",
         "where rows are built and written: process (a companion writer process) or thread (process)",
@@ -100,6 +105,9 @@ class BlackboxConfig:
     cleanup_interval_s: float = 300.0
     # The processor observes every httpx / httpx2 exchange of the process (capture.py); off by default.
     capture_http: bool = False
+    # With capture_http: the capture spans also go to the provider's other span processors, their
+    # attributes redacted as the database stores them (replay/capture_export.py); off by default.
+    capture_http_export: bool = False
     # "process": a companion process builds and writes the rows, off the agent's GIL (store/companion.py);
     # "thread": a thread of the agent's process does (the fallback where no process can be started).
     writer: str = "process"
@@ -113,8 +121,9 @@ class BlackboxConfig:
         _positive_int("max_batch_size", self.max_batch_size)
         _positive_int("max_attribute_bytes", self.max_attribute_bytes, minimum=1024)
         _positive_int("busy_timeout_ms", self.busy_timeout_ms, minimum=0)
-        if not isinstance(self.capture_http, bool):
-            raise ConfigError(f"capture_http: expected true or false, got {self.capture_http!r}")
+        for name in ("capture_http", "capture_http_export"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name}: expected true or false, got {getattr(self, name)!r}")
         if self.writer not in WRITERS:
             raise ConfigError(f"writer: expected process or thread, got {self.writer!r}")
         if (
@@ -164,7 +173,7 @@ def _from_env_text(var: str, name: str, raw: str) -> Any:
         if raw.lower() not in WRITERS:
             raise ConfigError(f"{var}: expected process or thread, got {raw!r}")
         return raw.lower()
-    if name in ("redact", "capture_http"):
+    if name in ("redact", "capture_http", "capture_http_export"):
         lowered = raw.lower()
         if lowered in ("true", "1", "yes", "on"):
             return True

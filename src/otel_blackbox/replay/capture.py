@@ -5,14 +5,17 @@
 changes a request. When a request is about to be sent it notes, on the caller's thread or task, the
 span current then and the clock; once the response was read (or served by a session's interceptor)
 it queues a finished span, as ``on_end`` would: a child of that span (or the root of a new trace),
-kind CLIENT, status UNSET. The span goes to this processor's writer only, never to the provider's
-other processors or exporters.
+kind CLIENT, status UNSET. The span goes to this processor's writer only, not to the provider's
+other processors or exporters, unless ``capture_http_export`` (``OTEL_BLACKBOX_CAPTURE_HTTP_EXPORT``)
+is on: then they get it too, its attributes redacted as the database stores them
+(capture_export.py).
 
 The caller pays for the two timestamps and one object. What costs (bodies to text or base64, the
 provider translation to the neutral model_input / model_output) runs the first time the span's
-attributes are read: on the shipper thread (store.shipper), never the caller's. Redaction and the
-max_attribute_bytes bound are the writer's, as for every span. No request header is kept, so no
-Authorization, API key or cookie.
+attributes are read: on the shipper thread (store.shipper), or with the export on an exporter's
+thread, whichever reads first (once: a lock), never the caller's (unless a SimpleSpanProcessor
+exports there). Redaction and the max_attribute_bytes bound are the writer's, as for every span.
+No request header is kept, so no Authorization, API key or cookie.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from ..semconv import (
     HTTP_SPAN_NAME,
 )
 from . import active
+from .capture_export import OtherProcessors
 from .http import hook
 from .http.exchange import ExchangeWatch, HttpRequest, HttpResponse
 from .providers.base import CallIds, read_usage
@@ -80,6 +84,9 @@ class HttpCapture:
         self._processor = weakref.ref(processor)
         self._ids = CallIds()  # one numbering of tool-call ids (call-N) per processor
         self._ids_lock = threading.Lock()
+        self.compute_lock = threading.Lock()  # each span's attributes are worked out once, by one reader
+        # With capture_http_export: the provider's other span processors get each span too.
+        self._export = OtherProcessors(processor) if processor.config.capture_http_export else None
         self._resource = Resource.create()  # for exchanges made outside any SDK span
         self._warned = False
         self._finalizer = weakref.finalize(processor, hook.remove_observer, self)
@@ -99,12 +106,20 @@ class HttpCapture:
             return None  # the telemetry pipeline's own requests run with instrumentation suppressed
         span = get_current_span()
         resource = span.resource if isinstance(span, ReadableSpan) else self._resource
-        return _Watch(self, span.get_span_context(), resource, time.time_ns())
+        # With the export on, where the current span came from: its provider's multi span processor.
+        hint = getattr(span, "_span_processor", None) if self._export is not None else None
+        return _Watch(self, span.get_span_context(), resource, time.time_ns(), hint)
 
     def _queue(self, span: ReadableSpan) -> None:
         processor = self._processor()
         if processor is not None:
             processor.on_end(span)
+
+    def _hand_over(self, span: ReadableSpan, hint: object) -> None:
+        """After _queue (our database first): the provider's other processors, with the export on."""
+        processor, export = self._processor(), self._export
+        if export is not None and processor is not None and not processor._shutdown:
+            export.hand_over(span, hint)
 
     # -- attributes (writer thread) ----------------------------------------------------------------
 
@@ -168,13 +183,16 @@ class _Exchange:
 class _Watch:
     """One request on its way: where and when it was sent."""
 
-    __slots__ = ("_capture", "_parent", "_resource", "_start_ns")
+    __slots__ = ("_capture", "_hint", "_parent", "_resource", "_start_ns")
 
-    def __init__(self, capture: HttpCapture, parent: SpanContext, resource: Resource, start_ns: int) -> None:
+    def __init__(
+        self, capture: HttpCapture, parent: SpanContext, resource: Resource, start_ns: int, hint: object
+    ) -> None:
         self._capture = capture
         self._parent = parent
         self._resource = resource
         self._start_ns = start_ns
+        self._hint = hint
 
     def __call__(self, request: HttpRequest, response: HttpResponse, *, served: bool) -> None:
         parent: SpanContext | None = self._parent
@@ -192,7 +210,10 @@ class _Watch:
             start_time=self._start_ns,
             end_time=time.time_ns(),
         )
-        self._capture._queue(span)
+        capture = self._capture
+        capture._queue(span)
+        if capture._export is not None:
+            capture._hand_over(span, self._hint)
 
 
 class _ExchangeSpan(ReadableSpan):
@@ -206,10 +227,16 @@ class _ExchangeSpan(ReadableSpan):
 
     @property
     def attributes(self) -> Mapping[str, Any]:
-        if self._exchange is not None and self._capture is not None:
-            # Once: a batch retried after a write failure must not number its tool calls again.
-            self._computed = self._capture.attributes(self._exchange)
-            self._exchange = self._capture = None  # the bodies are text now: let the bytes go
+        capture = self._capture
+        if capture is not None:
+            # Once, whoever reads first: our shipper, or an exporter's thread with the export on (a
+            # lock, so two readers never both number the tool calls), and a batch retried after a
+            # write failure must not number them again. _computed is set before _capture is cleared.
+            with capture.compute_lock:
+                exchange = self._exchange
+                if exchange is not None:
+                    self._computed = capture.attributes(exchange)
+                    self._exchange = self._capture = None  # the bodies are text now: let the bytes go
         return MappingProxyType(self._computed)
 
 
