@@ -44,7 +44,8 @@ ATTR_TOOL_STUBBED = "blackbox.tool.stubbed"
 
 # HTTP capture (OTEL_BLACKBOX_CAPTURE_HTTP): one span of this name per wire exchange, written to the
 # black box only (and, redacted, to the provider's other processors with
-# OTEL_BLACKBOX_CAPTURE_HTTP_EXPORT). Bodies are text when UTF-8, else base64 text with the *_encoding attribute "base64".
+# OTEL_BLACKBOX_CAPTURE_HTTP_EXPORT). Bodies are text when UTF-8, else base64 text with the
+# *_encoding attribute "base64".
 HTTP_SPAN_NAME = "blackbox.http"
 ATTR_HTTP_METHOD = "blackbox.http.method"
 ATTR_HTTP_URL = "blackbox.http.url"
