@@ -19,9 +19,12 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["DEFAULT_SECRET_FIELDS", "TRUNCATION_KEY", "Redactor"]
+if TYPE_CHECKING:
+    from .config import BlackboxConfig
+
+__all__ = ["DEFAULT_SECRET_FIELDS", "TRUNCATION_KEY", "Redactor", "redactor_for"]
 
 TRUNCATION_KEY = "blackbox.truncated"
 _HEAD_CHARS = 1024
@@ -245,3 +248,13 @@ class Redactor:
         if not attributes:
             return {}
         return {key: self.value(key, val) for key, val in attributes.items()}
+
+
+def redactor_for(config: BlackboxConfig) -> Redactor:
+    """The Redactor of a configuration, as the writer applies it to every stored span."""
+    return Redactor(
+        enabled=config.redact,
+        patterns=config.redact_patterns,
+        fields=config.redact_fields,
+        max_bytes=config.max_attribute_bytes,
+    )

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ..config import BlackboxConfig
-from ..redact import Redactor
+from ..redact import redactor_for
 from ..store.queries import SpanRecord
 from ..store.rows import RowBuilder
 from ..store.schema import SPAN_COLUMNS
@@ -41,12 +41,7 @@ class CassetteSpanExporter(SpanExporter):
         config = config or BlackboxConfig.from_env()
         self.folder = Path(folder)
         self.max_buffered_spans = max_buffered_spans
-        redactor = Redactor(
-            enabled=config.redact,
-            patterns=config.redact_patterns,
-            fields=config.redact_fields,
-            max_bytes=config.max_attribute_bytes,
-        )
+        redactor = redactor_for(config)
         self._rows = RowBuilder(redactor, os.getpid())
         self._traces: OrderedDict[str, list[SpanRecord]] = OrderedDict()
         self._buffered = 0

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
-from ..redact import Redactor
+from ..redact import redactor_for
 
 if TYPE_CHECKING:
     from ..processor import BlackboxSpanProcessor
@@ -66,12 +66,7 @@ class OtherProcessors:
         self._others: tuple[tuple[SpanProcessor, ...], tuple[SpanProcessor, ...]] = ((), ())
         config = processor.config
         # The writer's settings (store/writer.py): what the others see is what the database stores.
-        self.redactor = Redactor(
-            enabled=config.redact,
-            patterns=config.redact_patterns,
-            fields=config.redact_fields,
-            max_bytes=config.max_attribute_bytes,
-        )
+        self.redactor = redactor_for(config)
         # A Redactor is meant for one thread at a time; the views' one-time computation holds this too.
         self.redact_lock = threading.Lock()
         self._warned: set[str] = set()

@@ -27,7 +27,7 @@ from typing import Any
 from ..config import BlackboxConfig
 from ..errors import BlackboxError
 from ..formats.otlp_in import OtlpDecoder, OtlpError
-from ..redact import Redactor
+from ..redact import redactor_for
 from .connection import connect_writer, describe_sqlite_error
 from .inserts import SpanInserter
 from .rows import RowBuilder
@@ -69,12 +69,7 @@ class Importer:
     def __init__(self, config: BlackboxConfig, source: str) -> None:
         self.config = config
         self.source = source if len(source) <= _SOURCE_CHARS else source[: _SOURCE_CHARS - 3] + "..."
-        redactor = Redactor(
-            enabled=config.redact,
-            patterns=config.redact_patterns,
-            fields=config.redact_fields,
-            max_bytes=config.max_attribute_bytes,
-        )
+        redactor = redactor_for(config)
         self._redactor = redactor
         self._decoder = OtlpDecoder()
         self._conn: sqlite3.Connection | None = None

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..config import BlackboxConfig
 from ..errors import StoreError
-from ..redact import Redactor
+from ..redact import redactor_for
 from .connection import connect_writer
 from .inserts import SpanInserter
 from .retention import apply_retention, database_bytes, evict_oldest, give_space_back, size_cap_target
@@ -79,12 +79,7 @@ class SpanWriter:
         self.pid = (0 if source is not None else os.getpid()) if pid is None else pid
         self._run_id: str | None = None
         self._dropped = dropped
-        self.redactor = Redactor(
-            enabled=config.redact,
-            patterns=config.redact_patterns,
-            fields=config.redact_fields,
-            max_bytes=config.max_attribute_bytes,
-        )
+        self.redactor = redactor_for(config)
         self.rows = RowBuilder(self.redactor, self.pid)
         self.spans_written = 0
         self.write_errors = 0
