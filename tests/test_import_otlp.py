@@ -22,6 +22,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -191,7 +192,7 @@ def _resource_spans(ids: Any, kind: Any, status: Any, scope_key: str = "scopeSpa
     }  # fmt: skip
 
 
-BODIES = {
+BODIES: dict[str, Callable[[], dict[str, Any]]] = {
     # Jaeger's /api/v3/traces/<id>: the gRPC gateway's JSON, enums by name, ids in hex.
     "jaeger-v3": lambda: {"result": {"resourceSpans": [_resource_spans(
         str, ("SPAN_KIND_SERVER", "SPAN_KIND_CLIENT"), ("STATUS_CODE_OK", "STATUS_CODE_ERROR"))]}},
