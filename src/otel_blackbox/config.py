@@ -29,6 +29,14 @@ ENV_VARS: dict[str, tuple[str, str]] = {
         "a span open this long is on disk (default 200)",
     ),
     "OTEL_BLACKBOX_MAX_QUEUE_SIZE": ("max_queue_size", "spans waiting for the writer before drops (20000)"),
+    "OTEL_BLACKBOX_MAX_QUEUE_MB": (
+        "max_queue_mb",
+        "memory those waiting spans may hold, estimated, in MB, before drops (32)",
+    ),
+    "OTEL_BLACKBOX_SHIPPER_SHARE": (
+        "shipper_share",
+        "share of the agent's interpreter the thread feeding the writer may use, 0 to 1 (0.25)",
+    ),
     "OTEL_BLACKBOX_RETENTION": ("retention", "keep traces this long: 7d, 12h, 30 (days); 0 or off: forever"),
     "OTEL_BLACKBOX_MAX_DB_MB": ("max_db_mb", "size cap in MB, oldest complete traces evicted (300; 0: none)"),
     "OTEL_BLACKBOX_REDACT": ("redact", "mask credentials before they are stored (true)"),
@@ -84,6 +92,18 @@ def _positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
     return value
 
 
+def _queue_megabytes(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1024 * 1024:
+        raise ConfigError(f"{name}: expected a number of megabytes above 0, got {value!r}")
+    return float(value)
+
+
+def _share(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise ConfigError(f"{name}: expected a share above 0 and at most 1 (0.25: a quarter), got {value!r}")
+    return float(value)
+
+
 @dataclass(frozen=True)
 class BlackboxConfig:
     """Settings of BlackboxSpanProcessor / BlackboxSpanExporter and the store.
@@ -95,6 +115,10 @@ class BlackboxConfig:
     flush_interval_ms: int = 200
     max_queue_size: int = 20_000
     max_batch_size: int = 2_000
+    # The queue's memory, estimated (store.snapshot.queued_bytes), and the shipper thread's share of
+    # the agent's interpreter (store.share): both chosen from bench/bench_host_load.py.
+    max_queue_mb: float = 32.0
+    shipper_share: float = 0.25
     retention: str | float | None = "7d"
     max_db_mb: float = 300.0
     redact: bool = True
@@ -119,6 +143,8 @@ class BlackboxConfig:
         _positive_int("flush_interval_ms", self.flush_interval_ms)
         _positive_int("max_queue_size", self.max_queue_size)
         _positive_int("max_batch_size", self.max_batch_size)
+        _queue_megabytes("max_queue_mb", self.max_queue_mb)
+        _share("shipper_share", self.shipper_share)
         _positive_int("max_attribute_bytes", self.max_attribute_bytes, minimum=1024)
         _positive_int("busy_timeout_ms", self.busy_timeout_ms, minimum=0)
         for name in ("capture_http", "capture_http_export"):
@@ -192,6 +218,13 @@ def _from_env_text(var: str, name: str, raw: str) -> Any:
         return tuple(p.strip() for p in raw.split(",") if p.strip())
     if name == "redact_fields":
         return tuple(f.strip() for f in raw.split(",") if f.strip())
+    if name in ("max_queue_mb", "shipper_share"):
+        check = _queue_megabytes if name == "max_queue_mb" else _share
+        try:
+            number = float(raw)
+        except ValueError:
+            number = raw  # type: ignore[assignment]  # the check below names the variable
+        return check(var, number)
     try:
         return float(raw) if name == "max_db_mb" else int(raw)
     except ValueError:

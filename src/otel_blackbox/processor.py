@@ -1,12 +1,17 @@
 """BlackboxSpanProcessor: every span on disk from the moment it starts.
 
-``on_start`` and ``on_end`` run on the agent's thread, so they only append the span to a bounded
-deque (a few hundred nanoseconds, no lock, no I/O). A shipper thread (store.shipper) snapshots
-what is queued into plain data and hands it to the writer: by default a companion process
-(store.companion, store.writer_process) that does the serialization, redaction and SQLite work
-outside the agent's interpreter; an in-thread writer where no process can be started or
-``writer="thread"`` asks for it. Nothing starts until the first span arrives. When the deque is
-full spans are dropped and counted, never waited for: the agent comes first.
+``on_start`` and ``on_end`` run on the agent's thread and do no I/O and take no lock. ``on_start``
+registers the live span; ``on_end`` takes its snapshot (plain data, store.snapshot: under a
+microsecond while the span is still in the CPU's caches) and appends it to a bounded queue. A
+shipper thread (store.shipper) hands what is queued to the writer: by default a companion process
+(store.companion, store.writer_process) that does the redaction and SQLite work outside the
+agent's interpreter; an in-thread writer where no process can be started or ``writer="thread"``
+asks for it. It also writes an open row for each registered span still running. Nothing starts
+until the first span arrives.
+
+The queue is bounded by count (``max_queue_size``) and by an estimate of the memory it holds
+(``max_queue_mb``); the shipper by a share of the interpreter (``shipper_share``). Past either, spans
+are dropped and counted, never waited for: the agent comes first.
 
 With ``capture_http`` on, it also records each HTTP exchange of the process as a span of its own
 (capture.py); the hook and the provider translations are imported only then.
@@ -21,7 +26,6 @@ import os
 import sys
 import threading
 import weakref
-from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +36,8 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from .config import BlackboxConfig
 from .replay import active
 from .semconv import ATTR_SESSION_MODE
-from .store.shipper import FlushMarker, InThreadSink, Shipper
+from .store.shipper import Backlog, FlushMarker, InThreadSink, Shipper
+from .store.snapshot import DEFERRED_SPAN_BYTES, Snapshotter, queued_bytes
 
 if TYPE_CHECKING:
     from .replay.capture import HttpCapture
@@ -60,9 +65,11 @@ class BlackboxSpanProcessor(SpanProcessor):
         self.config = config
         self.disabled = os.environ.get(OTEL_SDK_DISABLED, "").strip().lower() == "true"
         self._shutdown = False
-        # Ends may use twice the room of starts: a span whose start was dropped still gets its row.
+        # The queue of ended spans is bounded by count and by an estimate of the memory it holds;
+        # the registry of spans started since the shipper last looked by count.
         self._max_starts = config.max_queue_size
-        self._max_items = config.max_queue_size * 2
+        self._max_items = config.max_queue_size
+        self._max_bytes = int(config.max_queue_mb * 1024 * 1024)
         self._wake_at = config.max_batch_size
         self._open_rows_dropped = 0
         self._spans_dropped = 0
@@ -96,9 +103,11 @@ class BlackboxSpanProcessor(SpanProcessor):
     def _new_writer(self) -> None:
         """A fresh queue and shipper, started with the first span (lazily: creating a processor
         starts no thread and no process)."""
-        self._queue: deque[Any] = deque()
+        self._backlog = Backlog()
         self._wake = threading.Event()
-        self._writer = Shipper(self.config, self._queue, self._wake, self.dropped_count)
+        snapshotter = Snapshotter()
+        self._snapshot = snapshotter.snapshot
+        self._writer = Shipper(self.config, self._backlog, self._wake, self.dropped_count, snapshotter)
         self._started = False
 
     def _start(self) -> None:
@@ -117,8 +126,9 @@ class BlackboxSpanProcessor(SpanProcessor):
             span.set_attribute(ATTR_SESSION_MODE, active.mode)
         if not self._started:
             self._start()
-        if len(self._queue) < self._max_starts:
-            self._queue.append(span)
+        opens = self._backlog.opens
+        if len(opens) < self._max_starts:
+            opens[span._context[1]] = span  # type: ignore[index]  # SpanContext: a tuple, [1] the span id
         else:
             with self._drop_lock:  # only on the overload path: keeps the count exact across threads
                 self._open_rows_dropped += 1
@@ -128,21 +138,38 @@ class BlackboxSpanProcessor(SpanProcessor):
             return
         if not self._started:
             self._start()
-        queue = self._queue
-        if len(queue) < self._max_items:
-            queue.append(span)
-            if len(queue) >= self._wake_at and not self._wake.is_set():
-                self._wake.set()
-        else:
+        backlog = self._backlog
+        opens = backlog.opens
+        if opens:
+            context = getattr(span, "_context", None)  # None: not an SDK span, let go once seen ended
+            if context is not None:
+                opens.pop(context[1], None)
+        queue = backlog.ended
+        if len(queue) >= self._max_items or backlog.bytes >= self._max_bytes:
             with self._drop_lock:
                 self._spans_dropped += 1
+            return
+        item: Any = span
+        if span.__class__ is ReadableSpan:  # the SDK's: snapshot it now, while it is in the caches
+            try:
+                item = self._snapshot(span, is_open=False)
+                size = queued_bytes(item)
+            except Exception:  # the shipper tries again, and counts and reports the failure
+                item, size = span, DEFERRED_SPAN_BYTES
+        else:  # another kind (an HTTP capture span computes its attributes when first read)
+            size = getattr(span, "queued_bytes", DEFERRED_SPAN_BYTES)
+        backlog.bytes += size  # before the append: the shipper subtracts only what it took
+        queue.append((size, item))
+        if len(queue) >= self._wake_at and not self._wake.is_set():
+            self._wake.set()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Write everything recorded so far (open spans as open rows). False on timeout or write failure."""
         if self._shutdown or self.disabled or not self._writer.thread.is_alive():
-            return not self._queue
+            return not self._backlog.ended
         marker = FlushMarker()
-        self._queue.append(marker)
+        self._backlog.ended.append((0, marker))
+        self._backlog.urgent.set()  # the shipper does not rest on its share while a flush waits
         self._wake.set()
         if not marker.done.wait(max(timeout_millis, 0) / 1000):
             return False

@@ -55,6 +55,7 @@ from ..semconv import (
     ATTR_SESSION_MODE,
     HTTP_SPAN_NAME,
 )
+from ..store.snapshot import DEFERRED_SPAN_BYTES
 from . import active
 from .capture_export import OtherProcessors
 from .http import hook
@@ -224,6 +225,13 @@ class _ExchangeSpan(ReadableSpan):
         self._capture: HttpCapture | None = capture
         self._exchange: _Exchange | None = exchange
         self._computed: dict[str, Any] = {}
+
+    @property
+    def queued_bytes(self) -> int:
+        """What it holds while queued, for the processor's memory bound: mostly the two bodies."""
+        exchange = self._exchange
+        bodies = len(exchange.request.body) + len(exchange.response.body) if exchange is not None else 0
+        return DEFERRED_SPAN_BYTES + bodies
 
     @property
     def attributes(self) -> Mapping[str, Any]:

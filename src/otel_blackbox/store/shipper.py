@@ -1,15 +1,17 @@
-"""The agent-side thread: takes what on_start / on_end queued, snapshots it, hands it to the writer.
+"""The agent-side thread: takes what the processor queued and hands it to the writer.
 
-Each tick (half the flush interval), or sooner when a batch's worth is queued, it turns the
-queued spans into plain-data snapshots (store.snapshot) and delivers them to a sink:
+Each tick (half the flush interval), or sooner when a batch's worth is queued, it delivers to a sink:
 
 * the writer process (store.companion, the default): pickled down a pipe, so row building,
   redaction and SQLite run outside the agent's interpreter and never take its GIL;
 * an in-thread writer (InThreadSink): the same SpanWriter, run right here. Used when asked
   (``writer="thread"``), where no process can be started, and if the process dies.
 
-A span still open at shipping time gets an open snapshot (its row shows it running); one that
-has ended since it started needs none, its final snapshot follows in the queue.
+An ended span arrives as a snapshot (store.snapshot), taken by on_end on the agent's thread while
+the span is still in its caches, which costs a fraction of taking it here later; a span started
+since the last tick and still open gets an open snapshot here (its row shows it running). The
+thread's CPU time is held to a share of the interpreter (store.share): past it, it rests, and the
+processor's bounded queue sheds what the agent makes meanwhile.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, set_val
 from opentelemetry.sdk.trace import Span
 
 from ..config import BlackboxConfig
+from .share import InterpreterShare
 from .snapshot import Definition, Snapshot, Snapshotter
 from .writer import SpanWriter
 
-__all__ = ["FlushMarker", "InThreadSink", "Shipper"]
+__all__ = ["Backlog", "FlushMarker", "InThreadSink", "Shipper"]
 
 logger = logging.getLogger("otel_blackbox")
 
@@ -41,6 +44,25 @@ class FlushMarker:
     def __init__(self) -> None:
         self.done = threading.Event()
         self.ok = True
+
+
+class Backlog:
+    """What waits for the shipper, filled by the processor on the agent's threads.
+
+    ``ended``: (estimated bytes, item) pairs in the order they came: a final snapshot (a tuple), a
+    span for the shipper to snapshot, or a FlushMarker. ``bytes``: the sum of their estimates, which
+    bounds the queue (with its length). ``opens``: the spans started since the shipper last looked,
+    by span id, each removed when it ends. ``urgent``: set by a flush or stop, which does not wait
+    for the shipper's share of the interpreter.
+    """
+
+    __slots__ = ("bytes", "ended", "opens", "urgent")
+
+    def __init__(self) -> None:
+        self.ended: deque[tuple[int, Any]] = deque()
+        self.opens: dict[int, Span] = {}
+        self.bytes = 0
+        self.urgent = threading.Event()
 
 
 class SinkFailed(Exception):
@@ -135,14 +157,20 @@ class Shipper:
     """One per processor (and per process: a forked child starts its own)."""
 
     def __init__(
-        self, config: BlackboxConfig, queue: deque[Any], wake: threading.Event, dropped: Callable[[], int]
+        self,
+        config: BlackboxConfig,
+        backlog: Backlog,
+        wake: threading.Event,
+        dropped: Callable[[], int],
+        snapshotter: Snapshotter,
     ) -> None:
         self.config = config
-        self.queue = queue
+        self.backlog = backlog
         self.wake = wake
+        self._share = InterpreterShare(config.shipper_share)
         self._dropped = dropped
         self._started_ns = time.time_ns()
-        self._snapshotter = Snapshotter()
+        self._snapshotter = snapshotter  # the processor's: one numbering of resources and scopes
         self.outside_errors = 0  # spans that could not be snapshotted, or were lost with a dead writer
         self._warned: set[str] = set()
         self._resend_definitions = False
@@ -163,6 +191,7 @@ class Shipper:
         """Deliver what is queued, let the writer finish, end the thread. False if not in time."""
         self._stopping = True
         self._stop_timeout_s = timeout_s
+        self.backlog.urgent.set()
         self.wake.set()
         self.thread.join(timeout_s)
         return not self.thread.is_alive()
@@ -255,36 +284,79 @@ class Shipper:
     # -- shipping --------------------------------------------------------------------------------
 
     def _ship(self) -> None:
-        """Deliver everything queued right now, in batches of at most max_batch_size spans."""
-        queue = self.queue
+        """Deliver everything queued right now, in batches of at most max_batch_size spans, within
+        the shipper's share of the interpreter (resting past it, unless a flush or stop waits)."""
+        backlog = self.backlog
+        queue = backlog.ended
         snapshot = self._snapshotter.snapshot
         batch_size = self.config.max_batch_size
-        while queue:
+        opens = self._take_opens()
+        while queue or opens:
+            rest = self._share.rest_s()
+            if rest > 0 and not (self._stopping or backlog.urgent.is_set()):
+                self._rest(rest)
+            opens.update(self._take_opens())  # each batch: a long span waits for no backlog
             finals: list[Snapshot] = []
-            opens: dict[tuple[int, int], Snapshot] = {}
             markers: list[FlushMarker] = []
+            freed = 0
             for _ in range(batch_size):
                 try:
-                    item = queue.popleft()
+                    size, item = queue.popleft()
                 except IndexError:
                     break
-                try:
-                    if isinstance(item, Span):  # queued by on_start: the live span
-                        if item.end_time is None:
-                            taken = snapshot(item, is_open=True)
-                            opens[(taken[0], taken[1])] = taken
-                    elif isinstance(item, FlushMarker):
-                        markers.append(item)
-                    else:  # queued by on_end: the final snapshot
-                        taken = snapshot(item, is_open=False)
-                        finals.append(taken)
-                        opens.pop((taken[0], taken[1]), None)
-                except Exception:  # not a recordable SDK span: count it, keep the batch
-                    self.outside_errors += 1
-                    self._warn_once(
-                        "row", f"otel-blackbox could not serialize span {item.name!r}", exc_info=True
-                    )
+                freed += size
+                if item.__class__ is tuple:  # snapshotted on the agent's thread, as it ended
+                    finals.append(item)
+                elif item.__class__ is FlushMarker:
+                    markers.append(item)
+                else:  # a span left for this thread to snapshot (an HTTP capture span)
+                    try:
+                        finals.append(snapshot(item, is_open=False))
+                    except Exception:  # not a recordable SDK span: count it, keep the batch
+                        self._snapshot_failed(item)
+            # The one writer of the count but for the agent's threads' +=: each a single read and
+            # write with no call between (under the GIL, never interleaved).
+            backlog.bytes -= freed
             self._deliver(finals, list(opens.values()), markers)
+            opens = {}
+        if not queue:
+            backlog.urgent.clear()
+
+    def _take_opens(self) -> dict[tuple[int, int], Snapshot]:
+        """Open snapshots of the spans started since the last call and still running; each span is
+        let go once looked at (its final snapshot comes from on_end), so the registry stays small."""
+        registry = self.backlog.opens
+        if not registry:
+            return {}
+        taken: dict[tuple[int, int], Snapshot] = {}
+        for key, span in list(registry.items()):  # a copy made without releasing the GIL
+            registry.pop(key, None)
+            try:
+                if span.end_time is None:
+                    found = self._snapshotter.snapshot(span, is_open=True)
+                    taken[(found[0], found[1])] = found
+            except Exception:
+                self._snapshot_failed(span)
+        return taken
+
+    def _rest(self, seconds: float) -> None:
+        """Past the budget: wait (without the GIL), still writing open rows every tick so a long
+        span is on disk within the flush interval; cut short by a flush or stop."""
+        self._share.rested_s += seconds
+        deadline = time.monotonic() + seconds
+        tick = self.config.flush_interval_ms / 2000
+        urgent = self.backlog.urgent
+        while not self._stopping and not urgent.wait(min(tick, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                return
+            opens = self._take_opens()
+            if opens:
+                self._deliver([], list(opens.values()), [])
+
+    def _snapshot_failed(self, item: Any) -> None:
+        self.outside_errors += 1
+        name = getattr(item, "name", "?")
+        self._warn_once("row", f"otel-blackbox could not serialize span {name!r}", exc_info=True)
 
     def _deliver(self, finals: list[Snapshot], opens: list[Snapshot], markers: list[FlushMarker]) -> None:
         definitions = self._snapshotter.take_definitions()
