@@ -106,14 +106,20 @@ def test_a_burst_far_above_the_queue_drops_exactly_what_it_counts_and_recovers(d
     stats = json.loads(run_cli("stats", "--json", db=db_path, check=True).stdout)
     assert (stats["spans_dropped"], stats["spans"]) == (result["dropped"], on_disk)
 
-    # Memory is bounded by the queue, not by the burst: at most 2 x queue spans wait for the writer.
+    # Memory is bounded by the queue, not by the burst: by count and by an estimate of its bytes
+    # (max_queue_mb, 32 by default), well inside the 64 MB the recorder may add.
     growth_mb = result["rss_burst_mb"] - result["rss_baseline_mb"]
-    assert growth_mb < 64 + queue * 8 / 1024, result
+    assert growth_mb < 64, result
 
     name = f"burst of {result['burst_spans']:,} spans, 4 threads, queue {queue:,}"
     figure(name, "spans dropped (counted, and shown by stats)", f"{result['dropped']:,}")
     figure(name, "spans written during the burst", f"{result['after_burst']['written']:,}")
-    figure(name, "burst duration", f"{result['burst_s']:.2f} s")
+    figure(
+        name,
+        "burst duration: recorder / no-op processor",
+        f"{result['burst_s']:.2f} s / {result['baseline_burst_s']:.2f} s "
+        f"({result['burst_s'] / result['baseline_burst_s']:.2f}x)",
+    )
     figure(
         name,
         "peak RSS: recorder / no-op processor / before the bursts",
