@@ -28,8 +28,11 @@ class InterpreterShare:
         self._wall_ns = self._cpu_ns = -1  # read on the first call: the clock is the caller thread's
         self.rested_s = 0.0  # total time spent resting: how often the budget bound
 
-    def rest_s(self) -> float:
-        """Charge the work done since the last call; the seconds to rest before working again (0: go on)."""
+    def rest_s(self, *, urgent: bool = False) -> float:
+        """Charge the work done since the last call; the seconds to rest before working again (0: go on).
+
+        ``urgent``: a flush or stop waits, so the agent's thread is blocked on this work anyway: it goes
+        on now, and leaves no debt (the next span's open row must not wait for it to be paid)."""
         if self.share >= 1.0:
             return 0.0
         wall, cpu = time.monotonic_ns(), time.thread_time_ns()
@@ -38,6 +41,8 @@ class InterpreterShare:
         tokens = self._tokens_ns + (wall - self._wall_ns) * self.share - (cpu - self._cpu_ns)
         self._tokens_ns = min(tokens, self._capacity_ns)
         self._wall_ns, self._cpu_ns = wall, cpu
+        if urgent:
+            self._tokens_ns = max(self._tokens_ns, 0.0)
         if self._tokens_ns >= 0:
             return 0.0
         return -self._tokens_ns / self.share / 1e9

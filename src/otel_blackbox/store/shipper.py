@@ -290,12 +290,16 @@ class Shipper:
         queue = backlog.ended
         snapshot = self._snapshotter.snapshot
         batch_size = self.config.max_batch_size
-        opens = self._take_opens()
-        while queue or opens:
-            rest = self._share.rest_s()
-            if rest > 0 and not (self._stopping or backlog.urgent.is_set()):
+        while True:
+            opens = self._take_opens()  # each batch: a long span waits for no backlog
+            if not queue and not opens:
+                break
+            rest = self._share.rest_s(urgent=self._stopping or backlog.urgent.is_set())
+            if rest > 0:
+                if opens:  # on disk before the rest, whatever it lasts
+                    self._deliver([], list(opens.values()), [])
+                    opens = {}
                 self._rest(rest)
-            opens.update(self._take_opens())  # each batch: a long span waits for no backlog
             finals: list[Snapshot] = []
             markers: list[FlushMarker] = []
             freed = 0
@@ -318,9 +322,10 @@ class Shipper:
             # write with no call between (under the GIL, never interleaved).
             backlog.bytes -= freed
             self._deliver(finals, list(opens.values()), markers)
-            opens = {}
-        if not queue:
-            backlog.urgent.clear()
+        if backlog.urgent.is_set():
+            self._share.rest_s(urgent=True)  # the flush's own work leaves no debt either
+            if not queue:
+                backlog.urgent.clear()
 
     def _take_opens(self) -> dict[tuple[int, int], Snapshot]:
         """Open snapshots of the spans started since the last call and still running; each span is

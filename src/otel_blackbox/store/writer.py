@@ -38,7 +38,7 @@ from .inserts import SpanInserter
 from .retention import apply_retention, database_bytes, evict_oldest, give_space_back, size_cap_target
 from .rows import RowBuilder
 from .runs import next_source_pid
-from .snapshot import Definition, Snapshot
+from .snapshot import Definition, Snapshot, queued_bytes
 
 __all__ = ["SpanWriter"]
 
@@ -72,6 +72,7 @@ class SpanWriter:
         source: str | None = None,
     ) -> None:
         self.config = config
+        self._max_held_bytes = int(config.max_queue_mb * 1024 * 1024)
         # What the run is when no recorder made it (`serve`): recorders.source. Such a run's spans
         # get a pid of their own, negative, allocated with its row (store.runs.next_source_pid),
         # and the run starts at the earliest span it wrote: an agent's clock and start are its own.
@@ -167,14 +168,22 @@ class SpanWriter:
         self._warn_once("row", f"otel-blackbox could not serialize span {name!r}", exc_info=True)
 
     def _keep_for_retry(self, finals: dict[Key, Snapshot], opens: dict[Key, Snapshot]) -> None:
-        """Hold a failed batch for the next try; past max_queue_size the oldest final rows are lost."""
+        """Hold a failed batch for the next try; past max_queue_size spans or max_queue_mb, the
+        oldest final rows are lost (counted)."""
         finals.update(self._finals)  # anything received meanwhile comes after
         for key, snapshot in self._opens.items():
             if key not in finals:
                 opens[key] = snapshot
         room = self.config.max_queue_size
-        if len(finals) > room:
-            lost = len(finals) - room
+        # Held by count and by the queue's memory bound too: a writer that fails fast must not
+        # hold more than the processor's queue would (in thread mode, this is the agent's memory).
+        sizes = [queued_bytes(snapshot) for snapshot in finals.values()]
+        held, lost = sum(sizes), max(0, len(finals) - room)
+        held -= sum(sizes[:lost])
+        while held > self._max_held_bytes and lost < len(sizes):
+            held -= sizes[lost]
+            lost += 1
+        if lost:
             self.write_errors += lost
             finals = dict(islice(finals.items(), lost, None))  # drop the oldest
         room -= len(finals)

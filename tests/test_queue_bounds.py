@@ -1,0 +1,437 @@
+"""The processor's bounds: count and memory (max_queue_size, max_queue_mb) and the shipper's share.
+
+A span is either on disk or counted as dropped, whatever the load; the queue's memory stays near
+max_queue_mb even when the writer cannot keep up; a long span still gets its open row while the
+queue overflows or the shipper is held to a tiny share; a bad value is one line naming its variable.
+Real SDK, real SQLite, real writer process; nothing timed (deadlines only guard against a hang).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable
+from contextlib import closing
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import Recorder, run_cli, sized
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import Tracer
+
+from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
+from otel_blackbox.errors import ConfigError
+from otel_blackbox.store.snapshot import SNAPSHOT_BYTES, Snapshotter, queued_bytes
+
+pytestmark = pytest.mark.reliability
+
+DEADLINE_S = 10.0  # a failure guard for polling, never a measured duration
+PROC_STATUS = Path("/proc/self/status")
+
+
+def count(db: Path, query: str, *params: Any) -> int:
+    with closing(sqlite3.connect(db)) as conn:
+        return int(conn.execute(query, params).fetchone()[0])
+
+
+def finished_rows(db: Path) -> int:
+    return count(db, "SELECT count(*) FROM spans WHERE status != 'open'")
+
+
+def wait_for_status(db: Path, name: str) -> str | None:
+    """The status of the row named ``name`` once there is one (None if none by the deadline)."""
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        with contextlib.suppress(sqlite3.OperationalError), closing(sqlite3.connect(db)) as conn:
+            row = conn.execute("SELECT status FROM spans WHERE name = ?", (name,)).fetchone()
+            if row is not None:
+                return str(row[0])
+        time.sleep(0.02)
+    return None
+
+
+class Burst:
+    """Threads making spans flat out until stopped; ``made`` counts them exactly."""
+
+    def __init__(self, tracer: Tracer, threads: int = 3) -> None:
+        self._tracer = tracer
+        self._stop = threading.Event()
+        self._made = [0] * threads
+        self._threads = [threading.Thread(target=self._run, args=(i,)) for i in range(threads)]
+
+    def _run(self, index: int) -> None:
+        tracer, stop, made = self._tracer, self._stop, self._made
+        while not stop.is_set():
+            tracer.start_span("burst").end()
+            made[index] += 1
+
+    @property
+    def made(self) -> int:
+        return sum(self._made)
+
+    def __enter__(self) -> Burst:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+
+
+def wait_for_drops(processor: BlackboxSpanProcessor) -> int:
+    deadline = time.monotonic() + DEADLINE_S
+    while processor.dropped_count() == 0:
+        assert time.monotonic() < deadline, "the burst never overflowed the queue"
+        time.sleep(0.01)
+    return processor.dropped_count()
+
+
+# -- 1. exact counts under a burst ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("writer", ["process", "thread"])
+def test_a_burst_puts_every_span_on_disk_or_in_the_drop_count(
+    make_recorder: Callable[..., Recorder], db_path: Path, writer: str
+) -> None:
+    """Drops are the price of never blocking the agent: each must be counted, none lost silently."""
+    per_thread = sized(20_000, 100_000)
+    rec = make_recorder(max_queue_size=2_000, writer=writer)
+
+    def make_spans() -> None:
+        for _ in range(per_thread):
+            rec.tracer.start_span("burst").end()
+
+    threads = [threading.Thread(target=make_spans) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    rec.flush()
+    dropped = rec.processor.dropped_count()
+    assert dropped > 0  # the queue really overflowed
+    finished = finished_rows(db_path)
+    assert finished + dropped == 4 * per_thread
+    assert rec.processor.spans_written == finished and rec.processor.write_errors == 0
+    stats = json.loads(run_cli("stats", "--json", db=db_path, check=True).stdout)
+    assert (stats["spans_dropped"], stats["write_errors"]) == (dropped, 0)
+
+
+# -- 2. the memory bound ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["x" * 200_000, "é" * 200_000, "€" * 100_000, "🙂" * 50_000, ("€" * 50_000, "🙂" * 25_000)],
+    ids=["ascii", "latin-1", "2-byte", "4-byte", "tuple"],
+)
+def test_queued_bytes_counts_large_text_at_its_real_size(value: str | tuple[str, ...]) -> None:
+    """The estimate is what bounds the queue's memory: a large value must count at what it costs
+    (CPython stores '€' in 2 bytes and '🙂' in 4; 'é' fits Latin-1, 1 byte)."""
+    real = sum(map(sys.getsizeof, value)) if isinstance(value, tuple) else sys.getsizeof(value)
+    assert real >= 200_000
+    tracer = TracerProvider(shutdown_on_exit=False).get_tracer("tests")
+    span = tracer.start_span("big", attributes={"output.value": value})
+    span.end()
+    estimate = queued_bytes(Snapshotter().snapshot(span, is_open=False))  # type: ignore[arg-type]
+    assert real <= estimate < real + SNAPSHOT_BYTES + 1_000  # counted once, not a guess
+
+
+# Run as its own process, so that its peak memory is the burst's alone. The values are made inside
+# the loop and no reference to them is kept: only the recorder could hold on to them.
+MEMORY_AGENT = textwrap.dedent(
+    """
+    import json, sqlite3, sys, time
+    from opentelemetry.sdk.trace import TracerProvider
+    from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
+    from otel_blackbox.store.snapshot import Snapshotter, queued_bytes
+
+    args = json.loads(sys.argv[1])
+
+    def memory(key):
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+
+    config = BlackboxConfig(db_path=args["db"], max_queue_mb=args["max_queue_mb"], writer=args["writer"],
+                            busy_timeout_ms=args["busy_timeout_ms"])
+    processor = BlackboxSpanProcessor(config=config)
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("memory-agent")
+    tracer.start_span("warmup").end()
+    assert processor.force_flush(10_000)
+    locker = sqlite3.connect(args["db"], isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")  # the writer cannot write until the burst is over
+    estimate = Snapshotter()
+    before = memory("VmRSS")
+    peak_queued = largest = 0
+    for i in range(args["spans"]):
+        span = tracer.start_span(f"big-{i}")
+        span.set_attribute("output.value", ("%06d" % i) * 34000)  # 204,000 bytes, distinct per span
+        span.end()
+        peak_queued = max(peak_queued, processor._backlog.bytes)
+        largest = max(largest, queued_bytes(estimate.snapshot(span, is_open=False)))
+        span = None
+        time.sleep(args["pause_s"])
+    peak = max(memory("VmHWM"), memory("VmRSS"))
+    locker.execute("ROLLBACK")
+    locker.close()
+    flushed = processor.force_flush(60_000)
+    conn = sqlite3.connect(args["db"])
+    query = "SELECT count(*) FROM spans WHERE name LIKE 'big-%' AND status != 'open'"
+    kept = conn.execute(query).fetchone()[0]
+    conn.close()
+    print(json.dumps({"growth": peak - before, "peak_queued": peak_queued, "largest": largest,
+                      "max_bytes": processor._max_bytes, "flushed": flushed, "kept": kept,
+                      "dropped": processor.dropped_count(), "write_errors": processor.write_errors}))
+    provider.shutdown()
+    """
+)
+BIG_SPANS = 400  # ~82 MB of values, were they all kept
+MEMORY_BOUND = 40 * 2**20  # ten times max_queue_mb=4: room for a batch in hand, far from keeping them all
+RETRY_MEMORY_BOUND = 56 * 2**20  # with a retry buffer as well: see the test
+
+
+def run_memory_agent(tmp_path: Path, **args: Any) -> dict[str, Any]:
+    script = tmp_path / "memory_agent.py"
+    script.write_text(MEMORY_AGENT, encoding="utf-8")
+    params = {"db": str(tmp_path / "memory.db"), "max_queue_mb": 4, "spans": BIG_SPANS, **args}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    done = subprocess.run(
+        [sys.executable, str(script), json.dumps(params)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+@pytest.mark.skipif(not PROC_STATUS.exists(), reason="reads the process's memory from /proc")
+@pytest.mark.parametrize("writer", ["process", "thread"])
+def test_large_spans_while_the_writer_is_stuck_keep_the_agent_memory_bounded(
+    tmp_path: Path, writer: str
+) -> None:
+    """max_queue_mb is a promise about the agent's memory: a writer that cannot keep up must cost
+    drops, not the whole burst held in memory."""
+    result = run_memory_agent(tmp_path, writer=writer, busy_timeout_ms=30_000, pause_s=0)
+    assert result["dropped"] > 0  # the bound was reached
+    assert result["peak_queued"] <= result["max_bytes"] + result["largest"]  # past it by one span at most
+    assert result["growth"] < MEMORY_BOUND, f"grew {result['growth'] / 2**20:.0f} MB"
+    assert result["flushed"] and result["write_errors"] == 0
+    assert result["kept"] + result["dropped"] == BIG_SPANS
+
+
+@pytest.mark.skipif(not PROC_STATUS.exists(), reason="reads the process's memory from /proc")
+def test_spans_held_for_a_retry_stay_within_the_memory_bound(tmp_path: Path) -> None:
+    """A short busy timeout makes each write fail fast: the shipper keeps emptying the queue into the
+    writer's retry buffer, which max_queue_mb bounds too (the oldest held spans are lost, counted
+    as write errors)."""
+    result = run_memory_agent(tmp_path, writer="thread", busy_timeout_ms=50, pause_s=0.002)
+    assert result["write_errors"] > 0  # the retry buffer reached the bound
+    assert result["flushed"] and result["kept"] + result["dropped"] + result["write_errors"] == BIG_SPANS
+    # Here the queue (4 MB) and the retry buffer (4 MB) both hold spans in the agent's process, and
+    # every retry builds the held rows again (200 KB strings the allocator keeps some of): 42 MB
+    # measured, against 69-78 MB when the retry buffer had no byte bound and 82 MB to keep them all.
+    assert result["growth"] < RETRY_MEMORY_BOUND, f"grew {result['growth'] / 2**20:.0f} MB"
+
+
+# -- 3. durability ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("writer", ["process", "thread"])
+def test_a_long_span_is_on_disk_while_a_burst_overflows_the_queue(
+    make_recorder: Callable[..., Recorder], db_path: Path, writer: str
+) -> None:
+    """Open rows come from the registry, not the ended queue: a full queue must not hide a running span."""
+    rec = make_recorder(flush_interval_ms=100, max_queue_size=200, writer=writer)
+    with Burst(rec.tracer) as burst:
+        dropped_at_start = wait_for_drops(rec.processor)
+        long_span = rec.tracer.start_span("long-tool")
+        assert wait_for_status(db_path, "long-tool") == "open"
+        assert rec.processor.dropped_count() > dropped_at_start  # still overflowing meanwhile
+    rec.flush()  # the queue drained: the end is not dropped
+    long_span.end()
+    rec.flush()
+    assert rec.rows("SELECT status FROM spans WHERE name = 'long-tool'")[0]["status"] == "unset"
+    assert finished_rows(db_path) + rec.processor.dropped_count() == burst.made + 1
+
+
+@pytest.mark.parametrize("writer", ["process", "thread"])
+def test_a_tiny_shipper_share_still_writes_open_rows_and_flushes(
+    make_recorder: Callable[..., Recorder], db_path: Path, writer: str
+) -> None:
+    """The share sheds throughput, never durability: open rows go on while resting, flushes do not wait."""
+    rec = make_recorder(flush_interval_ms=100, max_queue_size=500, shipper_share=0.01, writer=writer)
+    with Burst(rec.tracer) as burst:
+        wait_for_drops(rec.processor)
+        share = rec.processor._writer._share
+        deadline = time.monotonic() + DEADLINE_S
+        while share.rested_s == 0:  # the share has held the shipper back: the case under test
+            assert time.monotonic() < deadline, "the shipper never rested on its share"
+            time.sleep(0.01)
+        long_span = rec.tracer.start_span("long-tool")
+        assert wait_for_status(db_path, "long-tool") == "open"
+        assert rec.processor.force_flush(int(DEADLINE_S * 1000)) is True  # during the burst
+    rec.flush()
+    long_span.end()
+    rec.flush()
+    assert rec.rows("SELECT status FROM spans WHERE name = 'long-tool'")[0]["status"] == "unset"
+    assert finished_rows(db_path) + rec.processor.dropped_count() == burst.made + 1
+
+
+def test_a_long_span_started_after_a_flushed_burst_is_on_disk_within_the_interval(
+    make_recorder: Callable[..., Recorder],
+) -> None:
+    """A flush ships without the share, so the shipper ends it in debt; the next span's open row must
+    not wait for the debt to be paid (here ~20 s against a 100 ms flush interval)."""
+    rec = make_recorder(flush_interval_ms=100, shipper_share=0.01, writer="thread")
+    for _ in range(4_000):
+        rec.tracer.start_span("burst", attributes={"input.value": "x" * 500}).end()
+    rec.flush()
+    long_span = rec.tracer.start_span("long-tool")
+    deadline = time.monotonic() + 3.0  # 30 flush intervals
+    while not rec.rows("SELECT 1 FROM spans WHERE name = 'long-tool'") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        assert [r["status"] for r in rec.rows("SELECT status FROM spans WHERE name = 'long-tool'")] == [
+            "open"
+        ]
+    finally:
+        long_span.end()
+
+
+def test_a_span_whose_start_was_not_registered_still_gets_its_final_row(
+    make_recorder: Callable[..., Recorder], db_path: Path
+) -> None:
+    """A full registry costs an open row, never the span: its final row comes from on_end."""
+    # A long interval: the shipper looks at the registry only when a flush wakes it, so the count is exact.
+    rec = make_recorder(max_queue_size=10, flush_interval_ms=60_000)
+    spans = [rec.tracer.start_span(f"started-{i}") for i in range(50)]
+    assert rec.processor.open_rows_dropped == 40
+    rec.flush()
+    assert count(db_path, "SELECT count(*) FROM spans WHERE status = 'open'") == 10  # the registered ones
+    for i, span in enumerate(spans):
+        span.end()
+        if i % 5 == 4:  # never more ended than the queue holds: this test is about starts
+            rec.flush()
+    assert rec.processor.dropped_count() == 0
+    names = {r["name"] for r in rec.rows("SELECT name FROM spans WHERE status != 'open'")}
+    assert names == {f"started-{i}" for i in range(50)}
+    assert count(db_path, "SELECT count(*) FROM spans WHERE status = 'open'") == 0
+
+
+# -- 4. settings ------------------------------------------------------------------------------------
+
+BAD_ENV = [("OTEL_BLACKBOX_MAX_QUEUE_MB", v) for v in ("0", "-1", "abc", "inf", "nan")] + [
+    ("OTEL_BLACKBOX_SHIPPER_SHARE", v) for v in ("0", "1.5", "-0.1", "abc", "nan")
+]
+
+
+@pytest.mark.parametrize(("var", "value"), BAD_ENV)
+def test_a_bad_queue_setting_from_env_is_one_line_naming_the_variable(var: str, value: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        BlackboxConfig.from_env({var: value})
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(f"{var}: ")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("max_queue_mb", 0), ("max_queue_mb", -1.0), ("max_queue_mb", float("nan")), ("max_queue_mb", "8"),
+     ("max_queue_mb", True), ("shipper_share", 2), ("shipper_share", 0), ("shipper_share", True),
+     ("shipper_share", float("nan")), ("shipper_share", "0.5")],
+)  # fmt: skip
+def test_a_bad_queue_setting_in_code_names_the_field(field: str, value: Any) -> None:
+    with pytest.raises(ConfigError) as info:
+        BlackboxConfig(**{field: value})
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(f"{field}: ")
+
+
+@pytest.mark.parametrize(
+    ("var", "value", "field", "expected"),
+    [("OTEL_BLACKBOX_SHIPPER_SHARE", "0.5", "shipper_share", 0.5),
+     ("OTEL_BLACKBOX_SHIPPER_SHARE", "1", "shipper_share", 1.0),
+     ("OTEL_BLACKBOX_MAX_QUEUE_MB", "8", "max_queue_mb", 8.0),
+     ("OTEL_BLACKBOX_MAX_QUEUE_MB", "0.5", "max_queue_mb", 0.5)],
+)  # fmt: skip
+def test_good_queue_settings_are_accepted(var: str, value: str, field: str, expected: float) -> None:
+    config = BlackboxConfig.from_env({var: value})
+    assert getattr(config, field) == expected
+    if field == "max_queue_mb":  # what the processor bounds its queue with
+        assert BlackboxSpanProcessor(config=config)._max_bytes == int(expected * 2**20)
+
+
+def env_without_blackbox(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_") and k != "PYTHONPATH"}
+    env.update(extra)
+    return env
+
+
+@pytest.mark.parametrize(
+    ("var", "value"), [("OTEL_BLACKBOX_MAX_QUEUE_MB", "0"), ("OTEL_BLACKBOX_SHIPPER_SHARE", "abc")]
+)
+def test_a_bad_queue_setting_stops_the_cli_with_one_line(tmp_path: Path, var: str, value: str) -> None:
+    """`cleanup` builds its settings from OTEL_BLACKBOX_* (as `import` and `serve` do): a bad one
+    is exit 2 and one line, before the database is touched."""
+    db = tmp_path / "blackbox.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "otel_blackbox.cli", "--db", str(db), "cleanup"],
+        capture_output=True, text=True, env=env_without_blackbox(**{var: value}), timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"otel-blackbox: error: {var}: ") and "Traceback" not in done.stderr
+    assert not db.exists()
+
+
+ZERO_CODE_AGENT = textwrap.dedent(
+    """
+    from opentelemetry import trace
+    with trace.get_tracer("agent").start_as_current_span("step"):
+        pass
+    print("agent done")
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("var", "value"), [("OTEL_BLACKBOX_MAX_QUEUE_MB", "-1"), ("OTEL_BLACKBOX_SHIPPER_SHARE", "1.5")]
+)
+def test_a_bad_queue_setting_under_opentelemetry_instrument_is_one_warning(
+    tmp_path: Path, var: str, value: str
+) -> None:
+    """Zero-code setup is where these settings are met most: the agent runs, unrecorded, and one
+    line says why."""
+    instrument = shutil.which("opentelemetry-instrument", path=os.path.dirname(sys.executable))
+    assert instrument, "opentelemetry-instrument is not installed next to this Python"
+    (tmp_path / "agent.py").write_text(ZERO_CODE_AGENT, encoding="utf-8")
+    db = tmp_path / "blackbox.db"
+    # Every instrumentor off: they are not what this is about, and each costs start-up time.
+    disabled = ",".join(sorted({e.name for e in entry_points(group="opentelemetry_instrumentor")}))
+    env = env_without_blackbox(
+        OTEL_TRACES_EXPORTER="none", OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none",
+        OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=disabled, OTEL_BLACKBOX_DB=str(db), **{var: value},
+    )  # fmt: skip
+    argv = [instrument, sys.executable, "agent.py"]
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == "agent done\n", done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"otel-blackbox: not recording: {var}: ")
+    assert not db.exists()
