@@ -66,6 +66,7 @@ LABELS = {
     "bare": "bare SDK (no processor)",
     "noop": "no-op SpanProcessor",
     "blackbox": "BlackboxSpanProcessor (defaults)",
+    "blackbox-before": "BlackboxSpanProcessor, --baseline-src",
     "batch-noop": "BatchSpanProcessor(no-op exporter)",
 }
 BURST_THREADS, BURST_SPANS = 4, 50_000
@@ -240,6 +241,8 @@ def run_child(argv: Sequence[str]) -> int:
 
 
 def spawn(measure: str, contender: str, extra: Sequence[str], env: dict[str, str]) -> dict[str, Any]:
+    if contender == "blackbox-before":  # the same child, with the older source first on the path
+        contender, env = "blackbox", {**env, "PYTHONPATH": env["BENCH_BASELINE_PATH"]}
     command = [sys.executable, __file__, "--child", measure, contender, *extra]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, check=False)
     if done.returncode != 0:
@@ -259,26 +262,28 @@ def paired(samples_a: list[dict[str, Any]], samples_b: list[dict[str, Any]], key
     return [a[key] / b[key] for a, b in pairs if a.get("valid") and b.get("valid")]
 
 
-def figures(results: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, list[float]]:
-    """Each bar's figure in every repeat."""
+def figures(results: dict[str, dict[str, list[dict[str, Any]]]], who: str) -> dict[str, list[float]]:
+    """Each bar's figure for the recorder ``who`` in every repeat."""
     out: dict[str, list[float]] = {}
     if "burst" in results:
         b = results["burst"]
-        out["burst wall / no-op"] = paired(b["blackbox"], b["noop"], "wall_s")
-        out["burst peak RSS growth, MB"] = [s["rss_growth_mb"] for s in b["blackbox"] if s.get("valid")]
-        out["slowest start+end / no-op"] = paired(b["blackbox"], b["noop"], "slowest_s")
+        out["burst wall / no-op"] = paired(b[who], b["noop"], "wall_s")
+        out["burst peak RSS growth, MB"] = [s["rss_growth_mb"] for s in b[who] if s.get("valid")]
+        out["slowest start+end / no-op"] = paired(b[who], b["noop"], "slowest_s")
     if "cpu" in results:
         c = results["cpu"]
-        out["cpu loop speed kept"] = paired(c["bare"], c["blackbox"], "elapsed_s")
+        out["cpu loop speed kept"] = paired(c["bare"], c[who], "elapsed_s")
     if "steady" in results:
         s = results["steady"]
         out["steady cost beyond no-op, share of its span"] = [
-            r - 1 for r in paired(s["blackbox"], s["noop"], "us_per_span")
+            r - 1 for r in paired(s[who], s["noop"], "us_per_span")
         ]
     return out
 
 
-def print_tables(results: dict[str, dict[str, list[dict[str, Any]]]], bars: dict[str, list[float]]) -> None:
+def print_tables(
+    results: dict[str, dict[str, list[dict[str, Any]]]], bars_of: dict[str, dict[str, list[float]]]
+) -> None:
     columns = {
         "burst": ("wall_s", "rss_growth_mb", "slowest_s", "dropped"),
         "cpu": ("elapsed_s",),
@@ -290,7 +295,12 @@ def print_tables(results: dict[str, dict[str, list[dict[str, Any]]]], bars: dict
             cells = "  ".join(f"{median(samples, c):10.3f}" for c in columns[measure])
             invalid = [s.get("note", "") for s in samples if not s.get("valid")]
             print(f"  {LABELS[contender]:<36} {cells}" + (f"  INVALID: {invalid}" if invalid else ""))
-    print("\nbars (issue 23): the median of the figure taken within each repeat, then every repeat's")
+    for who, bars in bars_of.items():
+        print(f"\nbars (issue 23), {LABELS[who]}: the median of the figure within each repeat, and each")
+        print_bars(bars)
+
+
+def print_bars(bars: dict[str, list[float]]) -> None:
     for name, values in bars.items():
         op, bar = BARS[name]
         value = statistics.median(values) if values else float("nan")
@@ -308,6 +318,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(MEASURES), help="comma list of: " + ", ".join(MEASURES))
     parser.add_argument("--set", action="append", default=[], metavar="VAR=VALUE", help="for the recorder")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--baseline-src", type=Path, help="an older checkout's src/: its recorder runs as blackbox-before"
+    )
     args = parser.parse_args(args_in)
     measures = [m for m in args.only.split(",") if m]
     if unknown := set(measures) - set(MEASURES):
@@ -315,6 +328,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = dict(os.environ)
     env["PYTHONHASHSEED"] = "0"  # the same dict layouts in every child: one less source of noise
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent), env.get("PYTHONPATH")]))
+    contenders = {m: list(c) for m, c in CONTENDERS.items()}
+    if args.baseline_src is not None:
+        if not (args.baseline_src / "otel_blackbox" / "__init__.py").is_file():
+            parser.error(f"--baseline-src {args.baseline_src}: no otel_blackbox package there")
+        env["BENCH_BASELINE_PATH"] = os.pathsep.join([str(args.baseline_src.resolve()), env["PYTHONPATH"]])
+        for names in contenders.values():
+            names.insert(names.index("blackbox") + 1, "blackbox-before")
     for item in args.set:
         name, sep, value = item.partition("=")
         if not sep:
@@ -332,10 +352,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     began = time.perf_counter()
     for repeat in range(args.repeat):
         for measure in measures:
-            by_contender = results.setdefault(measure, {c: [] for c in CONTENDERS[measure]})
-            for contender in rotated(CONTENDERS[measure], repeat):
+            by_contender = results.setdefault(measure, {c: [] for c in contenders[measure]})
+            for contender in rotated(contenders[measure], repeat):
                 by_contender[contender].append(spawn(measure, contender, extra[measure], env))
-    bars = figures(results)
+    bars: dict[str, dict[str, list[float]]] = {
+        who: figures(results, who) for who in ("blackbox", "blackbox-before") if who in contenders["burst"]
+    }
     print_tables(results, bars)
     took = time.perf_counter() - began
     print(f"\n{args.repeat} repeats in {took:.0f} s; load average at the end {os.getloadavg()[0]:.2f}")
