@@ -139,13 +139,14 @@ class BlackboxSpanProcessor(SpanProcessor):
         if not self._started:
             self._start()
         backlog = self._backlog
-        opens = backlog.opens
-        if opens:
-            context = getattr(span, "_context", None)  # None: not an SDK span, let go once seen ended
-            if context is not None:
-                opens.pop(context[1], None)
+        context = getattr(span, "_context", None)  # None: not an SDK span, let go once seen ended
+        key: int = context[1] if context is not None else 0  # 0: never a valid span id
+        if backlog.opens:
+            backlog.opens.pop(key, None)
+        # A span already on disk as open is never dropped: its row would say it is still running.
+        shown_open = bool(backlog.shown_open) and backlog.shown_open.pop(key, False)
         queue = backlog.ended
-        if len(queue) >= self._max_items or backlog.bytes >= self._max_bytes:
+        if not shown_open and (len(queue) >= self._max_items or backlog.bytes >= self._max_bytes):
             with self._drop_lock:
                 self._spans_dropped += 1
             return

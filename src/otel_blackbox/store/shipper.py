@@ -52,15 +52,18 @@ class Backlog:
     ``ended``: (estimated bytes, item) pairs in the order they came: a final snapshot (a tuple), a
     span for the shipper to snapshot, or a FlushMarker. ``bytes``: the sum of their estimates, which
     bounds the queue (with its length). ``opens``: the spans started since the shipper last looked,
-    by span id, each removed when it ends. ``urgent``: set by a flush or stop, which does not wait
+    by span id, each removed when it ends. ``shown_open``: the span ids given an open row and not
+    ended yet: their ends are queued even past the bounds, so no row says "open" of a span that
+    ended. ``urgent``: set by a flush or stop, which does not wait
     for the shipper's share of the interpreter.
     """
 
-    __slots__ = ("bytes", "ended", "opens", "urgent")
+    __slots__ = ("bytes", "ended", "opens", "shown_open", "urgent")
 
     def __init__(self) -> None:
         self.ended: deque[tuple[int, Any]] = deque()
         self.opens: dict[int, Span] = {}
+        self.shown_open: dict[int, bool] = {}
         self.bytes = 0
         self.urgent = threading.Event()
 
@@ -334,12 +337,19 @@ class Shipper:
         if not registry:
             return {}
         taken: dict[tuple[int, int], Snapshot] = {}
+        shown, limit = self.backlog.shown_open, self.config.max_queue_size
         for key, span in list(registry.items()):  # a copy made without releasing the GIL
             registry.pop(key, None)
             try:
+                # Marked first: an end from now on sees the mark; an end before it, the end time.
+                marked = len(shown) < limit  # past it (spans never ended), their ends may drop
+                if marked:
+                    shown[key] = True
                 if span.end_time is None:
                     found = self._snapshotter.snapshot(span, is_open=True)
                     taken[(found[0], found[1])] = found
+                elif marked:
+                    shown.pop(key, None)
             except Exception:
                 self._snapshot_failed(span)
         return taken
