@@ -54,8 +54,8 @@ class Backlog:
     bounds the queue (with its length). ``opens``: the spans started since the shipper last looked,
     by span id, each removed when it ends. ``shown_open``: the span ids given an open row and not
     ended yet: their ends are queued even past the bounds, so no row says "open" of a span that
-    ended. ``urgent``: set by a flush or stop, which does not wait
-    for the shipper's share of the interpreter.
+    ended. ``urgent``: set by a flush or stop, which does not wait for the shipper's share of the
+    interpreter.
     """
 
     __slots__ = ("bytes", "ended", "opens", "shown_open", "urgent")
