@@ -66,9 +66,8 @@ class BlackboxSpanProcessor(SpanProcessor):
         self.disabled = os.environ.get(OTEL_SDK_DISABLED, "").strip().lower() == "true"
         self._shutdown = False
         # The queue of ended spans is bounded by count and by an estimate of the memory it holds;
-        # the registry of spans started since the shipper last looked by count.
-        self._max_starts = config.max_queue_size
-        self._max_items = config.max_queue_size
+        # the registry of spans started since the shipper last looked by the same count.
+        self._max_spans = config.max_queue_size
         self._max_bytes = int(config.max_queue_mb * 1024 * 1024)
         self._wake_at = config.max_batch_size
         self._open_rows_dropped = 0
@@ -127,7 +126,7 @@ class BlackboxSpanProcessor(SpanProcessor):
         if not self._started:
             self._start()
         opens = self._backlog.opens
-        if len(opens) < self._max_starts:
+        if len(opens) < self._max_spans:
             opens[span._context[1]] = span  # type: ignore[index]  # SpanContext: a tuple, [1] the span id
         else:
             with self._drop_lock:  # only on the overload path: keeps the count exact across threads
@@ -146,7 +145,7 @@ class BlackboxSpanProcessor(SpanProcessor):
         # A span already on disk as open is never dropped: its row would say it is still running.
         shown_open = bool(backlog.shown_open) and backlog.shown_open.pop(key, False)
         queue = backlog.ended
-        if not shown_open and (len(queue) >= self._max_items or backlog.bytes >= self._max_bytes):
+        if not shown_open and (len(queue) >= self._max_spans or backlog.bytes >= self._max_bytes):
             with self._drop_lock:
                 self._spans_dropped += 1
             return

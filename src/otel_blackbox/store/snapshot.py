@@ -174,17 +174,9 @@ def queued_bytes(snapshot: Snapshot) -> int:
     """An estimate of the memory a queued snapshot keeps alive: what bounds the processor's queue.
 
     Strings are counted by their length (their real size past LARGE_TEXT), everything else by the
-    measured averages above. One pass over the attribute values, on the agent's thread: the common
-    case (text and numbers) is inlined.
+    measured averages above: one pass over the attribute values, on the agent's thread.
     """
-    attributes = snapshot[9]
-    size = SNAPSHOT_BYTES + len(snapshot[3]) + ENTRY_BYTES * len(attributes)
-    for value in attributes.values():
-        if value.__class__ is str:
-            length = len(value)
-            size += length if length < LARGE_TEXT else sys.getsizeof(value)
-        elif value.__class__ is tuple:
-            size += _sequence_bytes(value)
+    size = SNAPSHOT_BYTES + len(snapshot[3]) + attributes_bytes(snapshot[9])
     if snapshot[6]:
         size += len(snapshot[6])
     if snapshot[10] or snapshot[11]:
@@ -194,7 +186,7 @@ def queued_bytes(snapshot: Snapshot) -> int:
 
 
 def attributes_bytes(attributes: Mapping[str, Any]) -> int:
-    """The estimate of queued_bytes for one attributes mapping (events, links, deferred spans)."""
+    """The estimate of queued_bytes for one attributes mapping (a span's, an event's, a link's)."""
     size = ENTRY_BYTES * len(attributes)
     for value in attributes.values():
         if isinstance(value, str):
