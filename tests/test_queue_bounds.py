@@ -22,16 +22,17 @@ from collections.abc import Callable
 from contextlib import closing
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from helpers import Recorder, run_cli, sized
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import Span, TracerProvider
 from opentelemetry.trace import Tracer
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
 from otel_blackbox.errors import ConfigError
 from otel_blackbox.store.snapshot import SNAPSHOT_BYTES, Snapshotter, queued_bytes
+from otel_blackbox.store.writer import SpanWriter
 
 pytestmark = pytest.mark.reliability
 
@@ -334,6 +335,35 @@ def test_a_span_whose_start_was_not_registered_still_gets_its_final_row(
     names = {r["name"] for r in rec.rows("SELECT name FROM spans WHERE status != 'open'")}
     assert names == {f"started-{i}" for i in range(50)}
     assert count(db_path, "SELECT count(*) FROM spans WHERE status = 'open'") == 0
+
+
+def test_open_rows_commit_before_a_big_batch_of_final_rows(db_path: Path) -> None:
+    """A long span's open row does not wait for a burst's final rows to be built and written: when the
+    finals' transaction begins, the open row is already committed (seen from another connection)."""
+    tracer = TracerProvider().get_tracer("t")
+    snapshotter = Snapshotter()
+    long_span = cast(Span, tracer.start_span("long-tool"))  # the SDK's span, as the processor sees it
+    finals = []
+    for i in range(500):
+        span = cast(Span, tracer.start_span(f"burst-{i}"))
+        span.end()
+        finals.append(snapshotter.snapshot(span, is_open=False))
+    writer = SpanWriter(BlackboxConfig(db_path=db_path), started_ns=time.time_ns(), dropped=lambda: 0)
+    writer.receive(snapshotter.take_definitions(), finals, [snapshotter.snapshot(long_span, is_open=True)])
+    seen_at_begin: list[list[tuple[str, str]]] = []
+
+    def on_statement(sql: str) -> None:
+        if sql.startswith("BEGIN"):
+            with closing(sqlite3.connect(db_path)) as other:
+                seen_at_begin.append(other.execute("SELECT name, status FROM spans ORDER BY name").fetchall())
+
+    try:
+        writer._connection().set_trace_callback(on_statement)
+        assert writer.write_pending() is None
+    finally:
+        writer.close()
+    assert seen_at_begin[:2] == [[], [("long-tool", "open")]]
+    assert count(db_path, "SELECT count(*) FROM spans") == 501
 
 
 # -- 4. settings ------------------------------------------------------------------------------------

@@ -228,6 +228,7 @@ class Shipper:
             self.sink = self._open_sink()
         self.ready.set()
         tick = self.config.flush_interval_ms / 2000
+        self.wake.set()  # what was started while the sink was made is overdue: no tick's wait
         while True:
             self.wake.wait(tick)
             self.wake.clear()

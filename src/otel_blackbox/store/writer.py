@@ -46,6 +46,7 @@ logger = logging.getLogger("otel_blackbox")
 
 
 _MAX_TRACKED_OPEN = 100_000
+_OPENS_APART = 200  # final rows past which open rows commit in a transaction of their own
 _MAINTENANCE_BUDGET_S = 0.05  # of each 100 ms tick, for evicting traces down from the size cap
 _VACUUM_PAGES_PER_TICK = 2048  # 16 MB of 8 KiB pages given back to the filesystem a tick
 
@@ -139,6 +140,10 @@ class SpanWriter:
             return None
         finals, opens = self._finals, self._opens
         self._finals, self._opens = {}, {}
+        if opens and len(finals) > _OPENS_APART and self._write({}, opens) is None:
+            # A long span's open row does not wait for a big batch of final rows to be built and
+            # written: it commits first, in a transaction of its own (the flush interval bounds it).
+            opens = {}
         error = self._write(finals, opens)
         if error is not None:
             if isinstance(error, _NOT_RETRYABLE):
