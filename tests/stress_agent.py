@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.trace import Tracer
+from opentelemetry.trace import Span, Tracer
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
 from otel_blackbox.cassette.io import save_cassette
@@ -157,9 +157,13 @@ def run_burst(args: argparse.Namespace) -> None:
     # writes enough of a 2,000,000-span burst (~700,000) to pass the default 300 MB, where the cap
     # would evict some of them.
     provider, processor, tracer = recorder(args, max_queue_size=args.queue, max_db_mb=0)
+    done = threading.Event()
+    if args.long_spans:  # bench/bench_open_row_latency.py: long spans' open rows during the burst
+        threading.Thread(target=_long_spans, args=(tracer, done), daemon=True).start()
     began = time.perf_counter()
     slowest = _burst(tracer, args.spans, args.threads, "burst")
     burst_s = time.perf_counter() - began
+    done.set()
     rss_burst = peak_rss_mb()
     processor.force_flush(60_000)
     after_burst = counters(processor)
@@ -186,21 +190,40 @@ def run_burst(args: argparse.Namespace) -> None:
     provider.shutdown()
 
 
+def _long_spans(tracer: Tracer, done: threading.Event) -> None:
+    """One span after another, each open 0.25 to 0.6 s, its id and start printed as it opens."""
+    rng = random.Random(0)
+    for k in range(1_000_000):
+        if done.is_set():
+            return
+        span = tracer.start_span(f"long-{k}")
+        _print_long(span)
+        done.wait(rng.uniform(0.25, 0.6))
+        span.end()
+
+
+_PRINT_LOCK = threading.Lock()
+
+
+def _print_long(span: Span) -> None:
+    """The parent's record of what was open, and since when (after the start: never too early)."""
+    context = span.get_span_context()
+    with _PRINT_LOCK:
+        print(f"L {context.trace_id:032x} {context.span_id:016x} {time.time_ns()}", flush=True)
+
+
 # -- churn: heavy writing with long spans, until SIGKILL --------------------------------------------
 
 
 def run_churn(args: argparse.Namespace) -> None:
     _provider, _processor, tracer = recorder(args, max_db_mb=args.max_db_mb)
     rng = random.Random(args.seed)
-    print_lock = threading.Lock()
 
     def worker(index: int) -> None:
         tracer.start_span(f"forever-{index}")  # never ends: open until the kill
         for k in range(1_000_000):
             span = tracer.start_span(f"long-{index}-{k}")
-            context = span.get_span_context()
-            with print_lock:  # the parent's record of what was open, and since when
-                print(f"L {context.trace_id:032x} {context.span_id:016x} {time.time_ns()}", flush=True)
+            _print_long(span)
             until = time.monotonic() + rng.uniform(0.25, 0.6)
             while time.monotonic() < until:
                 agent_step(tracer, f"step-{index}-{k}")
@@ -276,6 +299,7 @@ def main() -> None:
     burst.add_argument("--threads", type=int, default=4)
     burst.add_argument("--queue", type=int, default=2_000)
     burst.add_argument("--recover", type=int, default=1_000)
+    burst.add_argument("--long-spans", action="store_true", help="also keep long spans open, printing each")
     churn = sub.add_parser("churn")
     churn.add_argument("--threads", type=int, default=3)
     churn.add_argument("--seed", type=int, default=0)

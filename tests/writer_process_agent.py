@@ -71,9 +71,23 @@ def parent_of(pid: int) -> int | None:
 
 
 def has_exited(pid: int) -> bool:
-    """Gone, or a zombie: this machine's init does not reap orphans, so one that exited may stay Z."""
+    """Gone, or a zombie: this machine's init does not reap orphans, so one that exited may stay Z.
+
+    Every thread counts: a killed process's main thread shows Z while its other threads still
+    exit, and its descriptors (a pipe's read end) stay open until the last one has."""
     fields = stat_fields(pid)
-    return fields is None or fields[0] in ("Z", "X")
+    if fields is None:
+        return True
+    if fields[0] not in ("Z", "X"):
+        return False
+    try:
+        threads = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
+    except OSError:
+        return True
+    return all(
+        (_read(f"/proc/{pid}/task/{t}/stat") or b") X").rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+        for t in threads
+    )
 
 
 def environ_keys(pid: int) -> list[str]:

@@ -8,6 +8,11 @@ of its own (a Ctrl-C or a signal to the agent's process group does not reach it)
 Two anonymous pipes: batches go down the child's stdin; acknowledgements, progress and the
 child's log lines come back on its stdout, read by a small thread here. The child exits at the
 end of its stdin: when the agent stops it, exits, or is killed (the kernel closes the pipe).
+
+The shipper sends no more final rows while a batch's worth (``max_batch_size``) is neither written
+nor counted lost (``backed_up``): they wait in the processor's bounded queue, so the pipe never
+fills up with them and an open row sent meanwhile reaches the writer at once. Progress from the
+writer wakes the shipper.
 """
 
 from __future__ import annotations
@@ -62,8 +67,12 @@ class ProcessSink:
     mode = "process"
 
     def __init__(self, pid: int, to_child: int, from_child: int, dropped: Callable[[], int],
-                 outside: Callable[[], int], wake: threading.Event) -> None:  # fmt: skip
+                 outside: Callable[[], int], wake: threading.Event, in_flight: int) -> None:  # fmt: skip
         self.pid: int | None = pid
+        self._in_flight = in_flight  # final rows sent ahead of the writer's progress, at most
+        self._held = False  # the shipper waits for progress
+        self._sending: int | None = None  # the flush id of the batch on its way down the pipe
+        self._started_at = time.monotonic()
         self._to_child: int | None = to_child
         self._from_child: int | None = from_child
         self._dropped = dropped
@@ -91,7 +100,7 @@ class ProcessSink:
         outside: Callable[[], int],
         wake: threading.Event,
     ) -> ProcessSink:
-        """Start the process and wait for it to say it is ready; raises when it cannot be had."""
+        """Start the process; raises when it cannot be. ``wait_ready`` tells when it can write."""
         if not hasattr(os, "posix_spawn") or not sys.executable:
             raise OSError("no way to start a process here")
         if getattr(sys, "frozen", False):  # sys.executable is the application, not a Python
@@ -117,16 +126,25 @@ class ProcessSink:
             raise
         os.close(down_r)
         os.close(up_w)
-        sink = cls(pid, down_w, up_r, dropped, outside, wake)
+        sink = cls(pid, down_w, up_r, dropped, outside, wake, config.max_batch_size)
         sink._reader.start()
         try:
             sink._send(("config", config, os.getpid(), started_ns))
-            if not sink._ready.wait(_START_TIMEOUT_S) or sink.failed or not sink._ready_ok:
-                raise OSError("the writer process did not start")
         except BaseException:
-            sink._kill()
+            sink.kill()
             raise
         return sink
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """True once the process said it is ready; False if not yet; raises (and kills it) if it
+        cannot be had: it died, or it did not say so within _START_TIMEOUT_S of its start."""
+        ready = self._ready.wait(timeout_s)
+        if ready and not self.failed and self._ready_ok:
+            return True
+        if ready or time.monotonic() - self._started_at >= _START_TIMEOUT_S:
+            self.kill()
+            raise OSError("the writer process did not start")
+        return False
 
     # -- the shipper's side ------------------------------------------------------------------------
 
@@ -140,8 +158,10 @@ class ProcessSink:
         flush_id = None
         if markers:
             with self._lock:
+                if self.failed:
+                    raise SinkFailed("the writer process is gone")
                 self._next_flush += 1
-                flush_id = self._next_flush
+                flush_id = self._sending = self._next_flush
                 self._waiting[flush_id] = markers
         counts = (self._dropped(), self._outside())
         self._sent_counts = counts
@@ -150,9 +170,17 @@ class ProcessSink:
         except SinkFailed:
             with self._lock:  # these markers go, with the batch, to the writer that takes over
                 self._waiting.pop(flush_id or 0, None)
+                self._sending = None
             self._fail()
             raise
         self._shipped += len(finals)
+        if flush_id is not None:
+            with self._lock:
+                self._sending = None
+                # The process died while this batch went (_fail left its markers to us): sent, unwritten.
+                lost = self._waiting.pop(flush_id, None) if self.failed else None
+            if lost:
+                fail_markers(lost)
 
     def tick(self) -> None:
         counts = (self._dropped(), self._outside())
@@ -175,6 +203,12 @@ class ProcessSink:
         self._close_to_child()
         self._reap(min(_REAP_TIMEOUT_S, max(0.1, deadline - time.monotonic())))
         self._reader.join(1.0)
+
+    def backed_up(self) -> bool:
+        """A batch's worth of final rows sent and not yet written: send no more until progress."""
+        held = self.unconfirmed() >= self._in_flight
+        self._held = held
+        return held
 
     def counts(self) -> tuple[int, int]:
         return self._written, self._errors
@@ -238,6 +272,9 @@ class ProcessSink:
             with self._lock:
                 self._written, self._errors = message[1], message[2]
                 markers = self._waiting.pop(message[4], []) if kind == "ack" else []
+            if self._held:  # the shipper waits for this
+                self._held = False
+                self._wake.set()
             for marker in markers:
                 marker.ok = message[3]
                 marker.done.set()
@@ -246,9 +283,12 @@ class ProcessSink:
 
     def _fail(self) -> None:
         """The process is gone: every flush still waiting fails, the shipper switches writers."""
-        self.failed = True
         with self._lock:
-            waiting, self._waiting = self._waiting, {}
+            self.failed = True
+            # A batch being sent right now is its sender's to settle: retried elsewhere if the send
+            # failed, failed if it went.
+            waiting = {k: v for k, v in self._waiting.items() if k != self._sending}
+            self._waiting = {k: v for k, v in self._waiting.items() if k == self._sending}
         for markers in waiting.values():
             fail_markers(markers)
         self._ready.set()
@@ -262,7 +302,7 @@ class ProcessSink:
             with contextlib.suppress(OSError):
                 os.close(fd)
 
-    def _kill(self) -> None:
+    def kill(self) -> None:
         if self.pid is not None:
             with contextlib.suppress(OSError):
                 os.kill(self.pid, signal.SIGKILL)

@@ -97,16 +97,23 @@ def oldest_complete_traces(conn: sqlite3.Connection, limit: int) -> list[str]:
 
 
 def evict_oldest(
-    conn: sqlite3.Connection, down_to_bytes: int, *, budget_s: float | None = None
+    conn: sqlite3.Connection,
+    down_to_bytes: int,
+    *,
+    budget_s: float | None = None,
+    between: Callable[[], None] | None = None,
 ) -> tuple[int, bool]:
     """Evict the oldest complete traces, a short transaction at a time, until the data fits.
 
-    With ``budget_s`` it stops after about that long (the writer's share of a tick). Returns the
-    count and whether it is done: the data fits, or only running traces are left.
+    With ``budget_s`` it stops after about that long (the writer's share of a tick). ``between``
+    is called after each transaction (the writer commits open rows that arrived meanwhile).
+    Returns the count and whether it is done: the data fits, or only running traces are left.
     """
     deadline = None if budget_s is None else time.monotonic() + budget_s
     evicted = 0
     while database_bytes(conn) > down_to_bytes:
+        if evicted and between is not None:
+            between()
         if deadline is not None and time.monotonic() >= deadline:
             return evicted, False
         victims = oldest_complete_traces(conn, _EVICTION_CHUNK)

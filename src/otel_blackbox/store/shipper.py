@@ -12,6 +12,13 @@ the span is still in its caches, which costs a fraction of taking it here later;
 since the last tick and still open gets an open snapshot here (its row shows it running). The
 thread's CPU time is held to a share of the interpreter (store.share): past it, it rests, and the
 processor's bounded queue sheds what the agent makes meanwhile.
+
+Open rows are the promise, final rows the load. Open snapshots go first, in a delivery of their
+own, before the share's rest and before any final row; final rows wait in the queue while the
+writer process is a batch behind (``backed_up``), so the shipper never blocks on a full pipe; and
+until the writer process is ready (a Python starting: 100 to 500 ms on a busy host), open rows
+are written from this thread, so the first spans of a run are on disk within the flush interval
+too.
 """
 
 from __future__ import annotations
@@ -87,6 +94,10 @@ class Sink(Protocol):
 
     def tick(self) -> None: ...
 
+    def backed_up(self) -> bool:
+        """The writer is a batch behind: hold final rows back (open rows still go)."""
+        ...
+
     def stop(self, timeout_s: float) -> None: ...
 
     def counts(self) -> tuple[int, int]:
@@ -106,10 +117,17 @@ class InThreadSink:
     failed = False
 
     def __init__(
-        self, config: BlackboxConfig, started_ns: int, dropped: Callable[[], int], outside: Callable[[], int]
+        self,
+        config: BlackboxConfig,
+        started_ns: int,
+        dropped: Callable[[], int],
+        outside: Callable[[], int],
+        fresh_opens: Callable[[], tuple[list[Definition], list[Snapshot]]] | None = None,
     ) -> None:
         self.writer = SpanWriter(config, started_ns=started_ns, dropped=dropped)
         self._outside = outside
+        # Between two transactions of a big batch: the open rows of spans started meanwhile.
+        self._fresh_opens = fresh_opens
         # Held around all SQLite work; os.fork() takes it first, so a child never inherits a
         # connection (or SQLite's own mutexes) in the middle of a call.
         self.io_lock = threading.Lock()
@@ -126,7 +144,7 @@ class InThreadSink:
             writer.outside_errors = self._outside()
             writer.check_file()
             writer.receive(definitions, finals, opens)
-            error = writer.write_pending()
+            error = writer.write_pending(self._between if self._fresh_opens is not None else None)
         for marker in markers:
             marker.ok = error is None
             marker.done.set()
@@ -139,6 +157,16 @@ class InThreadSink:
             writer.write_pending()  # a batch held for a retry
             writer.heartbeat()
             writer.maintain()
+
+    def _between(self) -> None:
+        assert self._fresh_opens is not None
+        definitions, opens = self._fresh_opens()
+        if opens:
+            self.writer.receive(definitions, (), opens)
+            self.writer.write_opens()
+
+    def backed_up(self) -> bool:
+        return False  # it writes what it is given before it returns
 
     def stop(self, timeout_s: float) -> None:
         with self.io_lock:
@@ -225,8 +253,13 @@ class Shipper:
         # Our own I/O (SQLite here, the pipe, the process start) must not show up as spans of the agent.
         attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
         with self.start_lock:
-            self.sink = self._open_sink()
+            self.sink, bridged = self._open_sink()
         self.ready.set()
+        if (
+            bridged
+        ):  # on disk already: the writer process learns of them (its heartbeat) and of their definitions
+            self._resend_definitions = True
+            self._deliver([], bridged, [])
         tick = self.config.flush_interval_ms / 2000
         self.wake.set()  # what was started while the sink was made is overdue: no tick's wait
         while True:
@@ -245,25 +278,47 @@ class Shipper:
                     self._warn_once("stop", "otel-blackbox writer did not stop cleanly", exc_info=True)
                 return
 
-    def _open_sink(self) -> Sink:
-        if self.config.writer == "process":
-            try:
-                # Imported here: the thread writer never loads the process machinery.
-                from .companion import ProcessSink
+    def _open_sink(self) -> tuple[Sink, list[Snapshot]]:
+        """The writer, and the open snapshots written from this thread while the process started."""
+        if self.config.writer != "process":
+            return self._in_thread_sink(), []
+        bridge: InThreadSink | None = None
+        bridged: dict[tuple[int, int], Snapshot] = {}
+        try:
+            # Imported here: the thread writer never loads the process machinery.
+            from .companion import ProcessSink
 
-                return ProcessSink.start(
-                    self.config, self._started_ns, self._dropped, lambda: self.outside_errors, self.wake
-                )
-            except Exception as exc:
-                logger.warning(
-                    "otel-blackbox: the writer process could not be started (%s); "
-                    "writing from a thread of this process instead",
-                    exc,
-                )
-        return self._in_thread_sink()
+            sink = ProcessSink.start(
+                self.config, self._started_ns, self._dropped, lambda: self.outside_errors, self.wake
+            )
+            # Until it is ready, the open rows due meanwhile are written here, each tick.
+            while not sink.wait_ready(self.config.flush_interval_ms / 2000):
+                opens = self._take_opens()
+                if opens:
+                    bridge = bridge or self._in_thread_sink()
+                    bridge.deliver(self._snapshotter.take_definitions(), [], list(opens.values()), [])
+                    bridged.update(opens)
+            if bridge is not None:
+                bridge.writer.close()
+            return sink, list(bridged.values())
+        except Exception as exc:
+            logger.warning(
+                "otel-blackbox: the writer process could not be started (%s); "
+                "writing from a thread of this process instead",
+                exc,
+            )
+        return bridge or self._in_thread_sink(), []
 
     def _in_thread_sink(self) -> InThreadSink:
-        return InThreadSink(self.config, self._started_ns, self._dropped, lambda: self.outside_errors)
+        return InThreadSink(
+            self.config, self._started_ns, self._dropped, lambda: self.outside_errors, self._fresh_opens
+        )
+
+    def _fresh_opens(self) -> tuple[list[Definition], list[Snapshot]]:
+        opens = self._take_opens()
+        if not opens:
+            return [], []
+        return self._snapshotter.take_definitions(), list(opens.values())
 
     def _sink(self) -> Sink:
         """The sink, replaced by an in-thread writer if the writer process died."""
@@ -296,14 +351,16 @@ class Shipper:
         batch_size = self.config.max_batch_size
         while True:
             opens = self._take_opens()  # each batch: a long span waits for no backlog
-            if not queue and not opens:
+            if opens:  # first, on their own: before the rest, whatever it lasts, and any final row
+                self._deliver([], list(opens.values()), [])
+            if not queue:
                 break
-            rest = self._share.rest_s(urgent=self._stopping or backlog.urgent.is_set())
+            urgent = self._stopping or backlog.urgent.is_set()
+            rest = self._share.rest_s(urgent=urgent)
             if rest > 0:
-                if opens:  # on disk before the rest, whatever it lasts
-                    self._deliver([], list(opens.values()), [])
-                    opens = {}
                 self._rest(rest)
+            if not urgent and self._sink().backed_up():
+                break  # the writer's progress wakes this thread; meanwhile the queue bounds the rest
             finals: list[Snapshot] = []
             markers: list[FlushMarker] = []
             freed = 0
@@ -325,7 +382,7 @@ class Shipper:
             # The one writer of the count but for the agent's threads' +=: each a single read and
             # write with no call between (under the GIL, never interleaved).
             backlog.bytes -= freed
-            self._deliver(finals, list(opens.values()), markers)
+            self._deliver(finals, [], markers)
         if backlog.urgent.is_set():
             self._share.rest_s(urgent=True)  # the flush's own work leaves no debt either
             if not queue:

@@ -8,6 +8,11 @@ snapshots (store.snapshot) in batches and:
 * a span that is still open gets an open row (insert-if-absent), so a process killed now still
   shows it; a span that started and ended between two batches never needs an open row at all.
 
+Open rows are the promise, final rows the load: open rows commit first, in a transaction of their
+own, and final rows go in transactions of at most _FINALS_CHUNK rows, so an open row that arrives
+while they are written waits for one chunk, not for the whole batch (the writer process takes in
+what arrived between two chunks, or two steps of eviction, and commits its open rows then).
+
 A final row is never overwritten by an open one, whatever order the rows arrive in.
 
 When the database cannot be written (locked past the busy timeout, read-only, a full disk, deleted
@@ -47,6 +52,7 @@ logger = logging.getLogger("otel_blackbox")
 
 _MAX_TRACKED_OPEN = 100_000
 _OPENS_APART = 200  # final rows past which open rows commit in a transaction of their own
+_FINALS_CHUNK = 500  # final rows a transaction: what an open row arriving meanwhile may wait for
 _MAINTENANCE_BUDGET_S = 0.05  # of each 100 ms tick, for evicting traces down from the size cap
 _VACUUM_PAGES_PER_TICK = 2048  # 16 MB of 8 KiB pages given back to the filesystem a tick
 
@@ -130,11 +136,15 @@ class SpanWriter:
 
     # -- writing ---------------------------------------------------------------------------------
 
-    def write_pending(self) -> Exception | None:
-        """Write everything received, in one transaction; None when it committed, else the error.
+    def write_pending(self, between: Callable[[], None] | None = None) -> Exception | None:
+        """Write everything received; None when it all committed, else the last error.
 
-        A failed batch is kept for the next call, up to max_queue_size spans (a failure caused by
-        the batch's content is not: its spans are counted as lost).
+        Open rows first (in a transaction of their own ahead of more than _OPENS_APART final rows),
+        then final rows in transactions of at most _FINALS_CHUNK, calling ``between`` after each
+        but the last (the writer process takes in what arrived meanwhile: see write_opens). What
+        is received meanwhile waits for the next call. A failed chunk and the rest are kept for
+        the next call, up to max_queue_size spans (a chunk that fails for its content is not: its
+        spans are counted as lost).
         """
         if not self.pending:
             return None
@@ -144,13 +154,36 @@ class SpanWriter:
             # A long span's open row does not wait for a big batch of final rows to be built and
             # written: it commits first, in a transaction of its own (the flush interval bounds it).
             opens = {}
-        error = self._write(finals, opens)
-        if error is not None:
-            if isinstance(error, _NOT_RETRYABLE):
-                self.write_errors += len(finals)
-            else:
-                self._keep_for_retry(finals, opens)
-        return error
+        items = list(finals.items())
+        failed = None
+        for first in range(0, max(len(items), 1), _FINALS_CHUNK):
+            chunk = dict(items[first : first + _FINALS_CHUNK])
+            error = self._write(chunk, opens)
+            if error is not None and not isinstance(error, _NOT_RETRYABLE):
+                self._keep_for_retry(dict(items[first:]), opens)
+                return error
+            if error is not None:
+                self.write_errors += len(chunk)
+                failed = error
+            opens = {}
+            if between is not None and first + _FINALS_CHUNK < len(items):
+                between()
+        return failed
+
+    def write_opens(self) -> None:
+        """Commit the open rows received since the last write, ahead of any final rows waiting.
+
+        Called between two transactions of a long write (or steps of eviction): a long span's open
+        row waits for one of them, not for all. Kept for the next write if the file fails.
+        """
+        if not self._opens:
+            return
+        opens, self._opens = self._opens, {}
+        error = self._write({}, opens)
+        if error is not None and not isinstance(error, _NOT_RETRYABLE):
+            for key, snapshot in opens.items():
+                if key not in self._finals:
+                    self._opens.setdefault(key, snapshot)
 
     def write_now(self, finals: Iterable[Snapshot]) -> bool:
         """Write these final rows now, nothing held for later (the exporter's path)."""
@@ -369,12 +402,13 @@ class SpanWriter:
 
     # -- maintenance -----------------------------------------------------------------------------
 
-    def maintain(self) -> None:
+    def maintain(self, between: Callable[[], None] | None = None) -> None:
         """Retention and the size cap, a bounded share each tick so span writes never wait long.
 
         Retention runs at start and every cleanup interval. The size is checked once a second; over
         the cap, the oldest complete traces go (about _MAINTENANCE_BUDGET_S of work a tick) until
-        the data is down to 90 % of it, then the freed pages go back to the filesystem.
+        the data is down to 90 % of it, then the freed pages go back to the filesystem. ``between``
+        is called between two steps (as in write_pending).
         """
         dropped = self._dropped()
         if dropped:
@@ -403,10 +437,12 @@ class SpanWriter:
             if cap is not None and self._evicting:
                 # Past the cap itself, take a larger share: the cap must hold even under heavy writing.
                 budget = _MAINTENANCE_BUDGET_S * (3 if database_bytes(conn) > cap else 1)
-                evicted, done = evict_oldest(conn, size_cap_target(cap), budget_s=budget)
+                evicted, done = evict_oldest(conn, size_cap_target(cap), budget_s=budget, between=between)
                 self._evicting = not done
                 self._freed |= evicted > 0
             if self._freed and not self._evicting:
+                if between is not None:
+                    between()
                 self._freed = not give_space_back(conn, max_pages=_VACUUM_PAGES_PER_TICK)
         except (sqlite3.Error, StoreError, OSError) as exc:
             self._fault(exc)

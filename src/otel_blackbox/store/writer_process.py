@@ -1,6 +1,9 @@
 """The writer process: reads batches of span snapshots from its stdin and writes them to SQLite.
 
-Started by the agent (store.companion) and fed by its shipper thread. It outlives the agent only
+Started by the agent (store.companion) and fed by its shipper thread. A thread of its own reads
+the pipe as fast as it fills (the shipper bounds what it sends ahead of the writer's progress), so
+open rows that arrive while a batch of final rows or a step of eviction is being written are
+committed between two transactions, not after them all. It outlives the agent only
 as long as it takes to write what it received: at the end of its stdin (the agent stopped it,
 exited, or was killed) it records that moment as the run's last sign of life (open spans are shown
 to end there), writes what it holds and exits. Its own log lines go back to the agent, which logs
@@ -14,10 +17,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import select
 import signal
+import threading
 import time
 import traceback
+from collections import deque
 from typing import Any
 
 from .frames import FrameReader, encode, write_all
@@ -66,18 +70,55 @@ def main() -> None:
             loop.writer.close()
 
 
-class _Loop:
-    """Read what the agent sent, write it, answer; until the agent is gone or says stop."""
+class _Inbox:
+    """What the agent sent, read off the pipe as it comes by a thread of its own: the pipe never
+    backs up behind a long transaction. Bounded by the shipper, which sends no more final rows
+    while a batch's worth is unconfirmed (store.companion)."""
 
     def __init__(self) -> None:
-        self.frames = FrameReader()
+        self.messages: deque[tuple[Any, ...]] = deque()
+        self.arrived = threading.Event()
+        self.ended = False  # the pipe ended: the agent stopped us, exited, or was killed
+        self.garbled: Exception | None = None
+        self._thread = threading.Thread(target=self._read, name="otel-blackbox-writer-inbox", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        frames = FrameReader()
+        try:
+            while True:
+                try:
+                    data = os.read(0, _READ_SIZE)
+                except OSError:
+                    data = b""
+                if not data:
+                    break
+                self.messages.extend(frames.feed(data))
+                self.arrived.set()
+        except Exception as exc:  # a garbled message: nothing after it can be trusted
+            self.garbled = exc
+        self.ended = True
+        self.arrived.set()
+
+    def take(self) -> list[tuple[Any, ...]]:
+        taken = []
+        while self.messages:
+            taken.append(self.messages.popleft())
+        return taken
+
+
+class _Loop:
+    """Write what the agent sent, answer; until the agent is gone or says stop."""
+
+    def __init__(self) -> None:
+        self.inbox = _Inbox()
         self.writer: SpanWriter | None = None
         self.agent_pid = os.getppid()
         self.dropped = 0  # spans the agent dropped (its queue was full)
         self.tick = 0.1
-        self.ended = False
         self.stop = False
         self.term_deadline: float | None = None
+        self.flushes: list[int] = []  # flushes whose batches are received and not yet written
 
     def terminate(self, *_: object) -> None:
         """SIGTERM: keep serving the agent a moment (it may be flushing on its own SIGTERM), then go."""
@@ -85,9 +126,11 @@ class _Loop:
             self.term_deadline = time.monotonic() + _TERM_GRACE_S
 
     def run(self) -> None:
+        inbox = self.inbox
         while True:
-            readable, _, _ = select.select([0], [], [], self.tick)
-            batches, flushes = self._read() if readable else (0, [])
+            inbox.arrived.wait(self.tick)
+            inbox.arrived.clear()
+            batches = self._take()
             writer = self.writer
             if self._agent_gone():
                 if writer is not None:
@@ -95,29 +138,44 @@ class _Loop:
                 return
             if writer is None:
                 continue
+            due, self.flushes = self.flushes, []  # those received from now on wait for the next write
             writer.check_file()
-            error = writer.write_pending()
+            error = writer.write_pending(self._between)
             writer.heartbeat()
-            writer.maintain()
+            writer.maintain(self._between)
             counts = (writer.spans_written, writer.write_errors, error is None)
             if batches:
                 _send(("progress", *counts, None))
-            for flush_id in flushes:
+            for flush_id in due:
                 _send(("ack", *counts, flush_id))
             if self.stop:
+                writer.write_pending()  # what came with the stop
                 writer.finish()
                 writer.heartbeat()
                 writer.close()
-                _send(("stopped", writer.spans_written, writer.write_errors, True, None))
+                counts = (writer.spans_written, writer.write_errors, True)
+                for flush_id in self.flushes:
+                    _send(("ack", *counts, flush_id))
+                _send(("stopped", *counts, None))
                 return
+            if writer.pending or self.flushes:  # taken in between two transactions: now, not a tick later
+                inbox.arrived.set()
 
-    def _read(self) -> tuple[int, list[int]]:
-        """Take in what is in the pipe: the number of batches, and the flushes asked for."""
-        data = os.read(0, _READ_SIZE)
-        if not data:
-            self.ended = True
-        batches, flushes = 0, []
-        for message in self.frames.feed(data):
+    def _between(self) -> None:
+        """Between two transactions of a long write: take in what arrived, commit its open rows now,
+        and tell the agent how far the writing is (its shipper sends more as the count goes up)."""
+        writer = self.writer
+        assert writer is not None
+        if self._take():
+            writer.write_opens()
+        _send(("progress", writer.spans_written, writer.write_errors, True, None))
+
+    def _take(self) -> int:
+        """Take in what the agent sent: the number of batches (their flushes join ``flushes``)."""
+        if self.inbox.garbled is not None:
+            raise self.inbox.garbled
+        batches = 0
+        for message in self.inbox.take():
             kind = message[0]
             if kind == "batch" and self.writer is not None:
                 _, definitions, finals, opens, (self.dropped, outside), flush_id = message
@@ -125,7 +183,7 @@ class _Loop:
                 self.writer.outside_errors = outside
                 batches += 1
                 if flush_id is not None:
-                    flushes.append(flush_id)
+                    self.flushes.append(flush_id)
             elif kind == "config":
                 _, config, self.agent_pid, started_ns = message
                 self.writer = SpanWriter(
@@ -135,7 +193,7 @@ class _Loop:
                 _send(("ready", os.getpid()))
             elif kind == "stop":
                 self.stop = True
-        return batches, flushes
+        return batches
 
     def _dropped(self) -> int:
         return self.dropped
@@ -145,7 +203,7 @@ class _Loop:
         without closing it), or SIGTERM's grace is over."""
         deadline = self.term_deadline
         return (
-            self.ended
+            (self.inbox.ended and not self.inbox.messages)
             or os.getppid() != self.agent_pid
             or (deadline is not None and time.monotonic() > deadline)
         )
