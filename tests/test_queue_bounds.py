@@ -337,6 +337,109 @@ def test_a_span_whose_start_was_not_registered_still_gets_its_final_row(
     assert count(db_path, "SELECT count(*) FROM spans WHERE status = 'open'") == 0
 
 
+@pytest.mark.parametrize("writer", ["process", "thread"])
+def test_open_rows_are_written_within_the_interval_while_the_shipper_rests_on_a_near_zero_share(
+    make_recorder: Callable[..., Recorder], db_path: Path, writer: str
+) -> None:
+    """Open rows are the promise, not load to shed: held to 0.1 % of the interpreter, the shipper
+    rests for seconds after each batch of the burst, and each long span started meanwhile is still
+    written within one flush interval of its start (the row's written_ns against the span's
+    start_ns: the recorder's own clock; the interval is the promise, not a speed target)."""
+    interval_ms = 1000
+    rec = make_recorder(flush_interval_ms=interval_ms, max_queue_size=500, shipper_share=0.001, writer=writer)
+    names = [f"long-{i}" for i in range(5)]
+    spans = []
+    with Burst(rec.tracer):
+        wait_for_drops(rec.processor)
+        share = rec.processor._writer._share
+        deadline = time.monotonic() + DEADLINE_S
+        while share.rested_s < 3 * interval_ms / 1000:  # the budget alone holds it back for intervals
+            assert time.monotonic() < deadline, f"the shipper rested only {share.rested_s:.2f} s"
+            time.sleep(0.01)
+        for name in names:
+            spans.append(rec.tracer.start_span(name))
+            time.sleep(0.2)
+        assert [wait_for_status(db_path, name) for name in names] == ["open"] * len(names)
+        rows = rec.rows("SELECT name, start_ns, written_ns FROM spans WHERE name LIKE 'long-%'")
+    for span in spans:
+        span.end()
+    waited_ms = {r["name"]: (r["written_ns"] - r["start_ns"]) / 1e6 for r in rows}
+    assert sorted(waited_ms) == names
+    assert {n: ms for n, ms in waited_ms.items() if ms > interval_ms} == {}, waited_ms
+
+
+def test_an_open_row_that_arrives_during_a_big_batch_commits_before_the_batch_ends(db_path: Path) -> None:
+    """The writer under a big batch of final rows: they go in chunks, and an open row received
+    between two of them (as the writer process takes in its pipe) commits then, ahead of the rest."""
+    tracer = TracerProvider().get_tracer("t")
+    snapshotter = Snapshotter()
+    finals = []
+    for i in range(2_000):
+        span = cast(Span, tracer.start_span(f"burst-{i}"))
+        span.end()
+        finals.append(snapshotter.snapshot(span, is_open=False))
+    writer = SpanWriter(BlackboxConfig(db_path=db_path), started_ns=time.time_ns(), dropped=lambda: 0)
+    writer.receive(snapshotter.take_definitions(), finals, [])
+    long_span = cast(Span, tracer.start_span("long-tool"))
+    finals_at_open: list[int] = []
+
+    def between() -> None:
+        if not finals_at_open:
+            writer.receive(
+                snapshotter.take_definitions(), (), [snapshotter.snapshot(long_span, is_open=True)]
+            )
+            writer.write_opens()
+            finals_at_open.append(count(db_path, "SELECT count(*) FROM spans WHERE status != 'open'"))
+
+    try:
+        assert writer.write_pending(between) is None
+    finally:
+        writer.close()
+    assert finals_at_open == [500]  # committed after the first chunk of final rows, not after all
+    assert count(db_path, "SELECT count(*) FROM spans WHERE name = 'long-tool' AND status = 'open'") == 1
+    assert finished_rows(db_path) == 2_000
+
+
+def test_an_open_row_commits_between_two_steps_of_eviction(db_path: Path) -> None:
+    """The writer past its size cap evicts in short transactions: an open row received meanwhile
+    commits between two of them, and eviction goes on after it (the running trace is not evicted)."""
+    tracer = TracerProvider().get_tracer("t")
+    snapshotter = Snapshotter()
+    config = BlackboxConfig(db_path=db_path, max_db_mb=1)
+    writer = SpanWriter(config, started_ns=time.time_ns(), dropped=lambda: 0)
+    for batch in range(6):  # about 3 MB of complete traces, one span each
+        finals = []
+        for i in range(500):
+            span = cast(Span, tracer.start_span(f"old-{batch}-{i}", attributes={"input.value": "x" * 1000}))
+            span.end()
+            finals.append(snapshotter.snapshot(span, is_open=False))
+        writer.receive(snapshotter.take_definitions(), finals, [])
+        assert writer.write_pending() is None
+    before = finished_rows(db_path)
+    long_span = cast(Span, tracer.start_span("long-tool"))
+    rows_at_open: list[int] = []
+
+    def between() -> None:
+        if not rows_at_open:
+            writer.receive(
+                snapshotter.take_definitions(), (), [snapshotter.snapshot(long_span, is_open=True)]
+            )
+            writer.write_opens()
+            rows_at_open.append(finished_rows(db_path))
+
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        writer.maintain(between)  # the size check is due at the first call: eviction starts
+        while writer._evicting or writer._freed:
+            assert time.monotonic() < deadline, "eviction never finished"
+            writer.maintain(between)
+    finally:
+        writer.close()
+    assert len(rows_at_open) == 1 and before > rows_at_open[0], (before, rows_at_open)  # evicting already
+    assert finished_rows(db_path) < rows_at_open[0]  # and eviction went on after the open row
+    assert count(db_path, "SELECT count(*) FROM spans WHERE name = 'long-tool' AND status = 'open'") == 1
+
+
 def test_open_rows_commit_before_a_big_batch_of_final_rows(db_path: Path) -> None:
     """A long span's open row does not wait for a burst's final rows to be built and written: when the
     finals' transaction begins, the open row is already committed (seen from another connection)."""

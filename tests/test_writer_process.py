@@ -29,16 +29,20 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import writer_process_agent as wpa  # tests/ is on sys.path
 from helpers import FRAMEWORK_INSTRUMENTORS_OFF, ROOT, Recorder, run_cli
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import Span, TracerProvider
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor, auto
 from otel_blackbox.errors import ConfigError
+from otel_blackbox.store import companion
+from otel_blackbox.store.companion import ProcessSink
 from otel_blackbox.store.queries import last_seen_by_trace, recorder_of_span
+from otel_blackbox.store.shipper import FlushMarker
+from otel_blackbox.store.snapshot import Snapshotter
 
 AGENT = str(ROOT / "tests" / "writer_process_agent.py")
 TESTS_DIR = str(ROOT / "tests")
@@ -538,6 +542,76 @@ def test_force_flush_and_shutdown_in_this_process(make_recorder: Callable[..., R
     assert len(rec.rows()) == 162 and {r["pid"] for r in rec.rows()} == {os.getpid()}
     assert written_by_pid(rec.db_path) == {os.getpid(): 161}
     open_span.end()
+
+
+@pytest.mark.reliability
+def test_open_rows_are_written_from_the_agent_until_the_writer_process_is_ready(
+    make_recorder: Callable[..., Recorder], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Python starting on a busy host takes 100 to 500 ms: the first spans of a run must not wait
+    for it. Here the writer process takes 3 s to start: the long span's open row is on disk before
+    the shipper has the process, written from its thread; then the process takes over."""
+    monkeypatch.setattr(companion, "_BOOT", "import time; time.sleep(3); " + companion._BOOT)
+    rec = make_recorder(flush_interval_ms=100)
+    long_span = rec.tracer.start_span("long-tool")
+    deadline = time.monotonic() + 10
+    while not count_rows(rec.db_path, "SELECT count(*) FROM spans WHERE name = 'long-tool'"):
+        assert time.monotonic() < deadline, "no open row while the writer process started"
+        time.sleep(0.02)
+    assert rec.processor._writer.sink is None  # the shipper still waits for the process
+    assert [r["status"] for r in rec.rows("SELECT status FROM spans WHERE name = 'long-tool'")] == ["open"]
+    rec.tracer.start_span("short").end()
+    long_span.end()
+    rec.flush()
+    assert rec.processor.writer_mode == "process"
+    assert {r["name"]: r["status"] for r in rec.rows()} == {"long-tool": "unset", "short": "unset"}
+    assert (rec.processor.spans_written, rec.processor.write_errors) == (2, 0)
+
+
+@pytest.mark.reliability
+def test_the_writer_process_commits_an_open_row_in_the_middle_of_a_big_batch(tmp_path: Path) -> None:
+    """The writer process reads its pipe while it writes: an open row sent after 20,000 final rows,
+    once the first of them are on disk, commits before the last of them (row ids: insertion order)."""
+    db = tmp_path / "bb.db"
+    config = BlackboxConfig(db_path=db)
+    tracer = TracerProvider().get_tracer("t")
+    snapshotter = Snapshotter()
+    finals = []
+    for i in range(20_000):
+        span = cast(Span, tracer.start_span(f"burst-{i}", attributes={"input.value": "x" * 200}))
+        span.end()
+        finals.append(snapshotter.snapshot(span, is_open=False))
+    sink = ProcessSink.start(config, time.time_ns(), lambda: 0, lambda: 0, threading.Event())
+    try:
+        assert sink.wait_ready(10)
+        sink.deliver(snapshotter.take_definitions(), finals, [], [])
+        deadline = time.monotonic() + 30
+        while count_rows(db, "SELECT count(*) FROM spans") == 0:
+            assert time.monotonic() < deadline, "no final row written"
+            time.sleep(0.005)
+        long_span = cast(Span, tracer.start_span("long-tool"))
+        marker = FlushMarker()
+        sink.deliver(
+            snapshotter.take_definitions(), [], [snapshotter.snapshot(long_span, is_open=True)], [marker]
+        )
+        assert marker.done.wait(60) and marker.ok
+    finally:
+        sink.stop(30)
+    open_id = count_rows(db, "SELECT id FROM span_rows WHERE name = 'long-tool' AND status = 'open'")
+    last_final = count_rows(db, "SELECT max(id) FROM span_rows WHERE status != 'open'")
+    assert count_rows(db, "SELECT count(*) FROM span_rows WHERE status != 'open'") == 20_000
+    assert open_id < last_final, "the open row waited for the whole batch"
+
+
+def count_rows(db: Path, query: str) -> int:
+    """The query's number; 0 while the writer has not made the file and its tables yet."""
+    if not db.exists():
+        return 0
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        try:
+            return int(conn.execute(query).fetchone()[0] or 0)
+        except sqlite3.OperationalError:  # no such table yet
+            return 0
 
 
 @pytest.mark.reliability
