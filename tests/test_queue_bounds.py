@@ -32,7 +32,7 @@ from opentelemetry.trace import Tracer
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
 from otel_blackbox.errors import ConfigError
 from otel_blackbox.store.snapshot import SNAPSHOT_BYTES, Snapshotter, queued_bytes
-from otel_blackbox.store.writer import SpanWriter
+from otel_blackbox.store.writer import _FINALS_CHUNK, SpanWriter
 
 pytestmark = pytest.mark.reliability
 
@@ -395,7 +395,7 @@ def test_an_open_row_that_arrives_during_a_big_batch_commits_before_the_batch_en
         assert writer.write_pending(between) is None
     finally:
         writer.close()
-    assert finals_at_open == [500]  # committed after the first chunk of final rows, not after all
+    assert finals_at_open == [_FINALS_CHUNK]  # committed after the first chunk of final rows, not after all
     assert count(db_path, "SELECT count(*) FROM spans WHERE name = 'long-tool' AND status = 'open'") == 1
     assert finished_rows(db_path) == 2_000
 

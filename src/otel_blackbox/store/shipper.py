@@ -255,9 +255,7 @@ class Shipper:
         with self.start_lock:
             self.sink, bridged = self._open_sink()
         self.ready.set()
-        if (
-            bridged
-        ):  # on disk already: the writer process learns of them (its heartbeat) and of their definitions
+        if bridged:  # on disk already: the writer process learns of them and of their definitions
             self._resend_definitions = True
             self._deliver([], bridged, [])
         tick = self.config.flush_interval_ms / 2000
@@ -295,7 +293,9 @@ class Shipper:
             while not sink.wait_ready(self.config.flush_interval_ms / 2000):
                 opens = self._take_opens()
                 if opens:
-                    bridge = bridge or self._in_thread_sink()
+                    if bridge is None:
+                        bridge = self._in_thread_sink()
+                        bridge.writer.leave_warnings()  # the writer process warns of the same file
                     bridge.deliver(self._snapshotter.take_definitions(), [], list(opens.values()), [])
                     bridged.update(opens)
             if bridge is not None:
@@ -307,7 +307,10 @@ class Shipper:
                 "writing from a thread of this process instead",
                 exc,
             )
-        return bridge or self._in_thread_sink(), []
+        if bridge is not None:  # it leaves warnings to the process: a writer of its own instead
+            bridge.writer.close()
+            self._resend_definitions = True  # the bridge took them
+        return self._in_thread_sink(), []
 
     def _in_thread_sink(self) -> InThreadSink:
         return InThreadSink(
