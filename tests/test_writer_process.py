@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import queue
+import select
 import shutil
 import signal
 import sqlite3
@@ -601,6 +602,53 @@ def test_the_writer_process_commits_an_open_row_in_the_middle_of_a_big_batch(tmp
     last_final = count_rows(db, "SELECT max(id) FROM span_rows WHERE status != 'open'")
     assert count_rows(db, "SELECT count(*) FROM span_rows WHERE status != 'open'") == 20_000
     assert open_id < last_final, "the open row waited for the whole batch"
+
+
+def test_the_pipe_is_never_closed_under_a_send(tmp_path: Path) -> None:
+    """The reader thread gives up on the writer (it sees the pipe's end) while the shipper is still
+    writing a frame to it: the descriptor stays the pipe's until that send is over. Closed at once,
+    its number goes to the next file opened (the host's database, here a plain file) and the rest of
+    the frame would be written into that file."""
+    down_r, down_w = os.pipe()
+    up_r, up_w = os.pipe()
+    sink = ProcessSink(0, down_w, up_r, lambda: 0, lambda: 0, threading.Event(), 1)
+    sink.pid = None  # no process: the pipe is ours to drain
+    payload = b"x" * (4 << 20)  # far more than a pipe holds: the send blocks until it is read
+    sent: list[BaseException | None] = []
+
+    def send() -> None:
+        try:
+            sink._send(("batch", payload))
+        except BaseException as exc:  # reported by the assertion below
+            sent.append(exc)
+        else:
+            sent.append(None)
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    time.sleep(0.2)  # the pipe is full: the sender waits inside its write
+    failer = threading.Thread(target=sink._fail, daemon=True)  # as the reader thread does at the pipe's end
+    failer.start()
+    failer.join(0.3)
+    drained = 0
+    try:
+        with open(tmp_path / "host.db", "wb") as host_file:  # takes the lowest free descriptor
+            assert host_file.fileno() != down_w, "the pipe was closed while a send was writing to it"
+            while True:
+                if select.select([down_r], [], [], 0.05)[0]:
+                    chunk = os.read(down_r, 1 << 20)
+                    if not chunk:  # the pipe's end: the failer closed it, the send being over
+                        break
+                    drained += len(chunk)
+                elif not sender.is_alive():
+                    break
+            failer.join(10)
+    finally:
+        for fd in (down_r, up_r, up_w):  # a sender still waiting gets EPIPE
+            os.close(fd)
+    assert sent == [None] and not failer.is_alive()
+    assert (tmp_path / "host.db").read_bytes() == b""
+    assert drained > len(payload) and sink._to_child is None
 
 
 def count_rows(db: Path, query: str) -> int:

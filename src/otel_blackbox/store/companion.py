@@ -13,6 +13,10 @@ The shipper sends no more final rows while a batch's worth (``max_batch_size``) 
 nor counted lost (``backed_up``): they wait in the processor's bounded queue, so the pipe never
 fills up with them and an open row sent meanwhile reaches the writer at once. Progress from the
 writer wakes the shipper.
+
+The pipe to the child is closed only under ``_pipe``, the lock a send holds: a descriptor closed
+while another thread writes to it can be reused at once by a file the host opens (its SQLite
+database, say), and the rest of the frame would land in that file.
 """
 
 from __future__ import annotations
@@ -74,6 +78,7 @@ class ProcessSink:
         self._sending: int | None = None  # the flush id of the batch on its way down the pipe
         self._started_at = time.monotonic()
         self._to_child: int | None = to_child
+        self._pipe = threading.Lock()  # held while _to_child is written to or closed
         self._from_child: int | None = from_child
         self._dropped = dropped
         self._outside = outside
@@ -226,14 +231,16 @@ class ProcessSink:
         self.pid = None
 
     def _send(self, message: tuple[Any, ...]) -> None:
-        fd = self._to_child
-        if fd is None or self.failed:
-            raise SinkFailed("the writer process is gone")
-        try:
-            write_all(fd, encode(message))
-        except OSError as exc:  # EPIPE: the process died
-            self.failed = True
-            raise SinkFailed(str(exc)) from None
+        data = encode(message)
+        with self._pipe:
+            fd = self._to_child
+            if fd is None or self.failed:
+                raise SinkFailed("the writer process is gone")
+            try:
+                write_all(fd, data)
+            except OSError as exc:  # EPIPE: the process died
+                self.failed = True
+                raise SinkFailed(str(exc)) from None
 
     # -- the reader thread -----------------------------------------------------------------------
 
@@ -253,6 +260,7 @@ class ProcessSink:
                     self._handle(message)
         except Exception:  # a garbled message: the process cannot be trusted any more
             logger.warning("otel-blackbox: unreadable message from the writer process", exc_info=True)
+            self._signal_kill()  # it may be alive and not reading: a send blocked on it ends (EPIPE)
         finally:
             if not self._stopped.is_set():
                 self._fail()
@@ -297,17 +305,23 @@ class ProcessSink:
         self._reap(0.5)
 
     def _close_to_child(self) -> None:
-        fd, self._to_child = self._to_child, None
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        """Close the pipe once, never while a send is writing to it (it waits for that send, which
+        ends when the process reads or is gone)."""
+        with self._pipe:
+            fd, self._to_child = self._to_child, None
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
     def kill(self) -> None:
+        self._signal_kill()
+        self._close_to_child()
+        self._reap(_REAP_TIMEOUT_S)
+
+    def _signal_kill(self) -> None:
         if self.pid is not None:
             with contextlib.suppress(OSError):
                 os.kill(self.pid, signal.SIGKILL)
-        self._close_to_child()
-        self._reap(_REAP_TIMEOUT_S)
 
     def _reap(self, timeout_s: float) -> None:
         """Collect the exited process (bounded): no zombie left behind."""
