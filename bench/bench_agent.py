@@ -67,15 +67,15 @@ from bench_session import assistant_turn, machine_info, start_server, timed_sess
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 
 import otel_blackbox
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.model import terminal_outcome
-from otel_blackbox.replay.agent.incident import Incident, read_incident
-from otel_blackbox.replay.agent.loop import AgentPlan, AgentRun, drive
-from otel_blackbox.replay.agent.run import BuiltInRerun, BuiltInRerunSession, rerun_built_in
-from otel_blackbox.replay.agent.sdk_openai import ChatClient
-from otel_blackbox.replay.agent.tools import ToolBook
-from otel_blackbox.replay.providers.base import CallIds, WireRequest
-from otel_blackbox.replay.providers.openai_chat import OpenAIChat
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import terminal_outcome
+from otel_blackbox._playback.agent.incident import Incident, read_incident
+from otel_blackbox._playback.agent.loop import AgentPlan, AgentRun, drive
+from otel_blackbox._playback.agent.run import BuiltInRerun, BuiltInRerunSession, rerun_built_in
+from otel_blackbox._playback.agent.sdk_openai import ChatClient
+from otel_blackbox._playback.agent.tools import ToolBook
+from otel_blackbox._wire.openai_chat.translation import OpenAIChat
+from otel_blackbox._wire.protocol import CallIds, WireRequest
 
 if TYPE_CHECKING:  # at run time it is imported from examples/ by start_server()
     from fake_llm import FakeLLMServer

@@ -140,7 +140,7 @@ class Sample:
 @contextmanager
 def eager_attributes(enabled: bool) -> Iterator[None]:
     """The diagnostic variant: attributes worked out on the caller's thread, before the span is queued."""
-    from otel_blackbox.replay import capture
+    from otel_blackbox._recorder import capture
 
     original = capture.HttpCapture._queue
 
@@ -192,7 +192,7 @@ def caller_share(folder: Path, n: int) -> list[dict[str, Any]]:
     sys.path.insert(0, str(ROOT / "examples"))
     import fake_llm
 
-    from otel_blackbox.replay.http.exchange import HttpRequest, HttpResponse
+    from otel_blackbox._playback.http.exchange import HttpRequest, HttpResponse
 
     chat = {"model": "gpt-bench", "messages": [{"role": "user", "content": "Turn: mild weather. " * 40}] * 12}
     reply = fake_llm.openai_completion(chat, fake_llm.openai_reply(chat))

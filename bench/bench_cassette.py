@@ -23,10 +23,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from otel_blackbox.cassette.diff import diff_cassettes
-from otel_blackbox.cassette.io import load_cassette, save_cassette
-from otel_blackbox.cassette.model import Cassette
-from otel_blackbox.cassette.verify import verify_cassette
+from otel_blackbox._cassette.diff import diff_cassettes
+from otel_blackbox._cassette.io import load_cassette, save_cassette
+from otel_blackbox._cassette.model import Cassette
+from otel_blackbox._cassette.verify import verify_cassette
 
 TARGET_SECONDS = 0.5
 TOOLS = ("search", "calendar", "booking", "weather")

@@ -29,10 +29,12 @@ from typing import Any
 from genai_prices import Usage, calc_price
 from opentelemetry.sdk.trace import TracerProvider
 
-from otel_blackbox import BlackboxSpanProcessor, cost
-from otel_blackbox.config import BlackboxConfig
-from otel_blackbox.store import llm_calls, queries
-from otel_blackbox.store.connection import connect_reader
+from otel_blackbox import BlackboxSpanProcessor
+from otel_blackbox._config import BlackboxConfig
+from otel_blackbox._cost import llm_calls
+from otel_blackbox._cost import spans as cost
+from otel_blackbox._store import queries
+from otel_blackbox._store.connection import connect_reader
 
 MODELS = [("gpt-4o-mini", "openai"), ("gpt-4o", "openai"), ("claude-sonnet-4-5", "anthropic"),
           ("gemini-2.5-pro", "google")]  # fmt: skip

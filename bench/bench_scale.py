@@ -64,8 +64,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Status, StatusCode, Tracer
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
-from otel_blackbox.store import queries
-from otel_blackbox.store.connection import connect_reader
+from otel_blackbox._store import queries
+from otel_blackbox._store.connection import connect_reader
 
 SPANS_PER_TRACE = 10
 TOOL_STEPS = 4  # AGENT + TOOL_STEPS x (LLM + TOOL) + a final LLM = 10 spans

@@ -416,9 +416,9 @@ def run_benchmark(args: argparse.Namespace, server: FakeLLMServer, workdir: Path
 @contextlib.contextmanager
 def timed_session_hooks() -> Iterator[dict[str, int]]:
     """Wall time spent inside a record or replay session's intercept and observe (its own work)."""
-    from otel_blackbox.replay.record import RecordSession
-    from otel_blackbox.replay.replay import ReplaySession
-    from otel_blackbox.replay.session import Session
+    from otel_blackbox._playback.interceptor import Session
+    from otel_blackbox._playback.record import RecordSession
+    from otel_blackbox._playback.replay import ReplaySession
 
     spent = {"intercept": 0, "observe": 0}
 

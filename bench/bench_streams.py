@@ -21,10 +21,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from otel_blackbox.replay.providers.anthropic import AnthropicMessages
-from otel_blackbox.replay.providers.base import CallIds, Provider
-from otel_blackbox.replay.providers.openai_chat import OpenAIChat
-from otel_blackbox.replay.providers.openai_responses import OpenAIResponses
+from otel_blackbox._wire.anthropic.translation import AnthropicMessages
+from otel_blackbox._wire.openai_chat.translation import OpenAIChat
+from otel_blackbox._wire.openai_responses.translation import OpenAIResponses
+from otel_blackbox._wire.protocol import CallIds, Provider
 
 PIECE = "abcdefgh" * 32  # 256 characters a delta
 LINEAR_AT_MOST = 6.0  # the 4N / N time ratio above which reading is not linear

@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Any
 
 import otel_blackbox
-from otel_blackbox.cassette.call_ids import CallIds
-from otel_blackbox.replay import tool_stubs
-from otel_blackbox.replay.agent.incident import RecordedResult
-from otel_blackbox.replay.tool_stubs.answers import ToolStubber
+from otel_blackbox._playback import tool_stubs
+from otel_blackbox._playback.agent.incident import RecordedResult
+from otel_blackbox._playback.tool_stubs.answers import ToolStubber
+from otel_blackbox._wire.call_ids import CallIds
 
 
 def lookup_order(order_id: str) -> str:

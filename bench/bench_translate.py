@@ -129,8 +129,8 @@ def best_us(fn: Any) -> float:
 
 def measure() -> dict[str, dict[str, float]]:
     """This interpreter's otel_blackbox: microseconds per operation, per API."""
-    from otel_blackbox.replay.providers.base import CallIds
-    from otel_blackbox.replay.providers.registry import provider_for
+    from otel_blackbox._wire.protocol import CallIds
+    from otel_blackbox._wire.registry import provider_for
 
     figures: dict[str, dict[str, float]] = {}
     for name, (json_url, sse_url, body) in requests().items():

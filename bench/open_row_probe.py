@@ -57,7 +57,7 @@ def _around(owner: Any, name: str, before: Callable[..., None], after: Callable[
 
 def install_writer() -> None:
     """In the writer process: receive, each transaction, maintenance."""
-    from otel_blackbox.store.writer import SpanWriter
+    from otel_blackbox._store.writer import SpanWriter
 
     original_receive = SpanWriter.receive
 
@@ -83,7 +83,8 @@ def install_writer() -> None:
 
 def install_agent() -> None:
     """In the agent: the shipper's look at the registry, its deliveries and rests; the writer's start."""
-    from otel_blackbox.store import companion, shipper
+    from otel_blackbox._recorder import process_sink as companion
+    from otel_blackbox._recorder import shipper
 
     def taken(result: Any, *_args: Any) -> None:
         now = time.time_ns()
@@ -122,7 +123,7 @@ def install_agent() -> None:
     here = str(Path(__file__).resolve().parent)
     companion._BOOT = (  # the writer process loads this file too, and wraps its own side
         f"import sys; sys.path[:0] = sys.argv[2:] + [{here!r}]; import open_row_probe; "
-        "open_row_probe.install_writer(); from otel_blackbox.store.writer_process import main; main()"
+        "open_row_probe.install_writer(); from otel_blackbox._store.writer_process import main; main()"
     )
 
 

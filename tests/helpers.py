@@ -25,8 +25,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.model import Cassette
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import Cassette
 
 ROOT = Path(__file__).resolve().parent.parent
 # The HTML report and the viewer are tested in a real headless Chromium: Debian's package.

@@ -27,8 +27,8 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.trace import Span, Tracer
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
-from otel_blackbox.cassette.io import save_cassette
-from otel_blackbox.cassette.model import Cassette
+from otel_blackbox._cassette.io import save_cassette
+from otel_blackbox._cassette.model import Cassette
 
 PAYLOAD = "The tool returned a long answer about the weather in Lisbon. " * 8  # ~500 bytes
 

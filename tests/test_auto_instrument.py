@@ -26,7 +26,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import ProxyTracerProvider
 
-from otel_blackbox import BlackboxSpanProcessor, auto
+from otel_blackbox import BlackboxSpanProcessor
+from otel_blackbox._recorder import auto
 
 # --- end to end: opentelemetry-instrument python agent.py -------------------------------------
 
@@ -58,7 +59,7 @@ report = {
     "shipper_threads": sum(t.name == "otel-blackbox-shipper" for t in threading.enumerate()),
 }
 if os.environ.get("AGENT_OWN_RECORDER"):
-    from otel_blackbox import auto
+    from otel_blackbox._recorder import auto
 
     report["auto_recording"] = auto.installed() is not None
 print(json.dumps(report), flush=True)

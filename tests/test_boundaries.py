@@ -2,8 +2,8 @@
 
 Walks the import graph of the package statically (every ``import`` statement, including ones
 inside functions) from each analysis module, and fails if it reaches the execution side (anything
-of ``otel_blackbox.replay``: the HTTP hook, a provider translation, a session), an HTTP client, an
-LLM SDK or a network module.
+of ``otel_blackbox._playback``: the HTTP hook, a session, the built-in agent), an HTTP client, an
+LLM SDK or a network module. The wire translations (``_wire``) are walked too: they are pure.
 """
 
 from __future__ import annotations
@@ -19,20 +19,18 @@ import pytest
 from helpers import ROOT
 
 PACKAGE = ROOT / "src" / "otel_blackbox"
-ANALYSIS_MODULES = [
-    "otel_blackbox.cassette.verify",
-    "otel_blackbox.cassette.diff",
-    "otel_blackbox.cassette.assertions",
-    "otel_blackbox.cassette.captured",
-    "otel_blackbox.cassette.evals",
-    "otel_blackbox.cassette.from_spans",
-    "otel_blackbox.render.cassette_text",
-    "otel_blackbox.render.html_report",
-    "otel_blackbox.render.text",
-    "otel_blackbox.store.queries",
-    "otel_blackbox.store.runs",
-]
-FORBIDDEN_PROJECT = ("otel_blackbox.replay",)  # the execution side, whole
+# The analysis side: every module of these packages, and the store's read side. The wire
+# translations (``_wire``) are on it too: pure functions, which cassettes are built with.
+ANALYSIS_PACKAGES = ("_cassette", "_wire", "_cost", "_render")
+ANALYSIS_MODULES = sorted(
+    [
+        "otel_blackbox." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts).removesuffix(".__init__")
+        for package in ANALYSIS_PACKAGES
+        for path in (PACKAGE / package).rglob("*.py")
+    ]
+    + ["otel_blackbox._store.queries", "otel_blackbox._store.runs", "otel_blackbox._spans.messages"]
+)
+FORBIDDEN_PROJECT = ("otel_blackbox._playback",)  # the execution side, whole
 FORBIDDEN_EXTERNAL = {
     "httpx", "httpx2", "httpcore", "httpcore2", "openai", "anthropic", "requests", "urllib3", "aiohttp",
     "socket", "ssl", "http", "urllib.request", "asyncio",
@@ -118,12 +116,12 @@ def test_analysis_module_stays_off_the_execution_side(module: str) -> None:
 def test_the_walk_sees_what_it_should() -> None:
     # A guard against a walker that finds nothing: verify reaches the loader and canonical JSON,
     # the session reaches the hook, and the processor side reaches the SDK.
-    reached, _ = _closure("otel_blackbox.cassette.verify")
-    assert {"otel_blackbox.cassette.io", "otel_blackbox.cassette.canonical"} <= reached
-    session_reached, _ = _closure("otel_blackbox.replay.session")
-    assert "otel_blackbox.replay.http.hook" in session_reached
-    assert "otel_blackbox.replay.providers.registry" in session_reached
-    _, processor_external = _closure("otel_blackbox.processor")
+    reached, _ = _closure("otel_blackbox._cassette.verify")
+    assert {"otel_blackbox._cassette.io", "otel_blackbox._cassette.canonical"} <= reached
+    session_reached, _ = _closure("otel_blackbox._playback.interceptor")
+    assert "otel_blackbox._playback.http.hook" in session_reached
+    assert "otel_blackbox._wire.registry" in session_reached
+    _, processor_external = _closure("otel_blackbox._recorder.processor")
     assert "opentelemetry.sdk.trace" in processor_external
 
 
@@ -132,11 +130,11 @@ def test_analysis_commands_load_nothing_of_the_execution_side() -> None:
     code = (
         "import json, sys\n"
         "from otel_blackbox.cli import cli\n"
-        "from otel_blackbox.cli.app import COMMANDS\n"
+        "from otel_blackbox._cli.app import COMMANDS\n"
         # The commands are imported when looked up: look up every one.
         "assert len(dict(cli.commands.items())) == len(COMMANDS) > 0\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith(("
-        "'otel_blackbox.replay', "
+        "'otel_blackbox._playback', "
         "'httpx', 'httpcore', 'openai', 'anthropic')))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -146,10 +144,11 @@ def test_analysis_commands_load_nothing_of_the_execution_side() -> None:
 # What the recorder's own path may never load: the analysis side, the execution side (but for the
 # active-mode flag it reads), the CLI, the HTTP clients, jsonschema.
 _OFF_THE_RECORDER = (
-    "otel_blackbox.cassette", "otel_blackbox.replay.", "otel_blackbox.render", "otel_blackbox.cli",
-    "otel_blackbox.formats", "jsonschema", "httpx", "httpcore", "httpx2", "httpcore2",
+    "otel_blackbox._cassette", "otel_blackbox._playback.", "otel_blackbox._render", "otel_blackbox.cli",
+    "otel_blackbox._cli", "otel_blackbox._spans.otlp", "otel_blackbox._spans.openinference",
+    "otel_blackbox._wire", "otel_blackbox._cost", "jsonschema", "httpx", "httpcore", "httpx2", "httpcore2",
 )  # fmt: skip
-_THE_RECORDERS_OWN = ("otel_blackbox.replay", "otel_blackbox.replay.active")
+_THE_RECORDERS_OWN = ("otel_blackbox._playback", "otel_blackbox._playback.active")
 
 
 @pytest.mark.parametrize("writer", ["process", "thread"])

@@ -20,11 +20,11 @@ import rerun_agent
 from fake_llm import FakeLLMServer
 from helpers import LoopbackAPI, blocked_network
 
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.model import Cassette, terminal_outcome
-from otel_blackbox.cassette.verify import verify_cassette
-from otel_blackbox.replay.agent.run import BuiltInRerun, replay_built_in, rerun_built_in
-from otel_blackbox.replay.session import session
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import Cassette, terminal_outcome
+from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._playback.agent.run import BuiltInRerun, replay_built_in, rerun_built_in
+from otel_blackbox._playback.session import session
 
 APIS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 MODEL_OF = {

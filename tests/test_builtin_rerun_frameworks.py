@@ -23,11 +23,11 @@ from fake_llm import SLOPPY_MODEL, FakeLLMServer
 from helpers import EXAMPLES, blocked_network, run_cli
 from weather_api import WeatherAPI
 
-from otel_blackbox.cassette.cost import cassette_cost
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.model import terminal_outcome
-from otel_blackbox.cassette.verify import verify_cassette
-from otel_blackbox.replay.agent.run import replay_built_in
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import terminal_outcome
+from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._cost.cassettes import cassette_cost
+from otel_blackbox._playback.agent.run import replay_built_in
 
 QUESTION = "Look up my order Alpha and refund 12.00 on it, both please."
 GOOD_MODEL = "gpt-4o-mini"

@@ -21,12 +21,12 @@ import pytest
 from fake_llm import FAIL_MODEL, SLOW_MODEL, FakeLLMServer
 from helpers import LoopbackAPI, run_cli
 
-from otel_blackbox.cassette.io import load_cassette, save_cassette
-from otel_blackbox.cassette.model import Cassette, terminal_outcome
-from otel_blackbox.cassette.verify import verify_cassette
-from otel_blackbox.replay.agent.incident import read_incident
-from otel_blackbox.replay.agent.run import BuiltInRerun, rerun_built_in
-from otel_blackbox.replay.agent.tools import ToolBook
+from otel_blackbox._cassette.io import load_cassette, save_cassette
+from otel_blackbox._cassette.model import Cassette, terminal_outcome
+from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._playback.agent.incident import read_incident
+from otel_blackbox._playback.agent.run import BuiltInRerun, rerun_built_in
+from otel_blackbox._playback.agent.tools import ToolBook
 
 QUESTION = "What is the status of order 42?"
 SCHEMA = {"type": "object", "properties": {"order_id": {"type": "integer"}}, "required": ["order_id"]}
@@ -236,8 +236,8 @@ def test_a_missing_sdk_names_the_pip_command(tmp_path: Path) -> None:
 
 def test_the_provider_choices_are_the_agents_apis() -> None:
     """The CLI lists the APIs without importing the agent (a command's --help stays light): the same list."""
-    from otel_blackbox.cli.app import cli
-    from otel_blackbox.replay.agent.sdk import API_NAMES
+    from otel_blackbox._cli.app import cli
+    from otel_blackbox._wire.apis import API_NAMES
 
     rerun = cli.commands["rerun"]
     (option,) = [p for p in rerun.params if p.name == "provider"]

@@ -40,13 +40,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
-from otel_blackbox.cassette.captured import captured_model_call
-from otel_blackbox.config import ENV_VARS
+from otel_blackbox._cassette.captured import captured_model_call
+from otel_blackbox._config import ENV_VARS
+from otel_blackbox._recorder import capture
+from otel_blackbox._spans.semconv import ATTR_HTTP_REQUEST_BODY, ATTR_HTTP_RESPONSE_BODY, HTTP_SPAN_NAME
+from otel_blackbox._store.connection import connect_reader
+from otel_blackbox._store.queries import SpanRecord, iter_spans
 from otel_blackbox.errors import ConfigError
-from otel_blackbox.replay import capture
-from otel_blackbox.semconv import ATTR_HTTP_REQUEST_BODY, ATTR_HTTP_RESPONSE_BODY, HTTP_SPAN_NAME
-from otel_blackbox.store.connection import connect_reader
-from otel_blackbox.store.queries import SpanRecord, iter_spans
 
 EXPORT = "OTEL_BLACKBOX_CAPTURE_HTTP_EXPORT"
 ON = {"OTEL_BLACKBOX_CAPTURE_HTTP": "true", EXPORT: "true", "OTEL_BLACKBOX_REDACT_FIELDS": "customer_ssn"}

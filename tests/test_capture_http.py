@@ -44,21 +44,16 @@ from opentelemetry.trace import NoOpTracer, Tracer
 
 import otel_blackbox
 from otel_blackbox import BlackboxConfig
-from otel_blackbox.cassette.captured import captured_exchange, captured_model_call, captured_replayed
-from otel_blackbox.cassette.from_spans import cassette_from_spans
-from otel_blackbox.cassette.io import load_cassette, save_cassette
-from otel_blackbox.cassette.usage import without_usage
-from otel_blackbox.errors import ConfigError
-from otel_blackbox.redact import TRUNCATION_KEY
-from otel_blackbox.replay import capture
-from otel_blackbox.replay.http import hook
-from otel_blackbox.replay.http.exchange import ExchangeWatch, HttpRequest, HttpResponse
-from otel_blackbox.replay.http.hook import BlackboxHTTPInstrumentor
-from otel_blackbox.replay.providers.anthropic import AnthropicMessages
-from otel_blackbox.replay.providers.base import CallIds, Provider
-from otel_blackbox.replay.providers.openai_chat import OpenAIChat
-from otel_blackbox.replay.providers.openai_responses import OpenAIResponses
-from otel_blackbox.semconv import (
+from otel_blackbox._cassette.captured import captured_exchange, captured_model_call, captured_replayed
+from otel_blackbox._cassette.from_spans import cassette_from_spans
+from otel_blackbox._cassette.io import load_cassette, save_cassette
+from otel_blackbox._cost.usage import without_usage
+from otel_blackbox._playback.http import hook
+from otel_blackbox._playback.http.exchange import ExchangeWatch, HttpRequest, HttpResponse
+from otel_blackbox._playback.http.hook import BlackboxHTTPInstrumentor
+from otel_blackbox._recorder import capture
+from otel_blackbox._spans.redact import TRUNCATION_KEY
+from otel_blackbox._spans.semconv import (
     ATTR_HTTP_METHOD,
     ATTR_HTTP_REQUEST_BODY,
     ATTR_HTTP_REQUEST_BODY_ENCODING,
@@ -73,8 +68,13 @@ from otel_blackbox.semconv import (
     ATTR_SESSION_MODE,
     HTTP_SPAN_NAME,
 )
-from otel_blackbox.store.connection import connect_reader
-from otel_blackbox.store.queries import SpanRecord, iter_spans
+from otel_blackbox._store.connection import connect_reader
+from otel_blackbox._store.queries import SpanRecord, iter_spans
+from otel_blackbox._wire.anthropic.translation import AnthropicMessages
+from otel_blackbox._wire.openai_chat.translation import OpenAIChat
+from otel_blackbox._wire.openai_responses.translation import OpenAIResponses
+from otel_blackbox._wire.protocol import CallIds, Provider
+from otel_blackbox.errors import ConfigError
 
 KEY = "sk-test-capture-0123456789abcdef"
 QUESTION = "What's the weather in Lisbon, and the 2 day forecast? I need both."
@@ -482,7 +482,7 @@ from otel_blackbox import BlackboxSpanProcessor
 
 provider = TracerProvider()
 provider.add_span_processor(BlackboxSpanProcessor(sys.argv[1]))
-watched = ("otel_blackbox.replay.http", "otel_blackbox.replay.capture", "otel_blackbox.replay.providers",
+watched = ("otel_blackbox._playback.http", "otel_blackbox._recorder.capture", "otel_blackbox._wire",
            "httpcore", "httpx")
 before = sorted(m for m in sys.modules if m.startswith(watched))
 import httpcore, httpx
@@ -511,7 +511,7 @@ def test_a_fresh_process_loads_the_hook_only_when_capture_is_on(
     finally:
         conn.close()
     if setting == "true":
-        assert "otel_blackbox.replay.http.hook" in report["before"] and report["patched"]
+        assert "otel_blackbox._playback.http.hook" in report["before"] and report["patched"]
         assert names == [HTTP_SPAN_NAME, "tool"]
     else:
         assert report == {"before": [], "patched": False}

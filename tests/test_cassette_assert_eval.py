@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from otel_blackbox.cassette.assertions import Expectation, check_expectations, format_expectations
-from otel_blackbox.cassette.evals import (
+from otel_blackbox._cassette.assertions import Expectation, check_expectations, format_expectations
+from otel_blackbox._cassette.evals import (
     contract_schema,
     dump_contract,
     format_results,
@@ -24,7 +24,7 @@ from otel_blackbox.cassette.evals import (
     run_contract,
     validate_contract,
 )
-from otel_blackbox.cassette.model import Cassette
+from otel_blackbox._cassette.model import Cassette
 from otel_blackbox.errors import CassetteError
 
 ANSWER = "Hotel booked for Alice on 2024-03-15 at 14:00."

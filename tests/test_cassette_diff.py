@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from helpers import vector
 
-from otel_blackbox.cassette.diff import ABSENT, diff_cassettes, diff_outcome, first_difference, format_diff
-from otel_blackbox.cassette.model import Cassette
+from otel_blackbox._cassette.diff import ABSENT, diff_cassettes, diff_outcome, first_difference, format_diff
+from otel_blackbox._cassette.model import Cassette
 
 
 def rerecorded(source: Cassette, new_id: str, time_shift: int) -> Cassette:

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 from helpers import VECTOR_NAMES, vector, vector_path
 
-from otel_blackbox import atomic
-from otel_blackbox.cassette import io as cassette_io
-from otel_blackbox.cassette.canonical import CanonicalError, canonical_json, hash_step
-from otel_blackbox.cassette.io import load_cassette, save_cassette
-from otel_blackbox.cassette.model import Cassette, terminal_outcome, tool_call_sequence
-from otel_blackbox.cassette.verify import CHECK_NAMES, verify_cassette, verify_file
+from otel_blackbox import _atomic as atomic
+from otel_blackbox._cassette import io as cassette_io
+from otel_blackbox._cassette.canonical import CanonicalError, canonical_json, hash_step
+from otel_blackbox._cassette.io import load_cassette, save_cassette
+from otel_blackbox._cassette.model import Cassette, terminal_outcome, tool_call_sequence
+from otel_blackbox._cassette.verify import CHECK_NAMES, verify_cassette, verify_file
 
 VECTORS = VECTOR_NAMES
 

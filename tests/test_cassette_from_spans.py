@@ -25,13 +25,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from otel_blackbox import CassetteSpanExporter
-from otel_blackbox.cassette.from_spans import PROCESS_EXIT, cassette_from_spans
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.model import Cassette, terminal_outcome, tool_call_sequence
-from otel_blackbox.cassette.usage import without_usage
-from otel_blackbox.cassette.verify import verify_cassette
-from otel_blackbox.store.connection import connect_reader
-from otel_blackbox.store.queries import SpanRecord, trace_spans
+from otel_blackbox._cassette.from_spans import PROCESS_EXIT, cassette_from_spans
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import Cassette, terminal_outcome, tool_call_sequence
+from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._cost.usage import without_usage
+from otel_blackbox._store.connection import connect_reader
+from otel_blackbox._store.queries import SpanRecord, trace_spans
 
 QUESTION = "What's the weather in Lisbon, and the 2 day forecast? I need both."
 PROVIDER_MARKERS = ("call_", "toolu_", "chatcmpl-", "msg_", '"usage"', "finish_reason", "stop_reason")

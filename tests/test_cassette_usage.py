@@ -32,19 +32,19 @@ from openai.types.responses import ResponseCompletedEvent, ResponseInputItemPara
 from openinference.instrumentation.openai import OpenAIInstrumentor
 
 import otel_blackbox
-from otel_blackbox.cassette.cost import cassette_cost
-from otel_blackbox.cassette.from_spans import cassette_from_spans
-from otel_blackbox.cassette.io import load_cassette, save_cassette
-from otel_blackbox.cassette.model import Cassette
-from otel_blackbox.cassette.usage import without_usage
-from otel_blackbox.cassette.verify import verify_cassette
-from otel_blackbox.replay.providers.anthropic import AnthropicMessages
-from otel_blackbox.replay.providers.base import Provider
-from otel_blackbox.replay.providers.gemini import GeminiGenerateContent
-from otel_blackbox.replay.providers.openai_chat import OpenAIChat
-from otel_blackbox.replay.providers.openai_responses import OpenAIResponses
-from otel_blackbox.store.connection import connect_reader
-from otel_blackbox.store.queries import trace_spans
+from otel_blackbox._cassette.from_spans import cassette_from_spans
+from otel_blackbox._cassette.io import load_cassette, save_cassette
+from otel_blackbox._cassette.model import Cassette
+from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._cost.cassettes import cassette_cost
+from otel_blackbox._cost.usage import without_usage
+from otel_blackbox._store.connection import connect_reader
+from otel_blackbox._store.queries import trace_spans
+from otel_blackbox._wire.anthropic.translation import AnthropicMessages
+from otel_blackbox._wire.gemini.translation import GeminiGenerateContent
+from otel_blackbox._wire.openai_chat.translation import OpenAIChat
+from otel_blackbox._wire.openai_responses.translation import OpenAIResponses
+from otel_blackbox._wire.protocol import Provider
 
 KEYS = {"openai": "sk-usage-test-0123456789", "anthropic": "sk-ant-usage-test-0123456789"}
 GEMINI_KEY = "AIzaSy-usage-test-0123456789"
@@ -333,7 +333,7 @@ def test_a_replay_serves_the_same_bytes_with_or_without_the_counts(
 
 
 def _ids() -> Any:
-    from otel_blackbox.replay.providers.base import CallIds
+    from otel_blackbox._wire.protocol import CallIds
 
     return CallIds()
 

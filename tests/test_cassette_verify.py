@@ -14,10 +14,10 @@ from helpers import vector
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from otel_blackbox.cassette.io import loads_json, parse_cassette
-from otel_blackbox.cassette.model import STEP_TYPES, Cassette
-from otel_blackbox.cassette.neutrality import audit_neutrality, find_credential
-from otel_blackbox.cassette.verify import CHECK_NAMES, VerifyReport, verify_cassette, verify_file
+from otel_blackbox._cassette.io import loads_json, parse_cassette
+from otel_blackbox._cassette.model import STEP_TYPES, Cassette
+from otel_blackbox._cassette.neutrality import audit_neutrality, find_credential
+from otel_blackbox._cassette.verify import CHECK_NAMES, VerifyReport, verify_cassette, verify_file
 from otel_blackbox.errors import CassetteError
 
 ANTHROPIC_KEY = "sk-ant-api03-" + "Xy7_Qw2-" * 11 + "AA"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from helpers import run_cli, vector, vector_path
 
-from otel_blackbox.cassette.io import save_cassette
+from otel_blackbox._cassette.io import save_cassette
 
 ANSWER = "Hotel booked for Alice on 2024-03-15 at 14:00."
 

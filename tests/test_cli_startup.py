@@ -19,16 +19,18 @@ import click
 import pytest
 from helpers import Recorder
 
-import otel_blackbox.cli
+import otel_blackbox._cli
+from otel_blackbox._cli.app import COMMANDS
 from otel_blackbox.cli import cli
-from otel_blackbox.cli.app import COMMANDS
 
 # What no read command and no help may load: the execution side, the cassette package (and its
 # jsonschema), the OpenTelemetry SDK, the viewer, the exporters.
 _HEAVY = (
-    "jsonschema", "opentelemetry", "openinference", "otel_blackbox.cassette", "otel_blackbox.replay",
-    "otel_blackbox.viewer", "otel_blackbox.formats", "otel_blackbox.render.html_report",
-    "otel_blackbox.exporter", "otel_blackbox.processor", "requests", "httpx", "http.server",
+    "jsonschema", "opentelemetry", "openinference", "otel_blackbox._cassette", "otel_blackbox._playback",
+    "otel_blackbox._web.viewer", "otel_blackbox._spans.otlp_out", "otel_blackbox._spans.otlp_in",
+    "otel_blackbox._spans.openinference", "otel_blackbox._render.html_report",
+    "otel_blackbox._recorder.exporter", "otel_blackbox._recorder.processor", "requests", "httpx",
+    "http.server",
 )  # fmt: skip
 
 
@@ -87,9 +89,9 @@ def test_read_commands_load_only_their_own_module(
     result, loaded = _run_fresh(args, tmp_path)
     assert expect in result.stdout  # it ran, on this database
     assert [m for m in loaded if m.startswith(_HEAVY)] == []
-    cli_modules = {m for m in loaded if m.startswith("otel_blackbox.cli")}
-    assert cli_modules == {"otel_blackbox.cli", "otel_blackbox.cli.app", "otel_blackbox.cli.common",
-                           "otel_blackbox.cli.traces"}  # fmt: skip
+    cli_modules = {m for m in loaded if m.startswith(("otel_blackbox.cli", "otel_blackbox._cli"))}
+    assert cli_modules == {"otel_blackbox.cli", "otel_blackbox._cli", "otel_blackbox._cli.app",
+                           "otel_blackbox._cli.common", "otel_blackbox._cli.traces"}  # fmt: skip
 
 
 def test_help_loads_no_command_module(tmp_path: Path) -> None:
@@ -98,8 +100,8 @@ def test_help_loads_no_command_module(tmp_path: Path) -> None:
     assert [m for m in loaded if m.startswith(_HEAVY)] == []
     # The group, its option's default (config) and the exceptions main turns into exit codes.
     ours = {m for m in loaded if m.startswith("otel_blackbox")}
-    assert ours == {"otel_blackbox", "otel_blackbox.cli", "otel_blackbox.cli.app", "otel_blackbox.config",
-                    "otel_blackbox.errors"}  # fmt: skip
+    assert ours == {"otel_blackbox", "otel_blackbox._version", "otel_blackbox.cli", "otel_blackbox._cli",
+                    "otel_blackbox._cli.app", "otel_blackbox._config", "otel_blackbox.errors"}  # fmt: skip
 
 
 @pytest.mark.parametrize("columns", ["60", "100", "250"])
@@ -121,13 +123,13 @@ def test_help_is_what_click_prints_with_every_command_loaded(tmp_path: Path, col
 def test_every_command_is_registered_with_its_own_summary() -> None:
     """COMMANDS names every command of every module of the package, in the module that defines it,
     with the short help click makes from the command's own help."""
-    for info in pkgutil.iter_modules(otel_blackbox.cli.__path__):
+    for info in pkgutil.iter_modules(otel_blackbox._cli.__path__):
         if info.name != "__main__":  # which would run the CLI
-            importlib.import_module(f"otel_blackbox.cli.{info.name}")  # one COMMANDS forgot, too
+            importlib.import_module(f"otel_blackbox._cli.{info.name}")  # one COMMANDS forgot, too
     assert set(cli.commands) == set(COMMANDS)
     for name, (module, summary) in COMMANDS.items():
         command = cli.commands[name]
-        assert command.callback is not None and command.callback.__module__ == f"otel_blackbox.cli.{module}"
+        assert command.callback is not None and command.callback.__module__ == f"otel_blackbox._cli.{module}"
         assert command.get_short_help_str(limit=10_000) == summary, name
         # What the stand-in --help uses must shorten like the command itself.
         for limit in (20, 45, 80):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from otel_blackbox import BlackboxConfig
-from otel_blackbox.config import ENV_VARS, parse_duration
+from otel_blackbox._config import ENV_VARS, parse_duration
 from otel_blackbox.errors import ConfigError
 
 

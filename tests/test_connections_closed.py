@@ -23,11 +23,11 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 
 from otel_blackbox import BlackboxSpanExporter
+from otel_blackbox._store.connection import connect_reader, connect_writer
+from otel_blackbox._store.schema import SCHEMA_VERSION
+from otel_blackbox._web.viewer import make_server
 from otel_blackbox.cli import main
 from otel_blackbox.errors import NotABlackboxDatabase
-from otel_blackbox.store.connection import connect_reader, connect_writer
-from otel_blackbox.store.schema import SCHEMA_VERSION
-from otel_blackbox.viewer import make_server
 
 FDS = Path("/proc/self/fd")
 pytestmark = pytest.mark.skipif(not FDS.is_dir(), reason="reads this process's open files from /proc")

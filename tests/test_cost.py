@@ -18,9 +18,9 @@ import pytest
 from genai_prices import Usage, calc_price
 from helpers import Recorder, run_cli
 
-from otel_blackbox.render.html_report import trace_data
-from otel_blackbox.store import queries
-from otel_blackbox.store.connection import connect_reader
+from otel_blackbox._render.html_report import trace_data
+from otel_blackbox._store import queries
+from otel_blackbox._store.connection import connect_reader
 
 START_NS = time.time_ns()  # now: inside its run's window, priced as of today
 WHEN = datetime.fromtimestamp(START_NS / 1e9, tz=timezone.utc).replace(
@@ -249,7 +249,7 @@ def test_the_viewer_lists_each_trace_with_its_cost(priced: tuple[Path, str]) -> 
     import threading
     import urllib.request
 
-    from otel_blackbox.viewer import make_server
+    from otel_blackbox._web.viewer import make_server
 
     db, trace_id = priced
     server = make_server(db, port=0)

@@ -29,12 +29,12 @@ from anthropic.types.message_create_params import MessageCreateParamsBase
 from helpers import CannedProvider, Raw, blocked_network
 
 import otel_blackbox
-from otel_blackbox.cassette.io import load_cassette, save_cassette
-from otel_blackbox.cassette.model import Cassette
-from otel_blackbox.cassette.verify import verify_cassette
+from otel_blackbox._cassette.io import load_cassette, save_cassette
+from otel_blackbox._cassette.model import Cassette
+from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._wire.anthropic.translation import REQUEST_FIELDS, AnthropicMessages
+from otel_blackbox._wire.protocol import CallIds, JsonObject
 from otel_blackbox.errors import CassetteError, ReplayDivergence
-from otel_blackbox.replay.providers.anthropic import REQUEST_FIELDS, AnthropicMessages
-from otel_blackbox.replay.providers.base import CallIds, JsonObject
 
 PROVIDER = AnthropicMessages()
 MODEL = "claude-sonnet-4-5"

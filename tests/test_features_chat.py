@@ -31,15 +31,15 @@ from helpers import CannedProvider, Raw, blocked_network
 from openai.types.chat import completion_create_params
 
 import otel_blackbox
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.model import terminal_outcome
-from otel_blackbox.cassette.output import check_output
-from otel_blackbox.cassette.usage import without_usage
-from otel_blackbox.cassette.verify import verify_cassette
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import terminal_outcome
+from otel_blackbox._cassette.output import check_output
+from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._cost.usage import without_usage
+from otel_blackbox._wire.neutral_parts import text_of
+from otel_blackbox._wire.openai_chat.translation import REQUEST_FIELDS, OpenAIChat
+from otel_blackbox._wire.protocol import CallIds, JsonObject
 from otel_blackbox.errors import ReplayDivergence
-from otel_blackbox.replay.providers.base import CallIds, JsonObject
-from otel_blackbox.replay.providers.openai_chat import REQUEST_FIELDS, OpenAIChat
-from otel_blackbox.replay.providers.shared import text_of
 
 CHAT = OpenAIChat()
 MODEL = "gpt-4o-mini"

@@ -27,12 +27,12 @@ from google.genai import types
 from helpers import CannedProvider, Raw, blocked_network
 
 import otel_blackbox
-from otel_blackbox.cassette.io import load_cassette, save_cassette
-from otel_blackbox.cassette.verify import verify_cassette
+from otel_blackbox._cassette.io import load_cassette, save_cassette
+from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._wire.gemini.translation import GeminiGenerateContent
+from otel_blackbox._wire.protocol import CallIds, JsonObject
+from otel_blackbox._wire.registry import provider_for
 from otel_blackbox.errors import CassetteError, ReplayDivergence
-from otel_blackbox.replay.providers.base import CallIds, JsonObject
-from otel_blackbox.replay.providers.gemini import GeminiGenerateContent
-from otel_blackbox.replay.providers.registry import provider_for
 
 BASE = "http://127.0.0.1:9"  # never dialled: the translation alone
 JSON_URL = f"{BASE}/v1beta/models/gemini-2.5-flash:generateContent"

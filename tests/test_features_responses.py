@@ -34,13 +34,13 @@ from openai.types.responses.response_create_params import ResponseCreateParamsBa
 from pydantic import TypeAdapter
 
 import otel_blackbox
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.output import sequence_of
-from otel_blackbox.cassette.usage import without_usage
-from otel_blackbox.cassette.verify import verify_cassette
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.output import sequence_of
+from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._cost.usage import without_usage
+from otel_blackbox._wire.openai_responses.translation import REQUEST_FIELDS, OpenAIResponses
+from otel_blackbox._wire.protocol import CallIds, JsonObject
 from otel_blackbox.errors import ReplayDivergence
-from otel_blackbox.replay.providers.base import CallIds, JsonObject
-from otel_blackbox.replay.providers.openai_responses import REQUEST_FIELDS, OpenAIResponses
 
 RESPONSES = OpenAIResponses()
 KEY = "sk-fake-features-0123456789"

@@ -29,9 +29,9 @@ from google.genai import types
 from helpers import blocked_network
 
 import otel_blackbox
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.model import terminal_outcome, tool_call_sequence
-from otel_blackbox.cassette.verify import verify_cassette
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import terminal_outcome, tool_call_sequence
+from otel_blackbox._cassette.verify import verify_cassette
 from otel_blackbox.errors import ReplayDivergence
 
 QUESTION = "What's the weather in Lisbon, and the 2 day forecast? I need both."

@@ -25,7 +25,7 @@ from fake_llm import FakeLLMServer
 from google.protobuf import json_format  # type: ignore[import-untyped]
 from helpers import Receiver, run_cli
 
-from otel_blackbox.cassette.io import load_cassette
+from otel_blackbox._cassette.io import load_cassette
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 QUESTION = "Look up my order Alpha and refund 12.00 on it, both please."

@@ -16,10 +16,10 @@ from helpers import EXAMPLES, ROOT, run_cli
 from opentelemetry.sdk.trace import TracerProvider
 
 import otel_blackbox
-from otel_blackbox.cassette.diff import diff_cassettes
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.verify import verify_cassette
-from otel_blackbox.replay.fork import ForkPlan, ForkSession
+from otel_blackbox._cassette.diff import diff_cassettes
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._playback.fork import ForkPlan, ForkSession
 
 QUESTION = "What's the weather in Lisbon, and the 2 day forecast? I need both."
 REPLACEMENT = {"available": False}

@@ -22,10 +22,10 @@ from fake_llm import FakeLLMServer
 from helpers import EXAMPLES, run_cli
 from weather_api import WeatherAPI
 
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.model import OBSERVED, terminal_outcome, tool_call_sequence
-from otel_blackbox.cassette.request_fields import ANTHROPIC_FIELDS, CHAT_FIELDS
-from otel_blackbox.cassette.verify import verify_cassette
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import OBSERVED, terminal_outcome, tool_call_sequence
+from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._wire.request_fields import ANTHROPIC_FIELDS, CHAT_FIELDS
 
 AGENT = EXAMPLES / "framework_agent.py"
 QUESTION = "What's the weather in Lisbon, and the 2 day forecast? I need both."

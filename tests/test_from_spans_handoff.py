@@ -20,9 +20,9 @@ import pytest
 from fake_llm import FakeLLMServer
 from helpers import EXAMPLES, run_cli
 
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.model import Cassette, tool_call_sequence, tool_calls_of
-from otel_blackbox.cassette.verify import verify_cassette
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import Cassette, tool_call_sequence, tool_calls_of
+from otel_blackbox._cassette.verify import verify_cassette
 
 HANDOFF_AGENT = EXAMPLES / "handoff_agent.py"
 FRAMEWORK_AGENT = EXAMPLES / "framework_agent.py"

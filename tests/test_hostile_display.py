@@ -25,11 +25,11 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import SpanLimits
 from test_hostile_input import check_run, cli
 
-from otel_blackbox.cassette.io import save_cassette
-from otel_blackbox.cassette.model import Cassette
-from otel_blackbox.redact import TRUNCATION_KEY
-from otel_blackbox.store.rows import ATTR_DROPPED, ATTR_DROPPED_BYTES, span_bytes_limit
-from otel_blackbox.viewer import make_server
+from otel_blackbox._cassette.io import save_cassette
+from otel_blackbox._cassette.model import Cassette
+from otel_blackbox._spans.redact import TRUNCATION_KEY
+from otel_blackbox._store.rows import ATTR_DROPPED, ATTR_DROPPED_BYTES, span_bytes_limit
+from otel_blackbox._web.viewer import make_server
 
 pytestmark = pytest.mark.reliability
 

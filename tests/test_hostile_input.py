@@ -39,15 +39,15 @@ from opentelemetry.trace import Status, StatusCode
 from test_cassette_verify import cassette_like
 from test_provider_replace_tool_result import record_anthropic, record_chat, record_responses
 
-from otel_blackbox.cassette.canonical import hash_step
-from otel_blackbox.cassette.exporter import CassetteSpanExporter
+from otel_blackbox._cassette.canonical import hash_step
+from otel_blackbox._recorder.cassette_exporter import CassetteSpanExporter
+from otel_blackbox._web.viewer import make_server
+from otel_blackbox._wire.anthropic.translation import AnthropicMessages
+from otel_blackbox._wire.openai_chat.translation import OpenAIChat
+from otel_blackbox._wire.openai_responses.translation import OpenAIResponses
+from otel_blackbox._wire.protocol import CallIds, Provider
 from otel_blackbox.cli import main
-from otel_blackbox.replay.providers.anthropic import AnthropicMessages
-from otel_blackbox.replay.providers.base import CallIds, Provider
-from otel_blackbox.replay.providers.openai_chat import OpenAIChat
-from otel_blackbox.replay.providers.openai_responses import OpenAIResponses
-from otel_blackbox.replay.pytest_plugin import cassette_file_name
-from otel_blackbox.viewer import make_server
+from otel_blackbox.pytest_plugin import cassette_file_name
 
 pytestmark = pytest.mark.reliability
 
@@ -320,7 +320,7 @@ def test_every_hostile_fragment_in_every_role(tmp_path: Path) -> None:
 
 
 def test_console_entry_point_answers_the_same(tmp_path: Path) -> None:
-    """The real `python -m otel_blackbox.cli`, on the worst files: one line, exit 2, quickly."""
+    """The real `python -m otel_blackbox._cli`, on the worst files: one line, exit 2, quickly."""
     worst = {
         "deep.json": _nest(100_000, "array").encode(),
         "invalid-utf8.json": _splice("success-tool-use", ("id",), b'"\xff\xfe"'),

@@ -10,7 +10,7 @@ import pytest
 from helpers import Recorder, run_cli, vector, vector_path
 from opentelemetry import trace
 
-from otel_blackbox.render.html_report import embed_json
+from otel_blackbox._render.html_report import embed_json
 
 SCRIPT_CLOSE = "</script><script>alert(1)</script>"
 ATTR_BREAK = '"><img src=x onerror=alert(1)>'

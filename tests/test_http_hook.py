@@ -31,9 +31,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from otel_blackbox.replay.http.exchange import HttpRequest, HttpResponse, InterceptError, decode_body
-from otel_blackbox.replay.http.hook import BlackboxHTTPInstrumentor, current_interceptor, suspended
-from otel_blackbox.replay.http.transport import (
+from otel_blackbox._playback.http.exchange import HttpRequest, HttpResponse, InterceptError, decode_body
+from otel_blackbox._playback.http.hook import BlackboxHTTPInstrumentor, current_interceptor, suspended
+from otel_blackbox._playback.http.transport import (
     AsyncBlackboxTransport,
     AsyncHttpx2BlackboxTransport,
     BlackboxTransport,
@@ -404,7 +404,7 @@ def test_a_broken_interceptor_never_breaks_the_host(
     hooked: Script, server: _Server, client: Driver, caplog: pytest.LogCaptureFixture
 ) -> None:
     hooked.broken = True
-    caplog.set_level(logging.WARNING, logger="otel_blackbox.replay.http.hook")
+    caplog.set_level(logging.WARNING, logger="otel_blackbox._playback.http.hook")
 
     first = client.send("GET", server.url("/json"))
     second = client.send("GET", server.url("/json"))

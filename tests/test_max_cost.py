@@ -20,12 +20,12 @@ import pytest
 from fake_llm import CARELESS_MODEL, FakeLLMServer
 from helpers import ROOT, LoopbackAPI, run_cli
 
-from otel_blackbox.cassette.cost import cassette_cost
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.model import Cassette, terminal_outcome
-from otel_blackbox.cassette.verify import verify_cassette
-from otel_blackbox.cost import format_usd
-from otel_blackbox.replay.agent.run import BuiltInRerun, rerun_built_in
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import Cassette, terminal_outcome
+from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._cost.cassettes import cassette_cost
+from otel_blackbox._cost.spans import format_usd
+from otel_blackbox._playback.agent.run import BuiltInRerun, rerun_built_in
 
 AGENT = str(ROOT / "tests" / "rerun_agent.py")
 PRICED = "gpt-4o-mini"

@@ -1,6 +1,6 @@
 """`otel-blackbox mcp`: the MCP server, driven by the official MCP client over stdio.
 
-The server runs as a user's coding agent starts it (`python -m otel_blackbox.cli --db DB mcp`, a
+The server runs as a user's coding agent starts it (`python -m otel_blackbox._cli --db DB mcp`, a
 subprocess), against a database the real recorder wrote while examples/weather_agent.py ran against
 the fake LLM: one good run (in a session) and one whose tool failed.
 """
@@ -27,8 +27,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import TextContent
 
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.verify import verify_cassette
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.verify import verify_cassette
 
 TOOLS = {
     "list_traces", "list_runs", "errors", "show_trace", "get_span", "stats", "write_cassette",

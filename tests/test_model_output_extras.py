@@ -20,9 +20,9 @@ from helpers import EXAMPLES, CannedProvider, blocked_network, run_cli
 from opentelemetry.sdk.trace import TracerProvider
 
 import otel_blackbox
-from otel_blackbox.cassette.io import load_cassette, save_cassette
-from otel_blackbox.cassette.model import comparable_results, observed_view
-from otel_blackbox.cassette.output import (
+from otel_blackbox._cassette.io import load_cassette, save_cassette
+from otel_blackbox._cassette.model import comparable_results, observed_view
+from otel_blackbox._cassette.output import (
     Extras,
     Hosted,
     Reasoning,
@@ -32,9 +32,9 @@ from otel_blackbox.cassette.output import (
     sequence_of,
     with_extras,
 )
-from otel_blackbox.cassette.verify import verify_cassette
+from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._playback.script import check_replies
 from otel_blackbox.errors import CassetteError, ReplayDivergence, SessionError
-from otel_blackbox.replay.script import check_replies
 
 QUESTION = "What's the weather in Lisbon, and the 2 day forecast? I need both."
 KEY = "sk-test-extras-0123456789abcdef"

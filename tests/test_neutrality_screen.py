@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_blackbox.cassette.model import Cassette
-from otel_blackbox.cassette.neutrality import MODEL_OUTPUT_KEYS, _Audit, audit_neutrality
+from otel_blackbox._cassette.model import Cassette
+from otel_blackbox._cassette.neutrality import MODEL_OUTPUT_KEYS, _Audit, audit_neutrality
 
 # Fragments that findings are made of, mixed with ordinary text and characters JSON escapes.
 WORDS = [

@@ -50,9 +50,9 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.util.types import AttributeValue
 
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.model import Cassette, terminal_outcome
-from otel_blackbox.cassette.verify import verify_cassette
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import Cassette, terminal_outcome
+from otel_blackbox._cassette.verify import verify_cassette
 
 NODE = shutil.which("node")
 NODE_DIR = EXAMPLES / "node"

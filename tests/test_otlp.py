@@ -30,8 +30,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
-from otel_blackbox.formats.openinference import OPEN_SPAN_MESSAGE
-from otel_blackbox.semconv import ATTR_SPAN_OPEN
+from otel_blackbox._spans.openinference import OPEN_SPAN_MESSAGE
+from otel_blackbox._spans.semconv import ATTR_SPAN_OPEN
 
 HOUR_NS = 3600 * 10**9
 EVERY_TYPE: dict[str, Any] = {

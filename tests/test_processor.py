@@ -24,8 +24,8 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.trace import Status, StatusCode
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
-from otel_blackbox.store.connection import connect_reader
-from otel_blackbox.store.queries import last_seen_by_trace, trace_spans
+from otel_blackbox._store.connection import connect_reader
+from otel_blackbox._store.queries import last_seen_by_trace, trace_spans
 
 
 def test_open_row_then_final_row(recorder: Recorder) -> None:
@@ -177,7 +177,7 @@ def test_full_queue_drops_and_counts_without_blocking(
             with rec.tracer.start_as_current_span(f"s{i}"):
                 pass
         elapsed = time.perf_counter() - started
-        assert len(rec.processor._backlog.ended) <= 50  # bounded: max_queue_size at most
+        assert len(rec.processor._queue.queued) <= 50  # bounded: max_queue_size at most
         assert rec.processor.dropped_count() > 0
     finally:
         locker.execute("ROLLBACK")

@@ -21,10 +21,10 @@ from fake_llm import FakeLLMServer
 from hypothesis import given
 from hypothesis import strategies as st
 
-from otel_blackbox.cassette.model import Cassette
-from otel_blackbox.cassette.neutrality import audit_neutrality
-from otel_blackbox.replay.providers.anthropic import AnthropicMessages
-from otel_blackbox.replay.providers.base import CallIds, JsonObject, Provider
+from otel_blackbox._cassette.model import Cassette
+from otel_blackbox._cassette.neutrality import audit_neutrality
+from otel_blackbox._wire.anthropic.translation import AnthropicMessages
+from otel_blackbox._wire.protocol import CallIds, JsonObject, Provider
 
 PROVIDER: Provider = AnthropicMessages()  # mypy checks it implements the protocol
 MODEL = "claude-haiku-4-5"

@@ -26,20 +26,20 @@ from google.genai import errors, types
 from helpers import Recorder, blocked_network, run_cli
 
 import otel_blackbox
-from otel_blackbox.cassette.captured import captured_model_call
-from otel_blackbox.cassette.from_spans import cassette_from_spans
-from otel_blackbox.cassette.io import load_cassette, save_cassette
-from otel_blackbox.cassette.model import terminal_outcome, tool_call_sequence
-from otel_blackbox.cassette.verify import verify_cassette
+from otel_blackbox._cassette.captured import captured_model_call
+from otel_blackbox._cassette.from_spans import cassette_from_spans
+from otel_blackbox._cassette.io import load_cassette, save_cassette
+from otel_blackbox._cassette.model import terminal_outcome, tool_call_sequence
+from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._playback.http.exchange import HttpRequest, HttpResponse, Rewrite
+from otel_blackbox._playback.http.hook import BlackboxHTTPInstrumentor
+from otel_blackbox._spans.semconv import ATTR_MODEL_PROVIDER, HTTP_SPAN_NAME
+from otel_blackbox._store.connection import connect_reader
+from otel_blackbox._store.queries import iter_spans
+from otel_blackbox._wire.gemini.translation import GeminiGenerateContent
+from otel_blackbox._wire.protocol import CallIds, JsonObject, Provider
+from otel_blackbox._wire.registry import provider_for
 from otel_blackbox.errors import CredentialLeak, ReplayDivergence
-from otel_blackbox.replay.http.exchange import HttpRequest, HttpResponse, Rewrite
-from otel_blackbox.replay.http.hook import BlackboxHTTPInstrumentor
-from otel_blackbox.replay.providers.base import CallIds, JsonObject, Provider
-from otel_blackbox.replay.providers.gemini import GeminiGenerateContent
-from otel_blackbox.replay.providers.registry import provider_for
-from otel_blackbox.semconv import ATTR_MODEL_PROVIDER, HTTP_SPAN_NAME
-from otel_blackbox.store.connection import connect_reader
-from otel_blackbox.store.queries import iter_spans
 
 BASE = "http://127.0.0.1:9"  # never dialled: a MockTransport answers
 JSON_URL = f"{BASE}/v1beta/models/gemini-2.5-flash:generateContent"

@@ -27,9 +27,9 @@ from openai.types.chat import (
 )
 from openai.types.responses import FunctionToolParam, ResponseInputItemParam
 
-from otel_blackbox.replay.providers.base import CallIds, JsonObject, Provider
-from otel_blackbox.replay.providers.openai_chat import OpenAIChat
-from otel_blackbox.replay.providers.openai_responses import OpenAIResponses
+from otel_blackbox._wire.openai_chat.translation import OpenAIChat
+from otel_blackbox._wire.openai_responses.translation import OpenAIResponses
+from otel_blackbox._wire.protocol import CallIds, JsonObject, Provider
 
 CHAT = OpenAIChat()
 RESPONSES = OpenAIResponses()

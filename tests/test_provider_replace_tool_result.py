@@ -23,12 +23,12 @@ from google.genai import types as genai_types
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 from openai.types.responses import FunctionToolParam, ResponseInputItemParam
 
-from otel_blackbox.replay.providers.anthropic import AnthropicMessages
-from otel_blackbox.replay.providers.base import CallIds, JsonObject, Provider
-from otel_blackbox.replay.providers.gemini import GeminiGenerateContent
-from otel_blackbox.replay.providers.openai_chat import OpenAIChat
-from otel_blackbox.replay.providers.openai_responses import OpenAIResponses
-from otel_blackbox.replay.providers.registry import provider_for
+from otel_blackbox._wire.anthropic.translation import AnthropicMessages
+from otel_blackbox._wire.gemini.translation import GeminiGenerateContent
+from otel_blackbox._wire.openai_chat.translation import OpenAIChat
+from otel_blackbox._wire.openai_responses.translation import OpenAIResponses
+from otel_blackbox._wire.protocol import CallIds, JsonObject, Provider
+from otel_blackbox._wire.registry import provider_for
 
 CHAT: Provider = OpenAIChat()  # mypy checks each implements the protocol
 RESPONSES: Provider = OpenAIResponses()

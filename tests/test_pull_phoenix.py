@@ -24,8 +24,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from helpers import run_cli
 
-from otel_blackbox.formats.otlp_in import OtlpDecoder
-from otel_blackbox.pull import PullError, phoenix_documents
+from otel_blackbox._pull import phoenix_documents
+from otel_blackbox._spans.otlp_in import OtlpDecoder
+from otel_blackbox.errors import PullError
 
 TRACE = "4d3d14a72ecc15279ac854bdeccae5ad"
 OTHER_TRACE = "0a25c3ba2caf2bf5d9b97e24d70ec3d6"

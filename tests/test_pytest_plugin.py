@@ -14,9 +14,9 @@ from collections.abc import Iterator
 import pytest
 from fake_llm import FakeLLMServer  # examples/ is on sys.path (conftest.py)
 
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.model import terminal_outcome
-from otel_blackbox.replay.pytest_plugin import cassette_file_name
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import terminal_outcome
+from otel_blackbox.pytest_plugin import cassette_file_name
 
 pytest_plugins = ["pytester"]
 

@@ -30,9 +30,9 @@ from opentelemetry.sdk.trace import Span, TracerProvider
 from opentelemetry.trace import Tracer
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
+from otel_blackbox._store.snapshot import SNAPSHOT_BYTES, Snapshotter, queued_bytes
+from otel_blackbox._store.writer import _FINALS_CHUNK, SpanWriter
 from otel_blackbox.errors import ConfigError
-from otel_blackbox.store.snapshot import SNAPSHOT_BYTES, Snapshotter, queued_bytes
-from otel_blackbox.store.writer import _FINALS_CHUNK, SpanWriter
 
 pytestmark = pytest.mark.reliability
 
@@ -156,7 +156,7 @@ MEMORY_AGENT = textwrap.dedent(
     import json, sqlite3, sys, time
     from opentelemetry.sdk.trace import TracerProvider
     from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
-    from otel_blackbox.store.snapshot import Snapshotter, queued_bytes
+    from otel_blackbox._store.snapshot import Snapshotter, queued_bytes
 
     args = json.loads(sys.argv[1])
 
@@ -183,7 +183,7 @@ MEMORY_AGENT = textwrap.dedent(
         span = tracer.start_span(f"big-{i}")
         span.set_attribute("output.value", ("%06d" % i) * 34000)  # 204,000 bytes, distinct per span
         span.end()
-        peak_queued = max(peak_queued, processor._backlog.bytes)
+        peak_queued = max(peak_queued, processor._queue.bytes)
         largest = max(largest, queued_bytes(estimate.snapshot(span, is_open=False)))
         span = None
         time.sleep(args["pause_s"])
@@ -196,7 +196,7 @@ MEMORY_AGENT = textwrap.dedent(
     kept = conn.execute(query).fetchone()[0]
     conn.close()
     print(json.dumps({"growth": peak - before, "peak_queued": peak_queued, "largest": largest,
-                      "max_bytes": processor._max_bytes, "flushed": flushed, "kept": kept,
+                      "max_bytes": processor._queue._max_bytes, "flushed": flushed, "kept": kept,
                       "dropped": processor.dropped_count(), "write_errors": processor.write_errors}))
     provider.shutdown()
     """
@@ -508,7 +508,7 @@ def test_good_queue_settings_are_accepted(var: str, value: str, field: str, expe
     config = BlackboxConfig.from_env({var: value})
     assert getattr(config, field) == expected
     if field == "max_queue_mb":  # what the processor bounds its queue with
-        assert BlackboxSpanProcessor(config=config)._max_bytes == int(expected * 2**20)
+        assert BlackboxSpanProcessor(config=config)._queue._max_bytes == int(expected * 2**20)
 
 
 def env_without_blackbox(**extra: str) -> dict[str, str]:

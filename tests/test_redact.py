@@ -11,7 +11,7 @@ from helpers import Recorder, fuzz_examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_blackbox.redact import TRUNCATION_KEY, Redactor
+from otel_blackbox._spans.redact import TRUNCATION_KEY, Redactor
 
 # Realistic shapes; none is a live credential.
 SECRETS = {

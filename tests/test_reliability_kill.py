@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from helpers import STRESS_AGENT, figure, run_cli, sized
 
-from otel_blackbox.cassette.io import load_cassette, save_cassette
-from otel_blackbox.cassette.verify import verify_cassette
+from otel_blackbox._cassette.io import load_cassette, save_cassette
+from otel_blackbox._cassette.verify import verify_cassette
 
 pytestmark = pytest.mark.reliability
 

@@ -23,16 +23,21 @@ from helpers import ROOT, LoopbackAPI, run_cli
 from test_rerun import OrderAPI
 
 import otel_blackbox
-from otel_blackbox.cassette.io import load_cassette, save_cassette
-from otel_blackbox.cassette.model import Cassette, terminal_outcome
+from otel_blackbox._cassette.io import load_cassette, save_cassette
+from otel_blackbox._cassette.model import Cassette, terminal_outcome
+from otel_blackbox._playback.exchanges import HTTP_EXCHANGE
+from otel_blackbox._playback.interceptor import Match
+from otel_blackbox._playback.replay import ReplaySession
+from otel_blackbox._playback.rerun import RerunPlan, RerunSession
+from otel_blackbox._spans.semconv import (
+    ATTR_HTTP_RESPONSE_BODY,
+    ATTR_HTTP_STATUS,
+    ATTR_HTTP_URL,
+    HTTP_SPAN_NAME,
+)
+from otel_blackbox._store.connection import connect_reader
+from otel_blackbox._store.queries import iter_spans
 from otel_blackbox.errors import CassetteError, ReplayDivergence
-from otel_blackbox.replay.exchanges import HTTP_EXCHANGE
-from otel_blackbox.replay.replay import ReplaySession
-from otel_blackbox.replay.rerun import RerunPlan, RerunSession
-from otel_blackbox.replay.session import Match
-from otel_blackbox.semconv import ATTR_HTTP_RESPONSE_BODY, ATTR_HTTP_STATUS, ATTR_HTTP_URL, HTTP_SPAN_NAME
-from otel_blackbox.store.connection import connect_reader
-from otel_blackbox.store.queries import iter_spans
 
 pytest_plugins = ["pytester"]
 

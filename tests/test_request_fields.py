@@ -22,10 +22,9 @@ from fake_llm import FakeLLMServer
 from helpers import blocked_network
 
 import otel_blackbox
+from otel_blackbox._wire.protocol import RequestFields
+from otel_blackbox._wire.request_fields import ANTHROPIC_FIELDS, CHAT_FIELDS, RESPONSES_FIELDS
 from otel_blackbox.errors import ReplayDivergence
-from otel_blackbox.replay.providers import anthropic as anthropic_fields
-from otel_blackbox.replay.providers import openai_chat, openai_responses
-from otel_blackbox.replay.providers.base import RequestFields
 
 KEY = "sk-fake-fields-0123456789"
 ANTHROPIC_KEY = "sk-ant-fake-fields-0123456789"
@@ -79,9 +78,9 @@ def _anthropic(base_url: str, stream: bool, extra: dict[str, Any]) -> Any:
 
 
 PROVIDERS: dict[str, tuple[RequestFields, Send, Callable[[FakeLLMServer], str]]] = {
-    "chat": (openai_chat.REQUEST_FIELDS, _chat, lambda fake: fake.openai_base_url),
-    "responses": (openai_responses.REQUEST_FIELDS, _responses, lambda fake: fake.openai_base_url),
-    "anthropic": (anthropic_fields.REQUEST_FIELDS, _anthropic, lambda fake: fake.anthropic_base_url),
+    "chat": (CHAT_FIELDS, _chat, lambda fake: fake.openai_base_url),
+    "responses": (RESPONSES_FIELDS, _responses, lambda fake: fake.openai_base_url),
+    "anthropic": (ANTHROPIC_FIELDS, _anthropic, lambda fake: fake.anthropic_base_url),
 }
 WIRES = ("json", "sse")
 

@@ -20,13 +20,13 @@ import pytest
 from fake_llm import CARELESS_MODEL, FakeLLMServer
 from helpers import ROOT, LoopbackAPI, run_cli
 
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.model import Cassette, terminal_outcome, tool_call_sequence
-from otel_blackbox.cassette.verify import verify_cassette
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import Cassette, terminal_outcome, tool_call_sequence
+from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._playback.exchanges import HTTP_EXCHANGE
+from otel_blackbox._playback.rerun import RerunPlan, RerunSession
+from otel_blackbox._playback.session import session
 from otel_blackbox.errors import SessionError
-from otel_blackbox.replay.exchanges import HTTP_EXCHANGE
-from otel_blackbox.replay.rerun import RerunPlan, RerunSession
-from otel_blackbox.replay.session import session
 
 AGENT = str(ROOT / "tests" / "rerun_agent.py")
 GEMINI_AGENT = str(ROOT / "tests" / "gemini_agent.py")

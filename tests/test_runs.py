@@ -32,13 +32,13 @@ from openinference.semconv.trace import (
 from opentelemetry import trace
 from opentelemetry.trace import Tracer
 
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.model import Cassette, terminal_outcome, tool_call_sequence
-from otel_blackbox.cassette.verify import verify_cassette
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import Cassette, terminal_outcome, tool_call_sequence
+from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._store import runs
+from otel_blackbox._store.connection import connect_reader, connect_writer
+from otel_blackbox._store.schema import MIGRATIONS, SCHEMA_VERSION, _statements
 from otel_blackbox.errors import StoreError
-from otel_blackbox.store import runs
-from otel_blackbox.store.connection import connect_reader, connect_writer
-from otel_blackbox.store.schema import MIGRATIONS, SCHEMA_VERSION, _statements
 
 SESSION = "chat-1"
 SYSTEM = "You are a weather assistant."

@@ -31,8 +31,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from otel_blackbox.store.connection import connect_reader
-from otel_blackbox.store.queries import trace_spans
+from otel_blackbox._store.connection import connect_reader
+from otel_blackbox._store.queries import trace_spans
 
 COLLECTOR_DIR = EXAMPLES / "collector"
 SpanKey = tuple[str, str, str | None, str]  # trace id, span id, parent span id, name

@@ -24,14 +24,16 @@ from helpers import ROOT, Receiver, Recorder, run_cli
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
-from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor, viewer
-from otel_blackbox.cli import common, main
+from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
+from otel_blackbox._cli import common
+from otel_blackbox._store import queries, retention, runs
+from otel_blackbox._store.connection import connect_reader, connect_writer
+from otel_blackbox._store.inserts import SpanInserter
+from otel_blackbox._store.rows import dumps
+from otel_blackbox._store.schema import MIGRATIONS, SCHEMA_VERSION, SPAN_COLUMNS, _statements
+from otel_blackbox._web import viewer
+from otel_blackbox.cli import main
 from otel_blackbox.errors import NotABlackboxDatabase
-from otel_blackbox.store import queries, retention, runs
-from otel_blackbox.store.connection import connect_reader, connect_writer
-from otel_blackbox.store.inserts import SpanInserter
-from otel_blackbox.store.rows import dumps
-from otel_blackbox.store.schema import MIGRATIONS, SCHEMA_VERSION, SPAN_COLUMNS, _statements
 
 DATA = ROOT / "tests" / "data" / "schema_v2.db"
 OK_TRACE = "cd613e30d8f16adf91b7584a2265b1f5"

@@ -49,9 +49,9 @@ from opentelemetry.trace import Tracer
 
 import otel_blackbox
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
-from otel_blackbox.cassette.exporter import CassetteSpanExporter
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.verify import verify_cassette
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._recorder.cassette_exporter import CassetteSpanExporter
 from otel_blackbox.errors import CredentialLeak
 
 pytestmark = pytest.mark.reliability

@@ -7,9 +7,9 @@ import re
 import yaml
 from helpers import ROOT
 
-from otel_blackbox import semconv
-from otel_blackbox.redact import TRUNCATION_KEY
-from otel_blackbox.store.schema import SPAN_COLUMNS
+from otel_blackbox._spans import semconv
+from otel_blackbox._spans.redact import TRUNCATION_KEY
+from otel_blackbox._store.schema import SPAN_COLUMNS
 
 
 def _load(name: str) -> dict:  # type: ignore[type-arg]

@@ -41,7 +41,7 @@ from opentelemetry.trace import Link, SpanKind, StatusCode
 from opentelemetry.trace import Status as SpanStatus
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
-from otel_blackbox.formats.otlp import otlp_json_lines
+from otel_blackbox._spans.otlp_out import otlp_json_lines
 
 MIB = 1024 * 1024
 PROTOBUF = "application/x-protobuf"

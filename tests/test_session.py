@@ -19,10 +19,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import NoOpTracer, Tracer
 
 import otel_blackbox
-from otel_blackbox.cassette.io import load_cassette, save_cassette
-from otel_blackbox.cassette.model import terminal_outcome, tool_call_sequence
-from otel_blackbox.cassette.usage import without_usage
-from otel_blackbox.cassette.verify import verify_cassette
+from otel_blackbox._cassette.io import load_cassette, save_cassette
+from otel_blackbox._cassette.model import terminal_outcome, tool_call_sequence
+from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._cost.usage import without_usage
 from otel_blackbox.errors import CredentialLeak, ReplayDivergence, ReplayIncomplete
 
 QUESTION = "What's the weather in Lisbon, and the 2 day forecast? I need both."

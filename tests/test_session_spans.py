@@ -17,7 +17,7 @@ from openinference.instrumentation.openai import OpenAIInstrumentor
 from opentelemetry.instrumentation.httpx import HTTPX2ClientInstrumentor
 
 import otel_blackbox
-from otel_blackbox.semconv import ATTR_CASSETTE_STEP, ATTR_SESSION_MODE
+from otel_blackbox._spans.semconv import ATTR_CASSETTE_STEP, ATTR_SESSION_MODE
 
 QUESTION = "What's the weather in Lisbon, and the 2 day forecast? I need both."
 

@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 from helpers import Recorder
 
-from otel_blackbox.errors import DatabaseLocked, DatabaseNotFound, NotABlackboxDatabase
-from otel_blackbox.store.connection import connect_reader, connect_writer
-from otel_blackbox.store.retention import (
+from otel_blackbox._store.connection import connect_reader, connect_writer
+from otel_blackbox._store.retention import (
     apply_retention,
     cleanup,
     database_bytes,
     evict_oldest,
     oldest_complete_traces,
 )
-from otel_blackbox.store.schema import SCHEMA_VERSION
+from otel_blackbox._store.schema import SCHEMA_VERSION
+from otel_blackbox.errors import DatabaseLocked, DatabaseNotFound, NotABlackboxDatabase
 
 DAY_NS = 86_400 * 10**9
 
@@ -224,7 +224,7 @@ def test_writer_applies_size_cap_while_recording(make_recorder: Callable[..., Re
 
 
 def test_error_queries_use_the_partial_index(db_path: Path) -> None:
-    from otel_blackbox.store import queries
+    from otel_blackbox._store import queries
 
     with closing(connect_writer(db_path)) as conn:
         plan = conn.execute(
@@ -236,7 +236,7 @@ def test_error_queries_use_the_partial_index(db_path: Path) -> None:
 def test_stats_reads_no_statement_over_the_whole_table(make_recorder: Callable[..., Recorder]) -> None:
     # At a million spans one statement scanning the table took 0.6 s of `stats`' 1 s: every count
     # now comes from an index. (Tokens by model still reads the LLM rows, through the kind index.)
-    from otel_blackbox.store import queries
+    from otel_blackbox._store import queries
 
     rec = make_recorder()
     _trace_at(rec, "agent", time.time_ns())

@@ -1,6 +1,6 @@
 """``--stub-tools`` end to end: a refund tool that writes a ledger is never run again, on every framework.
 
-Each case is a real program run as a user runs it, under the real CLI (``python -m otel_blackbox.cli``),
+Each case is a real program run as a user runs it, under the real CLI (``python -m otel_blackbox._cli``),
 against examples/fake_llm.py on 127.0.0.1: examples/ledger_agent.py on each of its frameworks (the
 OpenAI Agents SDK with the refund agent used as a tool, LangChain's ``create_agent``, a LangGraph
 ``StateGraph`` with a ``ToolNode``, pydantic-ai with ``refund_order`` in a toolset of its own, a plain
@@ -39,9 +39,9 @@ import pytest
 from fake_llm import FakeLLMServer
 from helpers import EXAMPLES, run_cli
 
-from otel_blackbox.cassette.io import load_cassette, save_cassette
-from otel_blackbox.cassette.model import Cassette, Step
-from otel_blackbox.semconv import ATTR_SESSION_MODE, ATTR_TOOL_STUBBED
+from otel_blackbox._cassette.io import load_cassette, save_cassette
+from otel_blackbox._cassette.model import Cassette, Step
+from otel_blackbox._spans.semconv import ATTR_SESSION_MODE, ATTR_TOOL_STUBBED
 
 BETA = "Look up order Beta and refund 12 on it, both please."
 DECLINED = "refund declined"

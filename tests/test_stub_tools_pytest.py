@@ -32,8 +32,8 @@ from fake_llm import FakeLLMServer  # examples/ is on sys.path (conftest.py)
 from helpers import blocked_network
 
 import otel_blackbox
-from otel_blackbox.cassette.io import load_cassette
-from otel_blackbox.cassette.model import terminal_outcome, tool_call_sequence
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import terminal_outcome, tool_call_sequence
 from otel_blackbox.errors import ReplayDivergence
 
 pytest_plugins = ["pytester"]

@@ -38,16 +38,16 @@ from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from otel_blackbox import stubbing
-from otel_blackbox.cassette.call_ids import CallIds
-from otel_blackbox.cassette.io import load_cassette, save_cassette
-from otel_blackbox.cassette.model import Cassette
-from otel_blackbox.cassette.tool_output import tool_output
-from otel_blackbox.replay import tool_stubs
-from otel_blackbox.replay.agent.incident import RecordedResult, recorded_results
-from otel_blackbox.replay.tool_stubs import marks
-from otel_blackbox.replay.tool_stubs.answers import OnMiss, ToolAnswer, ToolStubber
-from otel_blackbox.semconv import ATTR_TOOL_STUBBED
+from otel_blackbox import _stubbable as stubbing
+from otel_blackbox._cassette.io import load_cassette, save_cassette
+from otel_blackbox._cassette.model import Cassette
+from otel_blackbox._cassette.tool_output import tool_output
+from otel_blackbox._playback import tool_stubs
+from otel_blackbox._playback.agent.incident import RecordedResult, recorded_results
+from otel_blackbox._playback.tool_stubs import marks
+from otel_blackbox._playback.tool_stubs.answers import OnMiss, ToolAnswer, ToolStubber
+from otel_blackbox._spans.semconv import ATTR_TOOL_STUBBED
+from otel_blackbox._wire.call_ids import CallIds
 
 QUESTION = "Look up order Alpha and refund 12 on it, both please."
 Call = tuple[str, dict[str, Any], dict[str, Any]]  # tool, arguments, {"result": ...} or {"error": "..."}

@@ -19,11 +19,11 @@ import pytest
 from fake_llm import FakeLLMServer
 from helpers import EXAMPLES, run_cli, vector, vector_path
 
-from otel_blackbox.cassette.diff import Failure, diff_cassettes, diff_outcome, format_diff, run_failure
-from otel_blackbox.cassette.evals import dump_contract, generate_contract
-from otel_blackbox.cassette.io import load_cassette, save_cassette
-from otel_blackbox.cassette.model import Cassette
-from otel_blackbox.render.cassette_text import render_timeline
+from otel_blackbox._cassette.diff import Failure, diff_cassettes, diff_outcome, format_diff, run_failure
+from otel_blackbox._cassette.evals import dump_contract, generate_contract
+from otel_blackbox._cassette.io import load_cassette, save_cassette
+from otel_blackbox._cassette.model import Cassette
+from otel_blackbox._render.cassette_text import render_timeline
 
 REJECTED = "refund_order: amount '12.OO' is not a number"
 

@@ -19,8 +19,8 @@ import pytest
 from helpers import Recorder, run_cli
 from opentelemetry import trace
 
-from otel_blackbox.store.connection import connect_reader
-from otel_blackbox.viewer import TraceFilter, ViewerServer, find_traces, make_server, parse_filter
+from otel_blackbox._store.connection import connect_reader
+from otel_blackbox._web.viewer import TraceFilter, ViewerServer, find_traces, make_server, parse_filter
 
 
 def _tid(span: trace.Span) -> str:

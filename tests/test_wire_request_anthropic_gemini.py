@@ -25,14 +25,15 @@ import pytest
 from google.genai import errors as genai_errors
 from helpers import CannedProvider, LoopbackAPI, Raw
 
-from otel_blackbox.replay.agent.sdk_anthropic import AnthropicClient
-from otel_blackbox.replay.agent.sdk_gemini import GeminiClient
-from otel_blackbox.replay.providers.anthropic import DEFAULT_MAX_TOKENS, AnthropicMessages
-from otel_blackbox.replay.providers.base import CallIds, JsonObject
-from otel_blackbox.replay.providers.gemini import GeminiGenerateContent
-from otel_blackbox.replay.providers.openai_chat import OpenAIChat
-from otel_blackbox.replay.providers.openai_responses import OpenAIResponses
-from otel_blackbox.replay.providers.portable import response_format_of, result_text, stop_list, tool_choice_of
+from otel_blackbox._playback.agent.sdk_anthropic import AnthropicClient
+from otel_blackbox._playback.agent.sdk_gemini import GeminiClient
+from otel_blackbox._wire.anthropic.blocks import DEFAULT_MAX_TOKENS
+from otel_blackbox._wire.anthropic.translation import AnthropicMessages
+from otel_blackbox._wire.gemini.translation import GeminiGenerateContent
+from otel_blackbox._wire.openai_chat.translation import OpenAIChat
+from otel_blackbox._wire.openai_responses.translation import OpenAIResponses
+from otel_blackbox._wire.protocol import CallIds, JsonObject
+from otel_blackbox._wire.settings import response_format_of, result_text, stop_list, tool_choice_of
 
 ANTHROPIC = AnthropicMessages()
 CLAUDE = "claude-sonnet-4-5"

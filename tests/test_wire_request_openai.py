@@ -26,16 +26,16 @@ import openai
 import pytest
 from helpers import CannedProvider, LoopbackAPI, Raw
 
-from otel_blackbox.replay.agent.sdk import make_client
-from otel_blackbox.replay.agent.sdk_openai import ChatClient, ResponsesClient
-from otel_blackbox.replay.providers.anthropic import AnthropicMessages
-from otel_blackbox.replay.providers.base import CallIds, JsonObject, Provider
-from otel_blackbox.replay.providers.gemini import GeminiGenerateContent
-from otel_blackbox.replay.providers.openai_chat import REQUEST_FIELDS as CHAT_FIELDS
-from otel_blackbox.replay.providers.openai_chat import OpenAIChat
-from otel_blackbox.replay.providers.openai_responses import REQUEST_FIELDS as RESPONSES_FIELDS
-from otel_blackbox.replay.providers.openai_responses import OpenAIResponses
-from otel_blackbox.replay.providers.portable import response_format_of, result_text, stop_list, tool_choice_of
+from otel_blackbox._playback.agent.sdk import make_client
+from otel_blackbox._playback.agent.sdk_openai import ChatClient, ResponsesClient
+from otel_blackbox._wire.anthropic.translation import AnthropicMessages
+from otel_blackbox._wire.gemini.translation import GeminiGenerateContent
+from otel_blackbox._wire.openai_chat.translation import REQUEST_FIELDS as CHAT_FIELDS
+from otel_blackbox._wire.openai_chat.translation import OpenAIChat
+from otel_blackbox._wire.openai_responses.translation import REQUEST_FIELDS as RESPONSES_FIELDS
+from otel_blackbox._wire.openai_responses.translation import OpenAIResponses
+from otel_blackbox._wire.protocol import CallIds, JsonObject, Provider
+from otel_blackbox._wire.settings import response_format_of, result_text, stop_list, tool_choice_of
 
 CHAT = OpenAIChat()
 RESPONSES = OpenAIResponses()

@@ -37,13 +37,14 @@ import writer_process_agent as wpa  # tests/ is on sys.path
 from helpers import FRAMEWORK_INSTRUMENTORS_OFF, ROOT, Recorder, run_cli
 from opentelemetry.sdk.trace import Span, TracerProvider
 
-from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor, auto
+from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
+from otel_blackbox._recorder import auto
+from otel_blackbox._recorder import process_sink as companion
+from otel_blackbox._recorder.process_sink import ProcessSink
+from otel_blackbox._recorder.sinks import FlushMarker
+from otel_blackbox._store.queries import last_seen_by_trace, recorder_of_span
+from otel_blackbox._store.snapshot import Snapshotter
 from otel_blackbox.errors import ConfigError
-from otel_blackbox.store import companion
-from otel_blackbox.store.companion import ProcessSink
-from otel_blackbox.store.queries import last_seen_by_trace, recorder_of_span
-from otel_blackbox.store.shipper import FlushMarker
-from otel_blackbox.store.snapshot import Snapshotter
 
 AGENT = str(ROOT / "tests" / "writer_process_agent.py")
 TESTS_DIR = str(ROOT / "tests")
@@ -857,7 +858,7 @@ INSTRUMENTED = f"""
 import json, sys
 sys.path.insert(0, {TESTS_DIR!r})
 from opentelemetry import trace
-from otel_blackbox import auto
+from otel_blackbox._recorder import auto
 import writer_process_agent as wpa
 
 tracer = trace.get_tracer("instrumented")

@@ -9,6 +9,11 @@ Hierarchy::
     │   ├── ReplayDivergence      the program asked for something the cassette does not hold
     │   ├── ReplayIncomplete      the program ended before making every recorded call
     │   └── CredentialLeak        a recording would contain a key seen in the environment or a header
+    ├── MissingSDK                the SDK of the API a rerun asked for is not installed
+    ├── ImportInputError          input to ``import`` that is not OTLP (the message names file and line)
+    ├── PullError                 pulling spans from a backend failed (arguments, network, HTTP, shape)
+    │   └── SpanShapeError        a span of the answer is not what the API documents
+    ├── BadArgument               an MCP tool argument the caller can correct
     └── StoreError                a database that cannot be used
         ├── DatabaseNotFound      no file at the path
         ├── NotABlackboxDatabase  not SQLite, or SQLite without our schema, or a newer schema
@@ -27,19 +32,24 @@ from __future__ import annotations
 __all__ = [
     "AmbiguousRunId",
     "AmbiguousTraceId",
+    "BadArgument",
     "BlackboxError",
     "CassetteError",
     "ConfigError",
     "CredentialLeak",
     "DatabaseLocked",
     "DatabaseNotFound",
+    "ImportInputError",
+    "MissingSDK",
     "NotABlackboxDatabase",
+    "PullError",
     "ReplayDivergence",
     "ReplayIncomplete",
     "RunLookupError",
     "RunNotFound",
     "SessionError",
     "SessionIdNotFound",
+    "SpanShapeError",
     "StoreError",
     "TraceLookupError",
     "TraceNotFound",
@@ -116,3 +126,23 @@ class AmbiguousRunId(RunLookupError):
 
 class SessionIdNotFound(StoreError):
     pass
+
+
+class MissingSDK(BlackboxError):
+    """The SDK of the chosen API is not installed (a setup error: exit 2, before anything runs)."""
+
+
+class ImportInputError(BlackboxError):
+    """Input that is not OTLP: one line naming the file, the line and the field."""
+
+
+class PullError(BlackboxError):
+    """A pull that failed: bad arguments, the server unreachable, an HTTP error, an unexpected shape."""
+
+
+class SpanShapeError(PullError):
+    """A span of an answer that is not what the API documents; str() names the field."""
+
+
+class BadArgument(BlackboxError):
+    """An argument the caller can correct (an MCP tool's): the message says which and why."""

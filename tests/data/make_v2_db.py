@@ -35,7 +35,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import Status, StatusCode
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
-from otel_blackbox.store.schema import SCHEMA_VERSION
+from otel_blackbox._store.schema import SCHEMA_VERSION
 
 
 class SeededIds(IdGenerator):

@@ -1,1 +1,3 @@
-"""The hook beneath httpx and httpx2: the connection pools of httpcore and httpcore2."""
+"""Deprecated: see ``otel_blackbox.replay``."""
+
+__all__: list[str] = []

@@ -1,0 +1,252 @@
+"""Commands over cassettes: cassette (from a recorded trace), inspect, verify, diff, assert."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from otel_blackbox._cassette.assertions import check_expectations, format_expectations
+from otel_blackbox._cassette.diff import diff_cassettes, format_diff
+from otel_blackbox._cassette.from_spans import cassette_from_spans
+from otel_blackbox._cassette.io import load_cassette, save_cassette
+from otel_blackbox._cassette.model import Cassette, terminal_outcome
+from otel_blackbox._cassette.verify import VerifyReport, verify_cassette, verify_file
+from otel_blackbox._cli.app import cli
+from otel_blackbox._cli.common import echo_json, exactly_one, group_spans, reader, style, trace_run_or_session
+from otel_blackbox._render.cassette_text import render_timeline
+from otel_blackbox._render.text import safe
+from otel_blackbox._store import queries
+
+if TYPE_CHECKING:  # jsonschema: imported by diff --contract alone
+    from otel_blackbox._cassette.evals import AssertionResult
+
+__all__: list[str] = []
+
+
+@cli.command("cassette")
+@trace_run_or_session
+@click.option(
+    "-o", "--output", required=True, metavar="FILE", help="Where to write the cassette (atomically)."
+)
+@click.pass_context
+def cassette_command(
+    ctx: click.Context, trace_id: str | None, run_id: str | None, session_id: str | None, output: str
+) -> None:
+    """Turn a recorded trace (even a failed or killed one) into a v2 cassette.
+
+    With --run or --session instead of TRACE_ID, one cassette of all the traces of a run (see
+    `runs`) or of a session, with every model and tool round in time order: for frameworks that
+    make each model call a trace of its own.
+
+    \b
+    Example:
+      otel-blackbox cassette 4bf92f35 -o incident.json
+      otel-blackbox cassette --run 3f9a0c1d -o run.json
+      otel-blackbox cassette --session chat-42 -o session.json
+    """
+    exactly_one(ctx, {"TRACE_ID": trace_id, "--run": run_id, "--session": session_id})
+    with reader(ctx) as conn:
+        if trace_id is not None:
+            cassette = cassette_from_spans(
+                queries.trace_spans(conn, queries.resolve_trace_id(conn, trace_id))
+            )
+            source = ""
+        else:
+            kind, ident, spans = group_spans(conn, run_id, session_id)
+            cassette = cassette_from_spans(spans, cassette_id=f"{kind}-{ident}")  # id: run-<id>, session-<id>
+            traces = len({s.trace_id for s in spans})
+            source = f" from {traces} trace{'s' if traces != 1 else ''} of {kind} {safe(ident)}"
+    save_cassette(cassette, output)
+    outcome = terminal_outcome(cassette)
+    steps = f"{len(cassette.steps)} steps{source}"
+    click.echo(f"wrote {safe(output)}: {steps}, outcome {outcome.status}, head {cassette.head}")
+
+
+@cli.command()
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--width", type=click.IntRange(min=20), default=160, show_default=True, help="Shorten values to this."
+)
+def inspect(path: Path, width: int) -> None:
+    """The steps of a cassette as a readable timeline.
+
+    When the cassette holds token counts, the header says what its model calls cost (genai-prices).
+
+    \b
+    Example:
+      otel-blackbox inspect incident.json
+    """
+    for line in render_timeline(load_cassette(path), limit=width):
+        click.echo(line)
+
+
+def _print_report(report: VerifyReport) -> None:
+    for check in report.checks:
+        named = check.step_index is None or check.detail.startswith("step ")
+        where = "" if named else f" (step {check.step_index})"
+        click.echo(
+            f"{style(f'{check.status.upper():4}', check.status)}  {check.name:20} {safe(check.detail)}{where}"
+        )
+
+
+@cli.command()
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--expect-head", metavar="HASH", help="The last step's hash, kept elsewhere: catches a cut tail."
+)
+@click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
+def verify(path: Path, expect_head: str | None, as_json: bool) -> None:
+    """Check a cassette: schema_version, hash_chain, provider_neutrality, replayability.
+
+    Stops at the first failure and shows the rest as skipped; exit 1 on a failure.
+
+    \b
+    Example:
+      otel-blackbox verify incident.json --expect-head 5d32b8fc...
+    """
+    report = verify_file(path, expect_head=expect_head)
+    if as_json:
+        echo_json(report.to_json())
+    else:
+        _print_report(report)
+    if not report.passed:
+        raise SystemExit(1)
+
+
+@cli.command()
+@click.argument("parent", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("child", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--semantic", is_flag=True, help="Compare step types and payloads only (two separate recordings)."
+)
+@click.option(
+    "--contract",
+    "contract_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="An `eval generate` contract to check the child against; the exit code is then its verdict.",
+)
+@click.option("--json", "as_json", is_flag=True, help="The diff as JSON.")
+def diff(parent: Path, child: Path, semantic: bool, contract_path: Path | None, as_json: bool) -> None:
+    """The first step where two cassettes diverge, and what it changed in the outcome.
+
+    By hash (a fork against its parent) or --semantic. Exit 1 when they diverge. Each side's model
+    calls are priced from their token counts (genai-prices): the child's cost beside the parent's
+    (--json: cost_usd, null when unpriced). Token counts are not behaviour: --semantic ignores them.
+
+    The closing verdict says whether the failure was fixed: a run failed when it ended in an error,
+    never finished, or had a tool result that is an error. With --contract FILE, the child is also
+    checked against that contract, and the exit code is 0 only when the child completed and the
+    contract passed (a rerun always diverges from its incident: that alone does not fail it).
+
+    \b
+    Example:
+      otel-blackbox diff run.json child.json
+      otel-blackbox diff incident.json child.json --contract contract.json
+    """
+    check = None
+    if contract_path is not None:  # jsonschema, for the contract: only when one is asked for
+        from otel_blackbox._cassette.evals import load_contract
+
+        check = _ContractCheck(contract_path, load_contract(contract_path))  # a bad one: exit 2, no output
+    child_cassette = load_cassette(child)
+    report = diff_cassettes(load_cassette(parent), child_cassette, semantic=semantic)
+    if check is not None:
+        check.run(child_cassette)
+    if as_json:
+        echo_json(report.to_json() if check is None else {**report.to_json(), "contract": check.to_json()})
+    else:
+        for line in format_diff(report):
+            click.echo(line)
+        for line in [] if check is None else check.lines():
+            click.echo(line)
+    if (check is None and report.index is not None) or (check is not None and not check.passed):
+        raise SystemExit(1)
+
+
+class _ContractCheck:
+    """The child checked against a contract with eval run's checks: passed only when the child
+    completed (ended run_completed, success) and every assertion passed."""
+
+    def __init__(self, path: Path, contract: dict[str, Any]) -> None:
+        self.path, self.contract = path, contract
+        self.results: list[AssertionResult] = []
+        self.child_completed = False
+
+    def run(self, child: Cassette) -> None:
+        from otel_blackbox._cassette.evals import run_contract
+
+        self.results = run_contract(self.contract, child)
+        self.child_completed = terminal_outcome(child).status == "success"
+
+    @property
+    def passed(self) -> bool:
+        return self.child_completed and all(r.passed for r in self.results)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "name": self.contract.get("name"),
+            "childCompleted": self.child_completed,
+            "passed": self.passed,
+            "assertions": [
+                {"kind": r.kind, "description": r.description, "passed": r.passed, "detail": r.detail}
+                for r in self.results
+            ],
+        }
+
+    def lines(self) -> list[str]:
+        from otel_blackbox._cassette.evals import format_results
+
+        passed = sum(r.passed for r in self.results)
+        lines = [f"contract {safe(self.path)} on the child: {passed}/{len(self.results)} assertions passed"]
+        for line, result in zip(format_results(self.results), self.results, strict=True):
+            lines.append(style(line[:4], "pass" if result.passed else "fail") + line[4:])
+        if not self.child_completed:
+            verdict = "fail (the child did not complete)"
+        else:
+            verdict = "pass" if self.passed else "fail"
+        return [*lines, f"contract: {style(verdict, 'pass' if self.passed else 'fail')}"]
+
+
+@cli.command("assert")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--expect-status", type=click.Choice(["success", "error", "incomplete"]), help="How the run ended."
+)
+@click.option("--expect-final-answer", metavar="TEXT", help="The exact final answer.")
+@click.option(
+    "--expect-tools", metavar="A,B,...", help="The tools called, in order (comma-separated; '' for none)."
+)
+@click.option("--expect-failure-reason", metavar="TEXT", help="The exact failure reason.")
+def assert_command(
+    path: Path,
+    expect_status: str | None,
+    expect_final_answer: str | None,
+    expect_tools: str | None,
+    expect_failure_reason: str | None,
+) -> None:
+    """Verify a cassette, then check exact expectations; exit 1 if any fails.
+
+    \b
+    Example:
+      otel-blackbox assert run.json --expect-status success --expect-tools search,booking
+    """
+    cassette = load_cassette(path)
+    report = verify_cassette(cassette)
+    _print_report(report)
+    tools = None if expect_tools is None else [t.strip() for t in expect_tools.split(",") if t.strip()]
+    results = check_expectations(
+        cassette,
+        status=expect_status,
+        final_answer=expect_final_answer,
+        tools=tools,
+        failure_reason=expect_failure_reason,
+    )
+    for line, result in zip(format_expectations(results), results, strict=True):
+        status = "pass" if result.passed else "fail"
+        click.echo(style(line[:4], status) + line[4:])
+    if not report.passed or not all(r.passed for r in results):
+        raise SystemExit(1)

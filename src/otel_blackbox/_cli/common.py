@@ -1,0 +1,163 @@
+"""Helpers every command module shares: styling, the database path, JSON output."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from otel_blackbox._render.text import safe_json
+from otel_blackbox._store.connection import connect_reader, connect_writer, describe_sqlite_error
+from otel_blackbox._store.schema import SCHEMA_VERSION
+from otel_blackbox.errors import RunNotFound, StoreError
+
+if TYPE_CHECKING:
+    from otel_blackbox._store.queries import SpanRecord
+
+__all__ = [
+    "PRICE_MODEL",
+    "db_path",
+    "echo_json",
+    "exactly_one",
+    "group_spans",
+    "progress",
+    "reader",
+    "style",
+    "trace_run_or_session",
+    "utf8_text",
+]
+
+_STATUS_COLORS = {"ok": "green", "error": "red", "open": "yellow", "unset": None, "pass": "green",
+                  "fail": "red", "skip": None, "success": "green", "incomplete": "yellow"}  # fmt: skip
+
+
+def style(text: str, status: str) -> str:
+    return click.style(text, fg=_STATUS_COLORS.get(status))
+
+
+def utf8_text(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An option callback for text that is looked up, not a path: bytes that are not UTF-8 (which
+    Python hands over as lone surrogates) can match nothing recorded, and SQLite cannot take them."""
+    if value is not None and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise click.BadParameter(f"not UTF-8 text: {value!r}", ctx, param) from None
+    return value
+
+
+def db_path(ctx: click.Context) -> Path:
+    return Path(ctx.find_root().params["db"])
+
+
+@contextlib.contextmanager
+def reader(ctx: click.Context) -> Iterator[sqlite3.Connection]:
+    path = db_path(ctx)
+    conn = connect_reader(path)
+    try:
+        _upgrade_older(path, conn)
+        yield conn
+    except sqlite3.Error as exc:
+        raise describe_sqlite_error(path, exc) from None
+    finally:
+        conn.close()
+
+
+def _upgrade_older(path: Path, conn: sqlite3.Connection) -> None:
+    """Migrate a file an older otel-blackbox wrote, as a recorder opening it would: the migrations
+    keep every column the reader reads (version 3 moves the rows under the ``spans`` view, with the
+    same columns), and the reader sees them at once. A file this user cannot write, or one locked
+    past the timeout, is read as it is (the run queries then say what is missing)."""
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if version < SCHEMA_VERSION:
+        with contextlib.suppress(StoreError):
+            connect_writer(path, busy_timeout_ms=2000, create=False).close()
+
+
+def echo_json(value: Any) -> None:
+    click.echo(safe_json(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
+
+
+@contextlib.contextmanager
+def progress(length: int, label: str) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr when it is a terminal, advanced by the callable; silent otherwise."""
+    if length <= 0 or not sys.stderr.isatty():
+        yield lambda _done: None
+        return
+    with click.progressbar(length=length, label=label, file=sys.stderr) as bar:
+        yield bar.update
+
+
+def exactly_one(ctx: click.Context, given: dict[str, str | None]) -> None:
+    """A usage error (exit 2) unless exactly one of these arguments / options was given."""
+    named = [name for name, value in given.items() if value is not None]
+    if len(named) != 1:
+        choices = ", ".join(given)
+        raise click.UsageError(
+            f"give exactly one of {choices}" + (f" (got {' and '.join(named)})" if named else ""), ctx
+        )
+
+
+def group_spans(
+    conn: sqlite3.Connection, run: str | None, session: str | None
+) -> tuple[str, str, list[SpanRecord]]:
+    """("run", full run id, its spans) for --run, or ("session", id, its traces' spans) for --session:
+    all their traces, in time order. A run with no span left is not found (exit 1) as well."""
+    from otel_blackbox._store import (
+        runs,
+    )  # for cassette and report only: not loaded by the commands of one trace
+
+    if run is not None:
+        run_id = runs.resolve_run_id(conn, run)
+        spans = runs.run_spans(conn, run_id)
+        if not spans:
+            raise RunNotFound(f"run {run_id} has no spans (it recorded none, or its traces expired)")
+        return "run", run_id, spans
+    if session is None:
+        raise ValueError("group_spans needs a run or a session")
+    return "session", session, runs.session_spans(conn, session)
+
+
+def _price_model(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--price-model NAME``: a model the price data knows, else one line and exit 2."""
+    if value is None:
+        return None
+    from otel_blackbox._cost.spans import unknown_model
+
+    refused = unknown_model(value)
+    if refused is not None:
+        raise click.BadParameter(refused)
+    return value.strip()
+
+
+PRICE_MODEL = click.option(
+    "--price-model",
+    metavar="NAME",
+    callback=_price_model,
+    help="Price the recorded tokens as if model NAME had answered (what would it cost on NAME).",
+)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def trace_run_or_session(command: _F) -> _F:
+    """``TRACE_ID``, ``--run RUN_ID`` or ``--session ID``: what a command reads (``exactly_one`` checks
+    that one was given)."""
+    command = click.option(
+        "--session", "session_id", metavar="ID", callback=utf8_text,
+        help="Every trace with a span of this session id, in time order.",
+    )(command)  # fmt: skip
+    command = click.option(
+        "--run",
+        "run_id",
+        metavar="RUN_ID",
+        help="Every trace of this run, in time order (a unique prefix is enough).",
+    )(command)
+    return click.argument("trace_id", required=False)(command)

@@ -1,0 +1,183 @@
+"""import: spans from OTLP/JSON files, standard input or a running Phoenix, stored as one run."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+import click
+
+from otel_blackbox._cli.app import cli
+from otel_blackbox._cli.common import db_path, echo_json, progress
+from otel_blackbox._config import BlackboxConfig, parse_duration
+from otel_blackbox._spans.otlp_in import read_documents
+from otel_blackbox._store.ingest import ImportCounts, Importer
+from otel_blackbox.errors import BlackboxError, ConfigError
+
+__all__: list[str] = []
+
+
+def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """--since 1h: the earliest start time to pull, in Unix nanoseconds."""
+    if value is None:
+        return None
+    try:
+        seconds = parse_duration(value, name="--since")
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc).removeprefix("--since: "), ctx, param) from None
+    if seconds is None:
+        raise click.BadParameter(f"expected a duration like 1h, 30m or 2d, got {value!r}", ctx, param)
+    return time.time_ns() - int(seconds * 1e9)
+
+
+@cli.command("import")
+@click.argument("files", nargs=-1, metavar="FILE... | -")
+@click.option(
+    "--from-phoenix", "phoenix_url", metavar="URL", help="Pull spans from a running Phoenix instead."
+)
+@click.option("--project", default=None, metavar="NAME", help="The Phoenix project (default: default).")
+@click.option(
+    "--trace", "trace_id", default=None, metavar="ID", help="Only this trace (with --from-phoenix)."
+)
+@click.option(
+    "--since",
+    callback=_since,
+    default=None,
+    metavar="DURATION",
+    help="Only spans started this recently: 1h, 2d.",
+)
+@click.option("--json", "as_json", is_flag=True, help="The summary as JSON.")
+@click.pass_context
+def import_(
+    ctx: click.Context,
+    files: tuple[str, ...],
+    phoenix_url: str | None,
+    project: str | None,
+    trace_id: str | None,
+    since: int | None,
+    as_json: bool,
+) -> None:
+    """Store the spans of OTLP/JSON files (or - for standard input) or of a Phoenix server, as one run.
+
+    Reads one ExportTraceServiceRequest a line (what `export --format otlp` and the Collector's file
+    exporter write), a TracesData document, and the trace bodies of Jaeger (/api/v3/traces) and
+    Tempo (/api/traces/ID, /api/v2/traces/ID). Ids in hex or base64, enums as numbers or names;
+    a file may be gzip-compressed.
+
+    Spans are stored as the recorder stores them (redaction, bounds, columns). Importing the same
+    spans again adds nothing; a span whose end is missing stays open. The import is one run in
+    `runs`, named after its source, for `cassette --run` and `report --run`. Each file is stored in
+    one transaction: a bad file (not JSON, the wrong shape, a bad id) is one line naming the file,
+    the line and the field, exit 2, and nothing of it is stored.
+
+    --from-phoenix URL pulls spans through Phoenix's REST API, page by page (--project, --trace or
+    --since; the PHOENIX_API_KEY variable, if set, is sent as a bearer token).
+
+    \b
+    Example:
+      otel-blackbox export --format otlp > spans.jsonl
+      otel-blackbox --db incident.db import spans.jsonl
+      curl -s http://tempo:3200/api/traces/4bf92f35... | otel-blackbox import -
+      otel-blackbox import --from-phoenix http://127.0.0.1:6006 --project agents --since 1h
+    """
+    if phoenix_url is None:
+        for name, value in (("--project", project), ("--trace", trace_id), ("--since", since)):
+            if value is not None:
+                raise click.UsageError(f"{name} goes with --from-phoenix")
+        if not files:
+            raise click.UsageError("name a file to import, - for standard input, or --from-phoenix URL")
+        if files.count("-") > 1:
+            raise click.UsageError("- (standard input) can be named once")
+    elif files:
+        raise click.UsageError("--from-phoenix reads from Phoenix: name no file with it")
+    elif trace_id is not None and since is not None:
+        raise click.UsageError("--trace and --since do not go together")
+    config = BlackboxConfig.from_env(db_path=db_path(ctx))
+    source = f"phoenix {phoenix_url}" if phoenix_url else ", ".join("stdin" if f == "-" else f for f in files)
+    importer = Importer(config, f"import {source}")
+    try:
+        if phoenix_url is not None:
+            _from_phoenix(importer, phoenix_url, project or "default", trace_id, since)
+        else:
+            for name in files:
+                _from_file(importer, name)
+    except (BlackboxError, OSError, click.ClickException):
+        if importer.total.spans:  # the files before the bad one are stored: say so first
+            _summary(importer, config, as_json)
+        raise
+    finally:
+        importer.close()
+    _summary(importer, config, as_json)
+
+
+def _from_file(importer: Importer, name: str) -> ImportCounts:
+    if name == "-":
+        return importer.store("stdin", read_documents(_lines(sys.stdin.buffer, None)))
+    path = Path(name)
+    if path.is_dir():
+        raise click.BadParameter(f"{name} is a directory", param_hint="FILE")
+    with path.open("rb") as stream:  # OSError (missing, unreadable): one line, exit 2 (cli.app)
+        size = os.fstat(stream.fileno()).st_size
+        with progress(size, f"importing {path.name}") as advance:
+            if stream.read(2) == b"\x1f\x8b":  # gzip (the Collector's file exporter can compress)
+                stream.seek(0)
+                with gzip.open(stream) as unzipped:
+                    return importer.store(name, read_documents(_lines(unzipped, None)))
+            stream.seek(0)
+            return importer.store(name, read_documents(_lines(stream, advance)))
+
+
+def _lines(stream: Iterable[bytes], advance: Callable[[int], None] | None) -> Iterator[str]:
+    """The stream's lines as text; bytes that are not UTF-8 raise UnicodeDecodeError (a bad file),
+    and a broken gzip stream an OSError / EOFError (named by the importer)."""
+    for raw in stream:
+        if advance is not None:
+            advance(len(raw))
+        yield raw.decode("utf-8")
+
+
+def _from_phoenix(
+    importer: Importer, url: str, project: str, trace_id: str | None, since: int | None
+) -> None:
+    from otel_blackbox._pull.phoenix import phoenix_documents  # only this path loads the HTTP client
+
+    documents = phoenix_documents(
+        url, project=project, trace_id=trace_id, since_ns=since, token=os.environ.get("PHOENIX_API_KEY")
+    )
+    # Every page first: the database's write lock is not held while Phoenix answers.
+    importer.store(f"phoenix {url}", list(documents), unit="page")
+
+
+def _summary(importer: Importer, config: BlackboxConfig, as_json: bool) -> None:
+    total = importer.total
+    if as_json:
+        echo_json(
+            {
+                "spans": total.spans,
+                "traces": total.traces,
+                "duplicates": total.duplicates,
+                "run_id": importer.run_id,
+            }
+        )
+    elif total.spans:
+        click.echo(
+            f"imported {total.spans} span{'s' * (total.spans != 1)} of {total.traces} "
+            f"trace{'s' * (total.traces != 1)} into {config.db_path} as run {importer.run_id}; "
+            f"{total.duplicates} duplicate{'s' * (total.duplicates != 1)} skipped"
+        )
+    elif total.duplicates:
+        click.echo(f"nothing new: {total.duplicates} spans already stored, no run added")
+    else:
+        click.echo("nothing to import: the input holds no spans")
+    retention = config.retention_seconds
+    oldest = total.oldest_start_ns
+    if oldest is not None and retention is not None and oldest < time.time_ns() - retention * 1e9:
+        click.echo(
+            f"otel-blackbox: warning: spans older than the retention ({config.retention}) were imported; "
+            "the next recording's cleanup deletes them (OTEL_BLACKBOX_RETENTION=off keeps them)",
+            err=True,
+        )

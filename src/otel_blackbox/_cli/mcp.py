@@ -1,0 +1,48 @@
+"""The mcp command: the Model Context Protocol server over stdio (the ``[mcp]`` extra)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from otel_blackbox._cli.app import cli
+from otel_blackbox._cli.common import db_path
+from otel_blackbox.errors import BlackboxError
+
+__all__: list[str] = []
+
+INSTALL = "pip install 'otel-blackbox[mcp]'"
+
+
+@cli.command("mcp")
+@click.option(
+    "--db",
+    "db",
+    metavar="PATH",
+    help="The SQLite file to read (default: the group's --db, env OTEL_BLACKBOX_DB).",
+)
+@click.pass_context
+def mcp_command(ctx: click.Context, db: str | None) -> None:
+    """A Model Context Protocol server over stdio, for a coding agent to read the black box.
+
+    Tools: list_traces, list_runs, errors, show_trace, get_span, stats, write_cassette,
+    inspect_cassette, verify_cassette, diff_cassettes, eval_run. The database is opened read-only
+    at each call; the only file the server writes is a cassette, where a call says. Every result
+    is bounded, and a paged one says how to ask for the rest.
+
+    Needs the official MCP SDK: pip install 'otel-blackbox[mcp]'.
+
+    \b
+    Example:
+      otel-blackbox mcp --db ./blackbox.db
+      claude mcp add blackbox -- otel-blackbox mcp --db /abs/path/blackbox.db
+    """
+    path = Path(db) if db is not None else db_path(ctx)
+    try:  # the SDK (and its HTTP stack): only when the server runs, and an extra
+        from otel_blackbox._mcp.server import serve
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] != "mcp":
+            raise
+        raise BlackboxError(f"the MCP server needs the mcp package (2.x): {INSTALL}") from None
+    serve(path)

@@ -1,0 +1,84 @@
+"""The report command: one trace, a run or a session, or one cassette, as a self-contained HTML page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from otel_blackbox._atomic import atomic_text_writer
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cli.app import cli
+from otel_blackbox._cli.common import exactly_one, group_spans, progress, reader, utf8_text
+from otel_blackbox._render.html_report import SpanGroup, cassette_report, group_report, trace_report
+from otel_blackbox._render.text import safe
+from otel_blackbox._store import queries, runs
+
+__all__: list[str] = []
+
+# Small traces render in a blink: a bar only for large ones (and only on a terminal).
+_BAR_FROM = 1000
+
+
+@cli.command()
+@click.argument("target", metavar="[TRACE_ID|CASSETTE.json]", required=False)
+@click.option(
+    "--run", "run_id", metavar="RUN_ID", help="Every trace of this run (a unique prefix is enough)."
+)
+@click.option(
+    "--session",
+    "session_id",
+    metavar="ID",
+    callback=utf8_text,
+    help="Every trace with a span of this session id.",
+)
+@click.option(
+    "-o", "--output", required=True, metavar="FILE.html", help="Where to write the page (atomically)."
+)
+@click.pass_context
+def report(
+    ctx: click.Context, target: str | None, run_id: str | None, session_id: str | None, output: str
+) -> None:
+    """One trace (a unique id prefix, from --db), a run or a session, or one cassette, as one HTML page.
+
+    The page is self-contained (inline CSS and JS, no network): a waterfall and span tree, the
+    selected span's messages, tool calls, outputs and exceptions, search and a failed-only filter.
+    With --run or --session, every trace of the run (see `runs`) or the session on one time axis.
+
+    \b
+    Example:
+      otel-blackbox report 4bf92f35 -o incident.html
+      otel-blackbox report incident.json -o incident.html
+      otel-blackbox report --run 3f9a0c1d -o run.html
+    """
+    exactly_one(ctx, {"TRACE_ID|CASSETTE.json": target, "--run": run_id, "--session": session_id})
+    if target is None:
+        page, what = _group_page(ctx, run_id, session_id)
+    elif target.lower().endswith(".json") and Path(target).is_file():
+        cassette = load_cassette(Path(target))
+        page = cassette_report(cassette)
+        what = f"cassette {safe(cassette.id)}, {len(cassette.steps)} steps"
+    else:
+        with reader(ctx) as conn:
+            full_id = queries.resolve_trace_id(conn, target)
+            spans = queries.trace_spans(conn, full_id)
+            (summary,) = queries.summarize(conn, [full_id])
+            last_seen = queries.last_seen_by_trace(conn, full_id).get(full_id, summary.end_ns)
+        with progress(len(spans) if len(spans) >= _BAR_FROM else 0, "rendering") as advance:
+            page = trace_report(summary, spans, last_seen, span_done=advance)
+        what = f"trace {full_id}, {len(spans)} spans"
+    with atomic_text_writer(output) as handle:
+        handle.write(page)
+    click.echo(f"wrote {safe(output)}: {what}")
+
+
+def _group_page(ctx: click.Context, run_id: str | None, session_id: str | None) -> tuple[str, str]:
+    """The page of every trace of a run or a session, and what it holds."""
+    with reader(ctx) as conn:
+        kind, ident, spans = group_spans(conn, run_id, session_id)
+        last_seen = runs.last_seen_by_traces(conn, spans)
+    pid = spans[0].pid if kind == "run" else None  # one process wrote every span of a run
+    with progress(len(spans) if len(spans) >= _BAR_FROM else 0, "rendering") as advance:
+        page = group_report(SpanGroup(kind, ident, pid), spans, last_seen, span_done=advance)
+    traces = len({s.trace_id for s in spans})
+    return page, f"{kind} {safe(ident)}, {traces} traces, {len(spans)} spans"

@@ -1,0 +1,440 @@
+"""``record``, ``replay``, ``fork`` and ``rerun``: run an unmodified program with its HTTP traffic
+recorded, replayed, replayed up to a tool result and continued from a replacement, or run again
+with the model live and every other recorded request answered from the recording."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from otel_blackbox._cassette.io import load_cassette, loads_json, read_text
+from otel_blackbox._cli.app import cli
+from otel_blackbox._wire.apis import API_NAMES
+from otel_blackbox.errors import SessionError
+
+__all__: list[str] = []
+
+
+def run_program(mode: str, cassette: Path, command: Sequence[str], **options: Any) -> int:
+    """``launch.run_program``, imported when a command runs a program: the execution side is not
+    loaded for a command's --help, nor by a usage error."""
+    from otel_blackbox._playback.launch import run_program as run
+
+    return run(mode, cassette, command, **options)
+
+
+# Options may follow the cassette argument; everything after `--` is the program and its own options.
+_PASS_THROUGH = {"allow_interspersed_args": True}
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _stub_tools_option(*, unrecorded: bool) -> Callable[[_F], _F]:
+    """--stub-tools (and, for a fork or a rerun, --run-unrecorded-tools) on a command."""
+
+    def add(command: _F) -> _F:
+        if unrecorded:
+            command = click.option(
+                "--run-unrecorded-tools",
+                is_flag=True,
+                help="With --stub-tools: a tool call the recording has no answer for runs for real "
+                "(default: the model is told it failed).",
+            )(command)
+        return click.option(
+            "--stub-tools",
+            is_flag=True,
+            help="Answer the program's framework tools (Agents SDK, LangChain, pydantic-ai, "
+            "otel_blackbox.stubbable) from the recorded results: their functions never run.",
+        )(command)
+
+    return add
+
+
+def _stub_plan(stub_tools: bool, run_unrecorded_tools: bool = False) -> dict[str, bool]:
+    if run_unrecorded_tools and not stub_tools:
+        raise click.UsageError("--run-unrecorded-tools goes with --stub-tools")
+    return {"stub_tools": stub_tools, "run_unrecorded_tools": run_unrecorded_tools}
+
+
+def _program(command: tuple[str, ...]) -> tuple[str, ...]:
+    """The program and its arguments (tolerates a `--` that reached us)."""
+    program = command[1:] if command and command[0] == "--" else command
+    if not program:
+        raise click.UsageError("no program to run: give it after --")
+    return program
+
+
+@cli.command(context_settings=_PASS_THROUGH)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Cassette to write.",
+)
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def record(output: Path, command: tuple[str, ...]) -> None:
+    """Run a program live and record its LLM (and other HTTP) traffic as a cassette.
+
+    The program's exit code is passed through; the cassette is written when it ends.
+
+    \b
+    Example:
+      otel-blackbox record -o run.json -- python agent.py
+    """
+    sys.exit(run_program("record", output, _program(command)))
+
+
+@cli.command(context_settings=_PASS_THROUGH)
+@click.argument("cassette", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--match", type=click.Choice(["exact", "sequence"]), default="exact", show_default=True,
+    help="exact: each request must equal the recorded one; sequence: serve responses in order.",
+)  # fmt: skip
+@_stub_tools_option(unrecorded=False)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def replay(cassette: Path, match: str, stub_tools: bool, command: tuple[str, ...]) -> None:
+    """Run a program offline against a cassette: no network, no API key, no model variance.
+
+    Exit 1 at the first divergence (the message names the step and the JSON path), or when the
+    program did not make every recorded call; otherwise the program's own exit code. A run of the
+    built-in agent (a `rerun` with no program) replays with no program: the same agent, offline.
+
+    With --stub-tools, each tool call is answered from the recorded result of that call (by call
+    id) and the tool's function does not run: no side effect repeats, no dependency is needed. A
+    call the recording has no result for diverges.
+
+    \b
+    Example:
+      otel-blackbox replay run.json -- python agent.py
+      otel-blackbox replay run.json --stub-tools -- python agent.py
+      otel-blackbox replay run.json --match sequence -- python agent.py
+      otel-blackbox replay fixed.json              # a child of the built-in agent
+    """
+    program = command[1:] if command and command[0] == "--" else command
+    if not program:
+        from otel_blackbox._cassette.io import load_cassette as load
+
+        if load(cassette).agent is None:
+            raise click.UsageError("no program to run: give it after -- (only a built-in agent's run replays "
+                                   "without one)")  # fmt: skip
+        if match != "exact":
+            raise click.UsageError("--match is for a program replay: a built-in agent's run replays exactly")
+        from otel_blackbox._playback.agent.run import replay_built_in
+
+        sys.exit(replay_built_in(cassette))
+    sys.exit(run_program("replay", cassette, program, match=match, plan=_stub_plan(stub_tools)))
+
+
+def _json_option(text: str, option: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise click.BadParameter(
+            f"not JSON: {text!r} (quote a string: '\"text\"')", param_hint=option
+        ) from None
+
+
+@cli.command(context_settings=_PASS_THROUGH)
+@click.argument("cassette", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--at", "at", required=True, type=click.IntRange(min=0), help="The tool_result step to replace."
+)
+@click.option(
+    "--set", "result", required=True, metavar="JSON", help="The result the tool returns instead (JSON)."
+)
+@click.option(
+    "--script", type=click.Path(dir_okay=False, path_type=Path), help="Model outputs to serve after the fork."
+)
+@click.option("--live", is_flag=True, help="After the fork, send model calls to the real upstream.")
+@click.option(
+    "-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Child cassette."
+)
+@click.option("--match", type=click.Choice(["exact", "sequence"]), default="exact", show_default=True)
+@_stub_tools_option(unrecorded=True)
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def fork(
+    cassette: Path,
+    at: int,
+    result: str,
+    script: Path | None,
+    live: bool,
+    output: Path,
+    match: str,
+    stub_tools: bool,
+    run_unrecorded_tools: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Replay a run up to a tool result, replace it, and let the run continue from there.
+
+    Steps before --at are copied verbatim; the model then sees the replacement (the program's own
+    variables still hold the original). Continue --live, or from a --script of neutral model
+    outputs (a JSON list of {"type": "final_answer", "text": ...} / {"type": "tool_calls", ...}).
+
+    With --stub-tools the program's tools do not run: before the fork point each call gets the
+    parent's result for it (the forked one, the replacement), after it the parent's result with the
+    same tool name and arguments. A call with no such result is a tool error the model sees, named
+    at the end (or, with --run-unrecorded-tools, runs for real).
+
+    \b
+    Example:
+      otel-blackbox fork run.json --at 7 --set '{"available": false}' \\
+          --script replies.json -o child.json -- python agent.py
+      otel-blackbox fork run.json --at 7 --set '"declined"' --stub-tools \\
+          --script replies.json -o child.json -- python agent.py
+      otel-blackbox diff run.json child.json
+    """
+    if live == (script is not None):
+        raise click.UsageError("give exactly one of --live and --script FILE")
+    replies = _read_script(script) if script is not None else None
+    plan = {
+        "at": at,
+        "result": _json_option(result, "--set"),
+        "output": str(output.resolve()),
+        "replies": replies,
+        **_stub_plan(stub_tools, run_unrecorded_tools),
+    }
+    sys.exit(run_program("fork", cassette, _program(command), match=match, plan=plan))
+
+
+def _read_script(script: Path) -> list[dict[str, Any]]:
+    """The neutral model outputs of a --script file, checked before any program runs (exit 2)."""
+    from otel_blackbox._playback.script import (
+        check_replies,
+    )  # the execution side: only for the commands that run a program
+
+    data = loads_json(read_text(script), str(script))
+    replies = data.get("replies") if isinstance(data, dict) else data
+    if not isinstance(replies, list):
+        raise click.BadParameter(
+            'a JSON list of model outputs (or {"replies": [...]})', param_hint="--script"
+        )
+    try:
+        return check_replies(replies)
+    except SessionError as exc:
+        raise click.BadParameter(str(exc), param_hint="--script") from None
+
+
+@cli.command(context_settings=_PASS_THROUGH)
+@click.argument("incident", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--model", metavar="NAME", help="The model to call instead of the incident's.")
+@click.option(
+    "--provider",
+    type=click.Choice(API_NAMES),
+    help="Built-in agent: the API to rerun on (default: the incident's, else the model name's family).",
+)
+@click.option(
+    "--stream/--no-stream",
+    default=None,
+    help="Built-in agent: stream the model's answers or not (default: as the incident's first call did).",
+)
+@click.option(
+    "--base-url",
+    metavar="URL",
+    help="Built-in agent: the provider's base URL (default: the SDK's own variable).",
+)
+@click.option(
+    "--stub",
+    "stubs",
+    multiple=True,
+    metavar="NAME=JSON",
+    help="Built-in agent: answer the calls of tool NAME the incident did not record (repeatable).",
+)
+@click.option(
+    "--tool-match",
+    type=click.Choice(["arguments", "name"]),
+    default="arguments",
+    show_default=True,
+    help="Built-in agent: match a call with a recorded result on its name and arguments, or its name alone.",
+)
+@click.option(
+    "--max-turns",
+    type=click.IntRange(min=1),
+    help="Built-in agent: stop after this many model calls (default: twice the incident's, at least 10).",
+)
+@click.option(
+    "--max-cost",
+    metavar="USD",
+    help="Stop before the next model call once the calls so far cost this many US dollars (priced "
+    "from their token counts with genai-prices); the child ends run_failed / max_cost. A model with "
+    "no price is refused.",
+)
+@click.option(
+    "--script",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="With -- CMD: answer model calls from these neutral model outputs instead of a live model.",
+)
+@click.option(
+    "--allow-network",
+    is_flag=True,
+    help="With -- CMD: send (and record) the non-model requests the incident did not record.",
+)
+@_stub_tools_option(unrecorded=True)
+@click.option(
+    "-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Child cassette."
+)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def rerun(
+    incident: Path,
+    model: str | None,
+    provider: str | None,
+    stream: bool | None,
+    base_url: str | None,
+    stubs: tuple[str, ...],
+    tool_match: str,
+    max_turns: int | None,
+    max_cost: str | None,
+    script: Path | None,
+    allow_network: bool,
+    stub_tools: bool,
+    run_unrecorded_tools: bool,
+    output: Path,
+    command: tuple[str, ...],
+) -> None:
+    """Rerun a recorded incident with the model live and every tool answered from the recording.
+
+    With no program, a built-in agent (a plain tool-calling loop on the provider's official SDK)
+    replays the incident's conversation: its system prompt, tools and params turn by turn, its user
+    turns, and every tool call answered from the incident's recorded results (on name and
+    arguments; each once), never executed. A call it did not record is answered by --stub, or
+    stops the run (exit 1, the call named). Credentials come from the SDK's own variables
+    (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY...). Exit 0 when the child completed.
+
+    With -- CMD, the program runs again: its model calls go live (with --model NAME, naming NAME)
+    or come from a --script of neutral model outputs; every other HTTP request the incident
+    recorded (a tool's API) is answered from it and never sent again; one it did not record is
+    refused with a [blackbox] message naming it, unless --allow-network. With --stub-tools its
+    framework tools do not run either: each call gets the incident's result with the same tool
+    name and arguments (each once); a call with none is a tool error the model sees, named at the
+    end (or, with --run-unrecorded-tools, runs for real). Exit: the program's; 1 if it made no
+    model call but exited 0.
+
+    The child cassette records the run with the incident as its parent; the built-in agent's last line
+    says what its model calls cost, priced from their token counts (genai-prices). With --max-cost
+    USD, before each model call the calls so far are priced (with the model actually called), and a
+    program rerun says what they cost at the end: once they reach the budget, the call
+    is not made (the built-in agent stops; a program gets a [blackbox] HTTP 400 for it), the child
+    ends run_failed / max_cost, and the exit code is 1. A model with no price is refused before any
+    call, exit 2 (for a program rerun without --model, at its first call of such a model).
+    --max-cost goes with a live model, not with --script.
+
+    \b
+    Example:
+      otel-blackbox rerun incident.json --model claude-sonnet-4-5 --provider anthropic -o fixed.json
+      otel-blackbox rerun incident.json --stub refund_order='{"ok": true}' -o fixed.json
+      otel-blackbox rerun incident.json --model gpt-4.1 -o fixed.json -- python agent.py
+      otel-blackbox rerun incident.json --model gpt-4.1 --max-cost 0.50 -o fixed.json
+      otel-blackbox rerun incident.json --stub-tools -o fixed.json -- python agent.py
+      otel-blackbox diff incident.json fixed.json      # ... outcome: failure fixed: ...
+    """
+    if model is not None and not model.strip():
+        raise click.BadParameter("give a model name", param_hint="--model")
+    budget = _budget(max_cost, script)
+    recorded = load_cassette(incident)  # not a cassette: one line and exit 2, before anything runs
+    if output.resolve() == incident.resolve():
+        raise click.BadParameter("the child cassette would overwrite the incident", param_hint="-o")
+    program = command[1:] if command and command[0] == "--" else command
+    if not program:
+        given_options = (
+            ("--script", script),
+            ("--allow-network", allow_network),
+            ("--run-unrecorded-tools", run_unrecorded_tools),
+        )  # --stub-tools is what the built-in agent always does: accepted
+        for option, given in given_options:
+            if given:
+                raise click.UsageError(f"{option} is for a program rerun: give the program after --")
+        sys.exit(_rerun_built_in(incident, output, model, provider, stream, base_url, stubs, tool_match,
+                                 max_turns, budget))  # fmt: skip
+    agent_only: dict[str, object] = {
+        "--provider": provider,
+        "--stream/--no-stream": stream is not None,
+        "--base-url": base_url,
+        "--stub": stubs,
+        "--tool-match": tool_match != "arguments",
+        "--max-turns": max_turns,
+    }
+    for option, used in agent_only.items():
+        if used:
+            raise click.UsageError(f"{option} is for the built-in agent: leave out the program (-- CMD)")
+    if model is not None and script is not None:
+        raise click.UsageError("--model chooses the live model and --script answers instead of one: give one")
+    if budget is not None and model is not None:
+        _check_priced(model, recorded.api.get("name") if isinstance(recorded.api, dict) else None)
+    plan = {
+        "output": str(output.resolve()),
+        "model": model,
+        "replies": _read_script(script) if script is not None else None,
+        "allow_network": allow_network,
+        "max_cost": None if budget is None else str(budget),
+        **_stub_plan(stub_tools, run_unrecorded_tools),
+    }
+    sys.exit(run_program("rerun", incident, program, plan=plan))
+
+
+def _budget(max_cost: str | None, script: Path | None) -> Decimal | None:
+    """--max-cost as an amount of US dollars (exit 2 for one that is not, or beside --script)."""
+    if max_cost is None:
+        return None
+    if script is not None:
+        raise click.UsageError("--max-cost is a budget for a live model: --script answers without one")
+    from otel_blackbox._playback.budget import parse_usd  # the execution side: only when it runs
+
+    try:
+        return parse_usd(max_cost)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-cost") from None
+
+
+def _check_priced(model: str, api: Any) -> None:
+    """A program rerun's --model under --max-cost: refused up front when it has no price (exit 2)."""
+    from otel_blackbox._playback.budget import unpriced
+
+    refused = unpriced(model, api if isinstance(api, str) else None)
+    if refused is not None:
+        raise click.BadParameter(refused, param_hint="--max-cost")
+
+
+def _rerun_built_in(
+    incident: Path,
+    output: Path,
+    model: str | None,
+    provider: str | None,
+    stream: bool | None,
+    base_url: str | None,
+    stubs: tuple[str, ...],
+    tool_match: str,
+    max_turns: int | None,
+    budget: Decimal | None,
+) -> int:
+    from otel_blackbox._playback.agent.run import (
+        BuiltInRerun,
+        rerun_built_in,
+    )  # the execution side: only when it runs
+    from otel_blackbox._playback.agent.tools import parse_stub
+
+    parsed: dict[str, Any] = {}
+    for text in stubs:
+        try:
+            name, value = parse_stub(text)
+        except SessionError as exc:
+            raise click.BadParameter(str(exc).removeprefix("--stub "), param_hint="--stub") from None
+        parsed[name] = value
+    plan = BuiltInRerun(
+        output=output,
+        provider=provider,
+        model=model,
+        stream=stream,
+        base_url=base_url,
+        tool_match="name" if tool_match == "name" else "arguments",
+        stubs=parsed,
+        max_turns=max_turns,
+        max_cost=budget,
+    )
+    return rerun_built_in(incident, plan)

@@ -1,0 +1,341 @@
+"""Commands over the span database: list, show, errors, stats, cleanup, export."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+
+import click
+
+from otel_blackbox._cli.app import cli
+from otel_blackbox._cli.common import (
+    PRICE_MODEL,
+    db_path,
+    echo_json,
+    exactly_one,
+    group_spans,
+    progress,
+    reader,
+    style,
+    trace_run_or_session,
+    utf8_text,
+)
+from otel_blackbox._cost import llm_calls
+from otel_blackbox._cost.spans import format_usd, spans_usd
+from otel_blackbox._render.text import (
+    fmt_duration,
+    fmt_time,
+    render_tree,
+    safe,
+    safe_json,
+    span_to_json,
+    status_marker,
+)
+from otel_blackbox._store import queries
+
+__all__: list[str] = []
+
+# An upper bound too: SQLite's LIMIT takes a 64-bit integer, and no one lists a billion traces.
+_LIMIT = click.IntRange(min=1, max=1_000_000_000)
+
+
+@cli.command("list")
+@click.option("--limit", "-n", type=_LIMIT, default=20, show_default=True, help="How many traces.")
+@click.option("--session", metavar="ID", callback=utf8_text, help="Only traces of this session id.")
+@click.option("--errors-only", is_flag=True, help="Only traces with a failed span.")
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
+@click.pass_context
+def list_traces(
+    ctx: click.Context, limit: int, session: str | None, errors_only: bool, as_json: bool
+) -> None:
+    """Recent traces: start, status (ok / error / open), spans, duration, cost, trace id, root name.
+
+    Cost: the trace's LLM calls priced now with genai-prices; "-" when none has a price.
+
+    \b
+    Example:
+      otel-blackbox list --limit 5 --errors-only
+    """
+    with reader(ctx) as conn:
+        traces = queries.recent_traces(conn, limit=limit, session=session, errors_only=errors_only)
+        costs = llm_calls.trace_costs(conn, [t.trace_id for t in traces])
+    if as_json:
+        shown = [{**t.__dict__, "status": t.status, "duration_ns": t.duration_ns} for t in traces]
+        echo_json([{**row, "cost_usd": costs[row["trace_id"]]} for row in shown])
+        return
+    if not traces:
+        click.echo("no traces recorded yet" if not (session or errors_only) else "no matching traces")
+        return
+    click.echo(
+        f"{'START':19}  {'STATUS':6}  {'SPANS':>5}  {'DURATION':>9}  {'COST':>9}  {'TRACE ID':32}  ROOT"
+    )
+    for t in traces:
+        status = style(f"{t.status:6}", t.status)
+        spans = f"{t.span_count}" + (f"/{t.open_count}o" if t.open_count else "")
+        click.echo(
+            f"{fmt_time(t.start_ns):19}  {status}  {spans:>5}  {fmt_duration(t.duration_ns):>9}  "
+            f"{format_usd(costs[t.trace_id]):>9}  {t.trace_id:32}  {safe(t.root_name)}"
+        )
+
+
+@cli.command()
+@trace_run_or_session
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Prompts, messages, tool calls, outputs, tokens, exceptions."
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True,
+    help="text: the tree for a terminal. markdown: the tree and every span's details, to paste into an "
+    "issue or a chat (bounded, long values shortened, unless --full).",
+)  # fmt: skip
+@click.option("--full", is_flag=True, help="With -v or --format markdown: do not shorten or bound anything.")
+@PRICE_MODEL
+@click.option(
+    "--json", "as_json", is_flag=True, help="The trace summary (or each trace's) and every span as JSON."
+)
+@click.pass_context
+def show(
+    ctx: click.Context,
+    trace_id: str | None,
+    run_id: str | None,
+    session_id: str | None,
+    verbose: bool,
+    fmt: str,
+    full: bool,
+    price_model: str | None,
+    as_json: bool,
+) -> None:
+    """The span tree of one trace; a unique prefix of the trace id is enough.
+
+    With --run or --session instead of TRACE_ID, every trace of the run (see `runs`) or of the
+    session, in time order. --format markdown always holds the details -v shows, and is escaped
+    so that no span name or message can break it.
+
+    \b
+    Example:
+      otel-blackbox show 4bf92f35 -v
+      otel-blackbox show 4bf92f35 --format markdown > incident.md
+      otel-blackbox show --run 3f9a0c1d --format markdown
+    """
+    exactly_one(ctx, {"TRACE_ID": trace_id, "--run": run_id, "--session": session_id})
+    if as_json and fmt != "text":
+        raise click.UsageError("--json and --format markdown: give one of them", ctx)
+    kind, ident = "trace", ""
+    with reader(ctx) as conn:
+        if trace_id is not None:
+            ident = queries.resolve_trace_id(conn, trace_id)
+            spans = queries.trace_spans(conn, ident)
+            by_trace = {ident: spans}
+        else:
+            kind, ident, spans = group_spans(conn, run_id, session_id)
+            by_trace = {}
+            for span in spans:
+                by_trace.setdefault(span.trace_id, []).append(span)
+        ids = list(by_trace)  # summarized 500 at a time: SQLite bounds a statement's parameters
+        summaries = {
+            s.trace_id: s for n in range(0, len(ids), 500) for s in queries.summarize(conn, ids[n : n + 500])
+        }
+    traces = [(summaries[t], by_trace[t]) for t in sorted(by_trace, key=lambda t: summaries[t].start_ns)]
+    if as_json:
+        found = [{**s.__dict__, "status": s.status, "duration_ns": s.duration_ns} for s, _ in traces]
+        group = {"kind": kind, "id": ident, "traces": found} if kind != "trace" else {"trace": found[0]}
+        for row, (_, trace_spans) in zip(found, traces, strict=True):
+            usd = spans_usd(trace_spans, as_model=price_model)
+            row["cost_usd"] = None if usd is None else float(usd)
+        echo_json({**group, "spans": [span_to_json(s, price_model) for s in spans]})
+        return
+    if fmt == "markdown":
+        from otel_blackbox._render.markdown import group_markdown, trace_markdown
+
+        if kind == "trace":
+            click.echo(trace_markdown(*traces[0], full=full, as_model=price_model), nl=False)
+        else:
+            click.echo(group_markdown(kind, ident, traces, full=full, as_model=price_model), nl=False)
+        return
+    if kind != "trace":
+        click.echo(f"{kind} {safe(ident)}: {len(traces)} traces, {len(spans)} spans")
+    for n, (summary, trace) in enumerate(traces):
+        if n or kind != "trace":
+            click.echo("")
+        limit = None if full else 1000
+        lines = render_tree(
+            summary, trace, verbose=verbose, max_chars=limit, style=style, price_model=price_model
+        )
+        for line in lines:
+            click.echo(line)
+
+
+@cli.command()
+@click.option("--limit", "-n", type=_LIMIT, default=20, show_default=True, help="How many spans.")
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of text.")
+@click.pass_context
+def errors(ctx: click.Context, limit: int, as_json: bool) -> None:
+    """Recent failed spans, newest first, each with its trace id and exception.
+
+    \b
+    Example:
+      otel-blackbox errors --limit 5
+    """
+    with reader(ctx) as conn:
+        spans = queries.error_spans(conn, limit=limit)
+    if as_json:
+        echo_json([span_to_json(s) for s in spans])
+        return
+    if not spans:
+        click.echo("no failed spans")
+        return
+    for s in spans:
+        exc = next(iter(s.exception_events), {}).get("attributes", {})
+        reason = s.status_message or (f"{exc.get('exception.type', '')}: {exc.get('exception.message', '')}")
+        kind = f" [{safe(s.oi_span_kind)}]" if s.oi_span_kind else ""
+        click.echo(
+            f"{fmt_time(s.start_ns)}  {style(status_marker('error'), 'error')} {safe(s.name)}{kind}  "
+            f"trace {s.trace_id}  {safe(reason)}"
+        )
+
+
+@cli.command()
+@PRICE_MODEL
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of text.")
+@click.pass_context
+def stats(ctx: click.Context, price_model: str | None, as_json: bool) -> None:
+    """Database size and state, traces, spans, open spans, spans dropped, tokens and cost by model.
+
+    Cost is computed now from the recorded tokens with genai-prices (its version is printed): a
+    model it does not know has no cost, counted as unpriced, never $0.
+
+    \b
+    Example:
+      otel-blackbox --db traces.db stats
+      otel-blackbox stats --price-model claude-sonnet-4-5     # the same tokens on another model
+    """
+    with reader(ctx) as conn:
+        info = llm_calls.stats_with_cost(conn, db_path(ctx), as_model=price_model)
+    if as_json:
+        echo_json(info)
+        return
+    click.echo(
+        f"database       {safe(info['database'])}  "
+        f"({info['size_bytes'] / 1e6:.2f} MB, schema v{info['schema_version']})"
+    )
+    state = "writable" if info["writable"] else "NOT writable by this user: its recorders record nothing"
+    click.echo(f"file           {state}; {info['disk_free_bytes'] / 1e6:,.0f} MB free on its disk")
+    click.echo(f"traces         {info['traces']}")
+    click.echo(f"spans          {info['spans']}  ({info['open_spans']} open, {info['error_spans']} failed)")
+    click.echo(f"spans dropped  {info['spans_dropped']}  (queue full)   write errors {info['write_errors']}")
+    click.echo(f"time range     {fmt_time(info['oldest_span_ns'])} .. {fmt_time(info['newest_span_ns'])}")
+    if info["tokens_by_model"]:
+        priced_as = f", priced as {safe(price_model)}" if price_model else ""
+        click.echo(f"tokens and cost by model{priced_as}:")
+        for m in info["tokens_by_model"]:
+            unpriced = f" ({m['unpriced_llm_spans']} unpriced)" if m["unpriced_llm_spans"] else ""
+            click.echo(
+                f"  {safe(m['model'])}: {m['llm_spans']} calls, prompt {m['prompt_tokens']}, "
+                f"completion {m['completion_tokens']}, total {m['total_tokens']}, "
+                f"cost {format_usd(m['cost_usd'])}{unpriced}"
+            )
+    unpriced = info["unpriced_llm_spans"]
+    click.echo(
+        f"cost           {format_usd(info['cost_usd'])}"
+        + (f"  ({unpriced} LLM span{'s' if unpriced != 1 else ''} with no price)" if unpriced else "")
+        + f"  (prices: {info['prices']})"
+    )
+
+
+@cli.command()
+@click.option(
+    "--retention", metavar="AGE", help="Keep traces this long (7d, 12h, 30); default from env / 7d."
+)
+@click.option("--max-db-mb", type=click.FloatRange(min=0), help="Size cap in MB; default from env / 300.")
+@click.pass_context
+def cleanup(ctx: click.Context, retention: str | None, max_db_mb: float | None) -> None:
+    """Apply retention and the size cap now, and give the freed space back to the disk.
+
+    \b
+    Example:
+      otel-blackbox cleanup --retention 3d --max-db-mb 100
+    """
+    # What only cleanup and export run is imported by them, not by list / show / errors / stats.
+    from otel_blackbox._config import BlackboxConfig
+    from otel_blackbox._store.connection import connect_writer, describe_sqlite_error
+    from otel_blackbox._store.retention import CLEANUP_STEPS
+    from otel_blackbox._store.retention import cleanup as run_cleanup
+
+    config = BlackboxConfig.from_env(db_path=db_path(ctx), retention=retention, max_db_mb=max_db_mb)
+    path = db_path(ctx)
+    conn = connect_writer(path, busy_timeout_ms=config.busy_timeout_ms, create=False)
+    try:
+        with progress(CLEANUP_STEPS, "cleaning up") as advance:
+            result = run_cleanup(
+                conn, max_age_s=config.retention_seconds, max_bytes=config.max_db_bytes, step_done=advance
+            )
+    except sqlite3.Error as exc:
+        raise describe_sqlite_error(path, exc) from None
+    finally:
+        conn.close()
+    click.echo(
+        f"expired {result.traces_expired} traces, evicted {result.traces_evicted} for the size cap; "
+        f"data {result.bytes_before / 1e6:.2f} MB -> {result.bytes_after / 1e6:.2f} MB"
+    )
+
+
+@cli.command()
+@click.option(
+    "-o", "--output", default="-", show_default=True, metavar="FILE", help="Output file, or - for stdout."
+)
+@click.option("--trace", "trace_id", metavar="ID", help="Only this trace (a unique prefix is enough).")
+@click.option(
+    "--format", "fmt", type=click.Choice(["openinference", "otlp"]), default="openinference",
+    show_default=True,
+    help="openinference: Phoenix v1.Span JSON, one span a line. otlp: OTLP/JSON, one "
+    "ExportTraceServiceRequest (up to 512 spans) a line, as the Collector's otlpjsonfile receiver reads.",
+)  # fmt: skip
+@click.pass_context
+def export(ctx: click.Context, output: str, trace_id: str | None, fmt: str) -> None:
+    """Export spans as JSON lines: OpenInference (Phoenix's v1.Span shape) or OTLP/JSON.
+
+    A span still open when the recording stopped is exported with status ERROR and
+    blackbox.span.open = true, not dropped.
+
+    \b
+    Example:
+      otel-blackbox export -o spans.jsonl --trace 4bf92f35
+      otel-blackbox export --format otlp -o traces.jsonl
+    """
+    from otel_blackbox._atomic import atomic_text_writer
+    from otel_blackbox._spans.openinference import phoenix_spans
+
+    with reader(ctx) as conn:
+        full_id = queries.resolve_trace_id(conn, trace_id) if trace_id else None
+        last_seen = queries.last_seen_by_trace(conn, full_id)
+        if fmt == "otlp":
+            from otel_blackbox._spans.otlp_out import DEFAULT_BATCH_SIZE, otlp_json_lines, rebuilt_spans
+
+            step = DEFAULT_BATCH_SIZE  # spans a line
+
+            traces = queries.select_traces(conn, full_id)
+            span_count: int | None = sum(n for _, n in traces)  # an OTLP line holds many spans
+            lines: Iterator[str] = otlp_json_lines(rebuilt_spans(conn, [t for t, _ in traces], last_seen))
+        else:
+            span_count = None
+            step = 1  # one span a line
+            lines = (
+                json.dumps(span, ensure_ascii=False, separators=(",", ":"))
+                for span in phoenix_spans(queries.iter_spans(conn, full_id), last_seen)
+            )
+        # The same JSON with bidi overrides, C1 controls and lone surrogates as \u escapes: safe on a
+        # terminal, and writable as UTF-8.
+        lines = (safe_json(line) for line in lines)
+        if output == "-":
+            for line in lines:
+                click.echo(line)
+            return
+        total = span_count if span_count is not None else queries.count_spans(conn, full_id)
+        written = 0
+        with atomic_text_writer(output) as handle, progress(total, "exporting") as advance:
+            for line in lines:
+                handle.write(line + "\n")
+                written += 1
+                advance(min(step, total - (written - 1) * step))
+        click.echo(f"wrote {written if span_count is None else span_count} spans to {safe(output)}", err=True)

@@ -1,0 +1,171 @@
+"""The tools over cassettes: one written from the database (the server's only write), inspect, verify,
+diff, and eval run, with the CLI's own functions (``cassette.*``, ``render.cassette_text``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from otel_blackbox._cassette.diff import diff_cassettes as diff_reports
+from otel_blackbox._cassette.diff import format_diff
+from otel_blackbox._cassette.from_spans import cassette_from_spans
+from otel_blackbox._cassette.io import load_cassette, save_cassette
+from otel_blackbox._cassette.model import terminal_outcome
+from otel_blackbox._cassette.verify import verify_file
+from otel_blackbox._cli.common import group_spans
+from otel_blackbox._mcp.bounds import MAX_CHARS, VALUE_CHARS, clip_strings, dumps, fit, text_arg
+from otel_blackbox._mcp.traces import reading
+from otel_blackbox._render.cassette_text import render_timeline
+from otel_blackbox._render.text import safe
+from otel_blackbox._store import queries
+from otel_blackbox.errors import BadArgument
+
+__all__ = [
+    "MAX_CASSETTES",
+    "diff_cassettes",
+    "eval_run",
+    "inspect_cassette",
+    "verify_cassette",
+    "write_cassette",
+]
+
+MAX_CASSETTES = 50  # one eval_run call
+_SIDECARS = ("", "-wal", "-shm", "-journal")
+_DETAIL_CHARS = 300  # an assertion's description or detail in eval_run
+
+
+def _target(path: str, db: Path, overwrite: bool) -> Path:
+    """Where the cassette goes: never over the database or its companions, nor over a file unless
+    ``overwrite``, and only into a folder that exists."""
+    if not path.strip():
+        raise BadArgument("path is empty: give the file to write the cassette to")
+    target = Path(path).expanduser().absolute()
+    database = db.expanduser().absolute()
+    guarded = {Path(f"{database}{suffix}") for suffix in _SIDECARS}
+    if target in guarded or (target.exists() and any(target.samefile(p) for p in guarded if p.exists())):
+        raise BadArgument(f"{target} is the database (or one of its files): write the cassette elsewhere")
+    if target.is_dir():
+        raise BadArgument(f"{target} is a directory: give a file path, such as {target / 'incident.json'}")
+    if not target.parent.is_dir():
+        raise BadArgument(f"the folder {target.parent} does not exist")
+    if target.exists() and not overwrite:
+        raise BadArgument(f"{target} exists: pass overwrite=true to replace it")
+    return target
+
+
+def write_cassette(
+    db: Path,
+    path: str,
+    *,
+    trace_id: str | None = None,
+    run_id: str | None = None,
+    session_id: str | None = None,
+    overwrite: bool = False,
+) -> str:
+    given = {"trace_id": trace_id, "run_id": run_id, "session_id": session_id}
+    named = [name for name, value in given.items() if value is not None]
+    if len(named) != 1:
+        got = f" (got {' and '.join(named)})" if named else ""
+        raise BadArgument(f"give exactly one of trace_id, run_id, session_id{got}")
+    text_arg("session_id", session_id)
+    target = _target(path, db, overwrite)
+    with reading(db) as conn:
+        if trace_id is not None:
+            spans = queries.trace_spans(conn, queries.resolve_trace_id(conn, trace_id))
+            cassette = cassette_from_spans(spans)
+            source = f"trace {spans[0].trace_id}"
+        else:
+            kind, ident, spans = group_spans(conn, run_id, session_id)
+            cassette = cassette_from_spans(spans, cassette_id=f"{kind}-{ident}")
+            traces = len({s.trace_id for s in spans})
+            source = f"{traces} trace{'s' if traces != 1 else ''} of {kind} {ident}"
+    save_cassette(cassette, target)
+    outcome = terminal_outcome(cassette)
+    result = {
+        "path": str(target),
+        "cassette_id": cassette.id,
+        "source": source,
+        "steps": len(cassette.steps),
+        "outcome": outcome.status,
+        "final_answer": outcome.final_answer,
+        "failure_reason": outcome.failure_reason,
+        "head": cassette.head,
+    }
+    return dumps(clip_strings(result, VALUE_CHARS))
+
+
+def inspect_cassette(path: str, *, offset: int = 0, limit: int = 100, width: int = 160) -> str:
+    """``otel-blackbox inspect``: the cassette's header, then its steps from ``offset``, one a line."""
+    cassette = load_cassette(Path(path))
+    lines = render_timeline(cassette, limit=width)
+    total = len(cassette.steps)
+    if offset and offset >= total:
+        raise BadArgument(f"offset {offset} is past the end ({total} steps)")
+    first_step = len(lines) - total - (1 if cassette.head else 0)
+    header, steps, tail = (
+        lines[:first_step],
+        lines[first_step : first_step + total],
+        lines[first_step + total :],
+    )
+    page = steps[offset : offset + limit]
+    shown = fit(page, MAX_CHARS - sum(len(line) + 1 for line in header) - 600)
+    end = offset + shown
+    out = [*header, f"steps {offset}..{end - 1} of {total}", *page[:shown]]
+    if end < total:
+        out.append(f"[{total - end} more steps: call inspect_cassette with the same path and offset={end}]")
+    else:
+        out += [*tail, f"[end of the cassette: none of its {total} steps remain]"]
+    return "\n".join(out)
+
+
+def verify_cassette(path: str, *, expect_head: str | None = None) -> str:
+    """``otel-blackbox verify --json``: the four checks in order, the first failure, passed or not."""
+    report = verify_file(Path(path), expect_head=expect_head)
+    return dumps(clip_strings(report.to_json(), VALUE_CHARS))
+
+
+def diff_cassettes(parent: str, child: str, *, semantic: bool = False) -> str:
+    """``otel-blackbox diff``: the first divergent step and what it changed in the outcome."""
+    report = diff_reports(load_cassette(Path(parent)), load_cassette(Path(child)), semantic=semantic)
+    result = {
+        "diverged": report.diverged,
+        "index": report.index,
+        "shared_prefix": report.shared_prefix,
+        "verdict": report.outcome.verdict,
+        "outcome": clip_strings(report.outcome.to_json(), VALUE_CHARS),
+        "report": format_diff(report),
+    }
+    return dumps(result)
+
+
+def eval_run(contract: str, cassettes: list[str]) -> str:
+    """``otel-blackbox eval run``: each cassette checked against the contract, pass or fail."""
+    from otel_blackbox._cassette.evals import load_contract, run_contract  # jsonschema: only for this tool
+
+    if not cassettes:
+        raise BadArgument("cassettes is empty: give at least one cassette path")
+    if len(cassettes) > MAX_CASSETTES:
+        raise BadArgument(f"{len(cassettes)} cassettes: at most {MAX_CASSETTES} a call")
+    loaded = load_contract(Path(contract))
+    rows: list[dict[str, Any]] = []
+    for path in cassettes:
+        results = run_contract(loaded, load_cassette(Path(path)))
+        failed = [r for r in results if not r.passed]
+        rows.append(
+            {
+                "path": path,
+                "status": "fail" if failed else "pass",
+                "passed": len(results) - len(failed),
+                "assertions": len(results),
+                "failures": [
+                    {"kind": r.kind, "description": r.description, "detail": r.detail} for r in failed
+                ],
+            }
+        )
+    result = {
+        "contract": contract,
+        "name": safe(loaded.get("name", "")),
+        "passed": all(row["status"] == "pass" for row in rows),
+        "cassettes": clip_strings(rows, _DETAIL_CHARS),
+    }
+    return dumps(result)

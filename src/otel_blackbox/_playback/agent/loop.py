@@ -1,0 +1,146 @@
+"""The built-in agent's loop: a plain tool-calling conversation on one API's official SDK.
+
+Each turn sends the conversation so far with the incident's system prompt, tools and params for that
+turn (``Incident.settings_at``), written in the chosen API's shape (``Provider.wire_request``), through
+its SDK (``sdk.py``). The session the agent runs under sees the exchange and hands back the neutral
+output: the recorder's in a rerun, the cassette's in a replay. A tool call is answered from the
+incident (``tools.py``), never executed; a final answer ends the run, unless the incident's user spoke
+again after it. A call nothing answers, the turn limit, a model error, or ``before_call`` (the
+budget of ``--max-cost``) stops the run (``RunStopped``), which the recorder writes as the child's
+``run_failed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from otel_blackbox._cassette.model import ToolCall, tool_calls_of
+from otel_blackbox._playback.agent.incident import Incident
+from otel_blackbox._playback.agent.sdk import ModelClient
+from otel_blackbox._playback.agent.tools import ToolBook, describe_call
+from otel_blackbox._playback.record import RunStopped
+from otel_blackbox._wire.protocol import Provider
+
+__all__ = ["AgentPlan", "AgentRun", "assistant_message", "drive"]
+
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AgentPlan:
+    api: str  # the --provider: one of _wire.apis.API_NAMES
+    model: str
+    stream: bool
+    native: bool  # the incident was recorded on this same API: its own settings are sent as they are
+    max_turns: int
+
+
+@dataclass
+class AgentRun:
+    """What the loop did: its model turns, its answer, and what the API could not be sent."""
+
+    turns: int = 0
+    final_answer: str | None = None
+    dropped: list[str] = field(default_factory=list)  # in first-seen order, each once
+
+
+def drive(
+    incident: Incident,
+    plan: AgentPlan,
+    *,
+    provider: Provider,
+    client: ModelClient,
+    book: ToolBook,
+    last_output: Callable[[], JsonObject | None],
+    answered: Callable[[str, JsonObject], None],
+    run: AgentRun,
+    before_call: Callable[[int], None] | None = None,
+) -> None:
+    """Run the conversation to its end, keeping count in ``run``; RunStopped when it stops short (the
+    reason says why). ``before_call(n)`` runs before model call n (from 1), and may stop the run."""
+    messages = incident.first_messages()
+    user_turns = list(incident.user_turns)
+    while True:
+        if run.turns >= plan.max_turns:
+            raise RunStopped(
+                "max_turns",
+                f"[blackbox] stopped after {run.turns} model turns (--max-turns {plan.max_turns})",
+                maxTurns=plan.max_turns,
+            )
+        request = {**incident.settings_at(run.turns), "messages": messages, "model": plan.model}
+        wire = provider.wire_request(request, stream=plan.stream, native=plan.native)
+        run.dropped.extend(d for d in wire.dropped if d not in run.dropped)
+        if before_call is not None:
+            before_call(run.turns + 1)
+        before = last_output()
+        try:
+            client.send(wire.body, model=plan.model, stream=plan.stream)
+        except Exception as exc:  # the SDK's error, after its own retries: the child records it
+            raise RunStopped(
+                "model_error", f"[blackbox] model call {run.turns + 1} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        output = last_output()
+        if output is None or output is before:
+            raise RunStopped("model_error", f"[blackbox] model call {run.turns + 1} returned no model output")
+        run.turns += 1
+        messages.append(assistant_message(output))
+        calls = tool_calls_of(output)
+        if not calls:
+            if user_turns:  # the incident's user spoke again after this answer
+                messages.extend(user_turns.pop(0))
+                continue
+            run.final_answer = str(output.get("text", ""))
+            return
+        messages.append({"role": "user", "content": [_answer(call, book, answered) for call in calls]})
+
+
+def _answer(call: ToolCall, book: ToolBook, answered: Callable[[str, JsonObject], None]) -> JsonObject:
+    """The tool_result part of one call, from the incident or a stub; RunStopped when neither has it."""
+    answer = book.answer(call.tool_name, call.tool_input)
+    if answer is None:
+        raise RunStopped(
+            "unrecorded_tool_call",
+            book.miss(call.tool_name, call.tool_input),
+            toolName=call.tool_name,
+            toolInput=call.tool_input,
+            call=describe_call(call.tool_name, call.tool_input),
+        )
+    answered(call.tool_call_id, answer.outcome)
+    outcome = {k: v for k, v in answer.outcome.items() if k != "stub"}
+    return {"type": "tool_result", "toolCallId": call.tool_call_id, "toolName": call.tool_name, **outcome}
+
+
+def assistant_message(output: JsonObject) -> JsonObject:
+    """The assistant turn a model output becomes when sent back, in the canonical part order:
+    reasoning, hosted tools, text, refusal, tool uses (its text alone as a string)."""
+    parts: list[JsonObject] = []
+    for item in output.get("reasoning") or []:
+        parts.append({"type": "reasoning", **item})
+    for item in output.get("hostedTools") or []:
+        parts.append({"type": "hosted_tool", **item})
+    text = output.get("text")
+    if isinstance(text, str) and (text or output.get("textSignature")):
+        part: JsonObject = {"type": "text", "text": text}
+        if isinstance(output.get("textSignature"), str):
+            part["signature"] = output["textSignature"]
+        parts.append(part)
+    if isinstance(output.get("refusal"), str):
+        parts.append({"type": "refusal", "refusal": output["refusal"]})
+    raw_calls = output.get("calls") if output.get("type") == "tool_calls" else [output]
+    for call, raw in zip(tool_calls_of(output), raw_calls or [], strict=False):
+        use: JsonObject = {
+            "type": "tool_use",
+            "toolCallId": call.tool_call_id,
+            "toolName": call.tool_name,
+            "toolInput": call.tool_input,
+        }
+        if isinstance(raw, dict) and isinstance(raw.get("signature"), str):
+            use["signature"] = raw["signature"]
+        parts.append(use)
+    if not parts:
+        return {"role": "assistant", "content": ""}
+    if len(parts) == 1 and parts[0]["type"] == "text" and "signature" not in parts[0]:
+        return {"role": "assistant", "content": parts[0]["text"]}
+    return {"role": "assistant", "content": parts}

@@ -1,0 +1,247 @@
+"""``rerun INCIDENT -o CHILD`` and ``replay CHILD`` with no program: the built-in agent under a session.
+
+A rerun records the child as ``record`` records a program (``BuiltInRerunSession``: the model steps
+from the wire, masking, the credential-leak refusal), with the incident as its parent and the
+``agent`` hint saying what ran it. Its summary line says what the child's model calls cost; with
+``max_cost`` (budget.py) a model with no price is refused before anything runs, and the run stops
+``max_cost`` before the call its calls so far can no longer afford. A replay serves a built-in
+agent's child back to the same agent offline (a ``ReplaySession``), its tool calls answered from the
+child's own results, so the child is itself reproducible. Either way nothing of the incident's
+program or tools runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, ClassVar
+
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import Cassette, terminal_outcome
+from otel_blackbox._cost.cassettes import cassette_cost
+from otel_blackbox._playback.agent.incident import Incident, read_incident
+from otel_blackbox._playback.agent.loop import AgentPlan, AgentRun, drive
+from otel_blackbox._playback.agent.sdk import ModelClient, make_client
+from otel_blackbox._playback.agent.tools import ToolBook, ToolMatch
+from otel_blackbox._playback.budget import MAX_COST, Budget, unpriced
+from otel_blackbox._playback.interceptor import Mode, now_ms
+from otel_blackbox._playback.launch import PLACEHOLDER_KEYS
+from otel_blackbox._playback.record import RecordSession, RunStopped
+from otel_blackbox._playback.replay import ReplaySession, load_recording
+from otel_blackbox._render.text import safe
+from otel_blackbox._wire.apis import API_NAMES
+from otel_blackbox._wire.protocol import Provider
+from otel_blackbox._wire.registry import PROVIDERS
+from otel_blackbox.errors import BlackboxError, ReplayDivergence
+
+__all__ = ["BuiltInRerun", "BuiltInRerunSession", "replay_built_in", "rerun_built_in"]
+
+MIN_TURNS = 10
+
+
+@dataclass(frozen=True)
+class BuiltInRerun:
+    """What ``rerun`` without ``-- CMD`` was asked (None: the incident's own)."""
+
+    output: Path
+    provider: str | None = None
+    model: str | None = None
+    stream: bool | None = None
+    base_url: str | None = None
+    tool_match: ToolMatch = "arguments"
+    stubs: dict[str, Any] = field(default_factory=dict)
+    max_turns: int | None = None
+    max_cost: Decimal | None = None  # the budget of the model calls, in US dollars
+
+
+class BuiltInRerunSession(RecordSession):
+    """A record session whose run is the built-in agent's rerun of ``incident``."""
+
+    mode: ClassVar[Mode] = "rerun"
+
+    def __init__(self, incident: Cassette, output: Path, agent: dict[str, Any]) -> None:
+        super().__init__(output)
+        now = now_ms()
+        self.cassette = Cassette(
+            id=f"{incident.id}-rerun-{now}", created_at=now, parent_id=incident.id, agent=agent
+        )
+        self.recorder.cassette = self.cassette
+
+    def _started(self) -> None:
+        return None  # no program, so no TOOL spans: the agent hands the recorder each tool's outcome
+
+
+def choose_api(incident: Incident, provider: str | None, model: str | None) -> str:
+    """--provider; else the API the incident was recorded on; else the model name's family."""
+    if provider is not None:
+        if provider not in API_NAMES:
+            raise BlackboxError(f"--provider {provider!r}: expected one of {', '.join(API_NAMES)}")
+        return provider
+    found = incident.api if incident.api in API_NAMES else incident.family_api(model)
+    if found is None:
+        shown = model or incident.model
+        raise BlackboxError(
+            f"{incident.source}: neither the cassette nor the model name "
+            f"({shown!r}) tells which API to rerun on: give --provider ({', '.join(API_NAMES)})"
+            if shown
+            else f"{incident.source}: the cassette does not tell which API it was recorded on: give "
+            f"--provider ({', '.join(API_NAMES)})"
+        )
+    return found
+
+
+def translation(api: str) -> Provider:
+    return next(p for p in PROVIDERS if p.name == api)
+
+
+def rerun_built_in(incident_path: Path, plan: BuiltInRerun) -> int:
+    """Rerun the incident with the built-in agent; 0 when the child completed, else 1."""
+    cassette = load_cassette(incident_path)
+    incident = read_incident(cassette, str(incident_path))
+    api = choose_api(incident, plan.provider, plan.model)
+    model = plan.model or incident.model
+    if not model:
+        raise BlackboxError(f"{incident_path}: the incident names no model: give --model")
+    budget = None
+    if plan.max_cost is not None:
+        refused = unpriced(model, api)
+        if refused is not None:  # before any call: a setup error, exit 2
+            raise BlackboxError(f"--max-cost: {refused}")
+        budget = Budget(plan.max_cost)
+    stream = plan.stream if plan.stream is not None else bool(incident.stream)
+    max_turns = plan.max_turns or max(MIN_TURNS, 2 * len(incident.model_inputs))
+    client = make_client(api, base_url=plan.base_url)
+    agent = {"kind": "built-in", "provider": api, "model": model, "toolMatch": plan.tool_match}
+    session = BuiltInRerunSession(cassette, plan.output, agent)
+    session.ids.start = incident.next_call_index()  # new calls are numbered after the history's
+    book = ToolBook(incident.results, match=plan.tool_match, stubs=plan.stubs)
+    agent_plan = AgentPlan(api, model, stream, native=incident.api == api, max_turns=max_turns)
+
+    def before_call(call: int) -> None:
+        if budget is not None:
+            budget.before_call(session.cassette, model=model, api=api, call=call)
+
+    try:
+        run, stopped = _drive(session, incident, agent_plan, book, client, before_call)
+    except KeyboardInterrupt:  # the child is written, ending run_failed / interrupted
+        _say(f"[blackbox] interrupted: {plan.output} holds the rerun so far")
+        return 130
+    finally:
+        client.close()
+    session.finish(stopped)
+    _say_dropped(api, run)
+    tools = f"{_count(book.answered, 'tool result')} from the incident"
+    stubs = f", {_count(book.stubbed, 'stub')}" if book.stubbed else ""
+    cost = f"(cost {cassette_cost(session.cassette).describe()})"
+    head = f"[blackbox] rerun of {incident.id} by the built-in agent on {api} (model {model})"
+    calls = _count(run.turns, "model call")
+    if stopped is not None:
+        _say(str(stopped))
+        _say(f"{head}: failed ({stopped.reason}) after {calls}, {tools}{stubs} -> {plan.output} {cost}")
+        return 1
+    _say(f"{head}: completed in {calls}, {tools}{stubs} -> {plan.output} {cost}")
+    return 0
+
+
+def replay_built_in(child_path: Path) -> int:
+    """Replay a built-in agent's run offline with the same agent: 0 when it reproduced a completed run,
+    1 when it reproduced a failed one; ReplayDivergence when it did not reproduce it."""
+    cassette = load_recording(child_path)
+    agent = cassette.agent
+    if not isinstance(agent, dict) or agent.get("kind") != "built-in":
+        raise BlackboxError(
+            f"{child_path}: not a run of the built-in agent: give the program to replay after --"
+        )
+    incident = read_incident(cassette, str(child_path))
+    api, model = str(agent.get("provider")), str(agent.get("model"))
+    if api not in API_NAMES:
+        raise BlackboxError(f"{child_path}: its agent hint names an unknown provider {api!r}")
+    match: ToolMatch = "name" if agent.get("toolMatch") == "name" else "arguments"
+    for name, value in PLACEHOLDER_KEYS.items():  # offline: the SDKs need a key to start
+        os.environ.setdefault(name, value)
+    if not os.environ.get("GOOGLE_API_KEY"):
+        os.environ.setdefault("GEMINI_API_KEY", "blackbox-placeholder")
+    client = make_client(api, base_url=None)
+    session = ReplaySession(child_path)
+    session.ids.start = incident.next_call_index()
+    turns = max(MIN_TURNS, 2 * len(incident.model_inputs))
+    agent_plan = AgentPlan(api, model, bool(incident.stream), native=True, max_turns=turns)
+    book = ToolBook(incident.results, match=match)
+    player = session.player
+    budget_stop = terminal_outcome(cassette).failure_reason == MAX_COST
+
+    def before_call(call: int) -> None:
+        """A run its budget stopped stops again where the recording did: after its last model call."""
+        if budget_stop and not player.models_left:
+            raise RunStopped(MAX_COST, f"[blackbox] stopped before model call {call}, as the recording did")
+
+    try:
+        run, stopped = _drive(session, incident, agent_plan, book, client, before_call)
+    finally:
+        client.close()
+    if session.error is None and stopped is not None:
+        session.finish()
+        recorded = terminal_outcome(cassette)
+        if recorded.status != "error" or recorded.failure_reason != stopped.reason:
+            raise ReplayDivergence(f"[blackbox] the replay stopped where the recording did not: {stopped}")
+        _say(f"[blackbox] replayed {child_path}: it stopped as recorded ({stopped.reason})")
+        return 1
+    session.finish(stopped)
+    _say(f"[blackbox] replayed {child_path}: {_count(run.turns, 'model call')}, as recorded")
+    return 0
+
+
+def _drive(
+    session: RecordSession | ReplaySession,
+    incident: Incident,
+    plan: AgentPlan,
+    book: ToolBook,
+    client: ModelClient,
+    before_call: Callable[[int], None] | None = None,
+) -> tuple[AgentRun, RunStopped | None]:
+    """The loop under the started session: what it did, and how it stopped short (None: it completed)."""
+    if isinstance(session, ReplaySession):
+        player = session.player
+        last_output, answered = (lambda: player.last_output), (lambda _id, _outcome: None)
+    else:
+        recorder = session.recorder
+        last_output, answered = (lambda: recorder.last_output), recorder.tool_answered
+    session.start()
+    run = AgentRun()
+    try:
+        drive(
+            incident,
+            plan,
+            provider=translation(plan.api),
+            client=client,
+            book=book,
+            last_output=last_output,
+            answered=answered,
+            run=run,
+            before_call=before_call,
+        )
+    except RunStopped as stopped:
+        if isinstance(session, RecordSession) and stopped.reason == "unrecorded_tool_call":
+            session.recorder.end_tool_round()  # the child shows the call it stopped at
+        return run, stopped
+    except BaseException as exc:  # Ctrl-C: the child is still written, as interrupted
+        session.finish(exc)
+        raise
+    return run, None
+
+
+def _say_dropped(api: str, run: AgentRun) -> None:
+    if run.dropped:
+        _say(f"[blackbox] not sent to {api}, which has no equivalent: {', '.join(run.dropped)}")
+
+
+def _say(line: str) -> None:
+    print(safe(line), file=sys.stderr)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"

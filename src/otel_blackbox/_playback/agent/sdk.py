@@ -1,0 +1,57 @@
+"""The official SDKs the built-in agent calls, one client per API, behind one small interface.
+
+Each client sends a request body (``WireRequest.body``) through its SDK, so the SDK's own retries,
+streaming and errors are the ones a program would meet, and returns once the whole response has
+been read (a stream consumed to its end and closed): by then the session has seen the exchange and
+knows the neutral output. An error response raises the SDK's own exception. Credentials and the
+base URL come from the SDK's own environment variables, or ``base_url``; a key is never passed
+anywhere else.
+
+The SDKs are an optional extra (``pip install 'otel-blackbox[agent]'``): a missing one is
+``MissingSDK``, whose message names the pip command.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Protocol
+
+from otel_blackbox._wire.apis import SDK_PACKAGES
+from otel_blackbox.errors import BlackboxError, MissingSDK
+
+__all__ = ["ModelClient", "make_client"]
+
+JsonObject = dict[str, Any]
+
+EXTRA = "otel-blackbox[agent]"
+
+
+class ModelClient(Protocol):
+    def send(self, body: JsonObject, *, model: str, stream: bool) -> None:
+        """One model call through the SDK; returns once the response was read whole (SDK errors raise)."""
+
+    def close(self) -> None:
+        """Let go of the SDK client's connections."""
+
+
+def make_client(api: str, *, base_url: str | None) -> ModelClient:
+    """The client of ``api`` (one of API_NAMES); MissingSDK when its SDK is not installed."""
+    module, factory = {
+        "openai-chat": ("sdk_openai", "ChatClient"),
+        "openai-responses": ("sdk_openai", "ResponsesClient"),
+        "anthropic": ("sdk_anthropic", "AnthropicClient"),
+        "gemini": ("sdk_gemini", "GeminiClient"),
+    }[api]
+    try:
+        loaded = importlib.import_module(f"{__package__}.{module}")
+    except ImportError as exc:
+        package = SDK_PACKAGES[api]
+        raise MissingSDK(
+            f"the built-in agent needs the {package} SDK for --provider {api} ({exc.name or package} is not "
+            f"installed): pip install '{EXTRA}'"
+        ) from None
+    try:
+        client: ModelClient = getattr(loaded, factory)(base_url=base_url)
+    except Exception as exc:  # the SDK refuses to start: no API key set, a malformed base URL
+        raise BlackboxError(f"--provider {api}: the {SDK_PACKAGES[api]} SDK could not start: {exc}") from None
+    return client

@@ -1,0 +1,89 @@
+"""How the built-in agent answers a tool call: from the incident's recorded results, or a stub.
+
+A call matches a recorded ``tool_result`` on the tool's name and its canonical arguments (with
+``--tool-match name``, on the name alone); each recorded result answers once, in recorded order. A
+call with no match is answered by the ``--stub NAME=JSON`` of its tool, marked as a stub. Any other
+call is a miss, named with the closest recorded call. Nothing here runs a tool, ever.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from otel_blackbox._cassette.canonical import canonical_or_none
+from otel_blackbox._playback.agent.incident import RecordedResult
+from otel_blackbox.errors import SessionError
+
+__all__ = ["Answer", "ToolBook", "ToolMatch", "describe_call", "parse_stub"]
+
+ToolMatch = Literal["arguments", "name"]
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Answer:
+    outcome: JsonObject  # {"result": ...} or {"error": "..."}, with "stub": true for a stub
+    step: int | None  # the recorded tool_result step that answered, None for a stub
+
+
+def parse_stub(text: str) -> tuple[str, Any]:
+    """``NAME=JSON`` of ``--stub``; SessionError naming what is wrong."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise SessionError(f"--stub {text!r}: expected NAME=JSON (refund_order='{{\"ok\": true}}')")
+    try:
+        return name.strip(), json.loads(value)
+    except ValueError:
+        raise SessionError(
+            f"--stub {name.strip()}: {value!r} is not JSON (quote a string: '\"text\"')"
+        ) from None
+
+
+def describe_call(name: str, arguments: Any) -> str:
+    """``refund_order({"amount":"12.OO"})``: a call as one short line."""
+    shown = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return f"{name}({shown if len(shown) <= 200 else shown[:199] + '…'})"
+
+
+class ToolBook:
+    """The recorded results a run's calls are answered from, each once."""
+
+    def __init__(
+        self, results: list[RecordedResult], *, match: ToolMatch, stubs: dict[str, Any] | None = None
+    ) -> None:
+        self._unused = list(results)
+        self.match = match
+        self.stubs = dict(stubs or {})
+        self.answered = 0
+        self.stubbed = 0
+
+    def answer(self, name: str, arguments: Any) -> Answer | None:
+        """The answer to a call, or None when neither a recorded result nor a stub answers it."""
+        wanted = canonical_or_none(arguments)
+        for position, recorded in enumerate(self._unused):
+            if recorded.tool_name != name:
+                continue
+            if self.match == "name" or canonical_or_none(recorded.tool_input) == wanted:
+                del self._unused[position]
+                self.answered += 1
+                return Answer(dict(recorded.outcome), recorded.step)
+        if name in self.stubs:
+            self.stubbed += 1
+            return Answer({"result": self.stubs[name], "stub": True}, None)
+        return None
+
+    def miss(
+        self, name: str, arguments: Any, hint: str | None = None, recording: str = "the incident"
+    ) -> str:
+        """Why a call has no answer: the call, and the closest recorded one (``hint``: what to do)."""
+        call = describe_call(name, arguments)
+        same_name = [r for r in self._unused if r.tool_name == name]
+        closest = same_name[0] if same_name else (self._unused[0] if self._unused else None)
+        head = f"[blackbox] the model called {call}, which {recording} did not record"
+        hint = f" ({hint if hint is not None else f'--stub {name}=JSON answers it'})"
+        if closest is None:
+            return f"{head}, and every recorded result was already used{hint}"
+        recorded = describe_call(closest.tool_name, closest.tool_input)
+        return f"{head}; closest recorded: step {closest.step}, {recorded}{hint}"

@@ -1,0 +1,1 @@
+"""Stored spans and cassettes made readable: terminal text, Markdown, and the HTML report."""

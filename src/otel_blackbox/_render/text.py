@@ -1,0 +1,250 @@
+"""Plain-text views for the terminal: durations, times, the span tree and its verbose details.
+
+Every value that came from a span passes through ``safe`` so a hostile span name cannot send
+terminal control sequences.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from otel_blackbox._cost.spans import Price, format_usd, span_price, total_usd
+
+if TYPE_CHECKING:
+    from otel_blackbox._spans.messages import Message
+    from otel_blackbox._store.queries import SpanRecord, TraceSummary
+
+__all__ = [
+    "bidi_escaped",
+    "clip",
+    "fmt_duration",
+    "fmt_time",
+    "render_tree",
+    "safe",
+    "safe_json",
+    "span_to_json",
+    "status_marker",
+]
+
+Style = Callable[[str, str], str]  # (text, status) -> styled text
+
+# Bidirectional marks, embeddings, overrides and isolates: they reorder what follows them on screen.
+_BIDI_CLASS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_BIDI = re.compile(f"[{_BIDI_CLASS}]")
+# C0 and C1 controls (ESC, CR, NUL, BEL...), the bidi controls, the line and paragraph separators,
+# and lone surrogates (which a UTF-8 terminal cannot even be sent): each is shown as its escape,
+# never emitted.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 but newline and tab (handled below), DEL, C1
+    f"{_BIDI_CLASS}\u2028\u2029\ud800-\udfff]"
+)
+_MARKERS = {"ok": "✓", "error": "✗", "open": "…", "unset": "·"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def safe(text: object, *, single_line: bool = True) -> str:
+    """Neutralize control characters (escape sequences, NUL...) before they reach a terminal."""
+    value = _CONTROL.sub(_escape, str(text))
+    return value.replace("\n", "\\n").replace("\t", " ") if single_line else value
+
+
+def bidi_escaped(text: str) -> str:
+    """Bidi controls as their escapes, for HTML text (where the other controls ``safe`` escapes do
+    no harm); the report's JavaScript does the same (report.html, ``escapeBidi``)."""
+    return _BIDI.sub(_escape, text)
+
+
+def safe_json(text: str) -> str:
+    """JSON text with the characters ``safe`` neutralizes written as ``\\u`` + 4 hex digit escapes: the same
+    JSON value, fit for a terminal (JSON already escapes C0 controls; a lone surrogate, which UTF-8
+    cannot encode, becomes the escape JSON.stringify writes)."""
+    if text.isascii() and text.isprintable():  # the common case: nothing to escape, no regex
+        return text
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
+def clip(text: str, limit: int | None) -> str:
+    """``text`` cut to ``limit`` characters, saying how many were left out."""
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more chars)"
+
+
+def fmt_duration(ns: int | None) -> str:
+    if ns is None:
+        return "-"
+    ms = ns / 1e6
+    if ms < 1:
+        return f"{ms:.2f}ms"
+    if ms < 1000:
+        return f"{ms:.0f}ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.2f}s"
+    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+def fmt_time(ns: int | None) -> str:
+    if ns is None:
+        return "-"
+    return datetime.fromtimestamp(ns / 1e9).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def status_marker(status: str) -> str:
+    return _MARKERS.get(status, "?")
+
+
+def _plain(text: str, _status: str) -> str:
+    return text
+
+
+def _llm_price(span: SpanRecord, price_model: str | None) -> Price | None:
+    return span_price(span, as_model=price_model) if span.oi_span_kind == "LLM" else None
+
+
+def _span_line(span: SpanRecord, last_seen_ns: int, price_model: str | None = None) -> str:
+    parts = [f"{status_marker(span.status)} {safe(span.name)}"]
+    if span.oi_span_kind:
+        parts.append(f"[{safe(span.oi_span_kind)}]")
+    elif span.span_kind != "INTERNAL":
+        parts.append(f"[{span.span_kind}]")
+    if span.status == "open":
+        parts.append(f"OPEN (last seen {fmt_duration(max(0, last_seen_ns - span.start_ns))} after start)")
+    else:
+        parts.append(fmt_duration(span.duration_ns))
+        if span.status == "error":
+            parts.append("ERROR" + (f": {safe(span.status_message)}" if span.status_message else ""))
+    if span.model:
+        parts.append(safe(span.model))
+    if span.total_tokens is not None:
+        parts.append(f"tokens {span.prompt_tokens or 0}+{span.completion_tokens or 0}={span.total_tokens}")
+        price = _llm_price(span, price_model)
+        if span.oi_span_kind == "LLM":
+            parts.append(f"cost {format_usd(price.usd if price else None)}")
+    return "  ".join(parts)
+
+
+def _format_message(message: Message, limit: int | None) -> list[str]:
+    label = safe(message.role) + (f" {safe(message.tool_call_id)}" if message.tool_call_id else "")
+    lines = []
+    if message.content:
+        lines.append(f"[{label}] {safe(clip(message.content, limit))}")
+    for call in message.tool_calls:
+        args = safe(clip(call.arguments or "", limit))
+        lines.append(f"[{label}] → {safe(call.name)}({args})" + (f"  id={safe(call.id)}" if call.id else ""))
+    return lines or [f"[{label}]"]
+
+
+def _details(span: SpanRecord, limit: int | None) -> list[str]:
+    # The message parsing and OpenInference's names: only for `show -v` (every CLI command imports
+    # this module, for ``safe``).
+    from openinference.semconv.trace import SpanAttributes
+
+    from otel_blackbox._spans.messages import input_messages, output_messages, tool_definitions, tool_name
+
+    attrs = span.attributes
+    lines: list[str] = []
+    inputs = input_messages(attrs)
+    outputs = output_messages(attrs)
+    tools = tool_definitions(attrs)
+    if tools:
+        lines.append("tools offered: " + ", ".join(safe(tool_name(t)) for t in tools))
+    if inputs:
+        lines.append("messages:")
+        lines += [f"  {m}" for msg in inputs for m in _format_message(msg, limit)]
+    elif SpanAttributes.INPUT_VALUE in attrs:
+        lines.append(f"input: {safe(clip(str(attrs[SpanAttributes.INPUT_VALUE]), limit))}")
+    parameters = attrs.get(SpanAttributes.TOOL_PARAMETERS)
+    if parameters is not None and not inputs and parameters != attrs.get(SpanAttributes.INPUT_VALUE):
+        lines.append(f"tool parameters: {safe(clip(str(parameters), limit))}")
+    if outputs:
+        lines.append("output:")
+        lines += [f"  {m}" for msg in outputs for m in _format_message(msg, limit)]
+    elif SpanAttributes.OUTPUT_VALUE in attrs:
+        lines.append(f"output: {safe(clip(str(attrs[SpanAttributes.OUTPUT_VALUE]), limit))}")
+    if span.model or span.total_tokens is not None:
+        lines.append(
+            f"model: {safe(span.model or '-')}  tokens: prompt {span.prompt_tokens or 0}, "
+            f"completion {span.completion_tokens or 0}, total {span.total_tokens or 0}"
+        )
+    params = attrs.get(SpanAttributes.LLM_INVOCATION_PARAMETERS)
+    if params:
+        lines.append(f"parameters: {safe(clip(str(params), limit))}")
+    for event in span.exception_events:
+        ev = event.get("attributes", {})
+        lines.append(
+            f"exception: {safe(ev.get('exception.type', '?'))}: {safe(ev.get('exception.message', ''))}"
+        )
+        stack = ev.get("exception.stacktrace")
+        if stack:
+            lines += [f"  {safe(line)}" for line in clip(str(stack), limit).rstrip().splitlines()]
+    if span.status == "open":
+        lines.append(
+            "still open when the recording stopped: the process was killed, crashed or is still running"
+        )
+    return lines
+
+
+def render_tree(
+    summary: TraceSummary,
+    spans: list[SpanRecord],
+    *,
+    verbose: bool = False,
+    max_chars: int | None = 1000,
+    style: Style = _plain,
+    price_model: str | None = None,
+) -> list[str]:
+    """The span tree of one trace as lines, children under parents in start order; each LLM span's
+    cost, and the trace's in the header (``price_model``: its tokens priced as that model)."""
+    by_id = {s.span_id: s for s in spans}
+    children: dict[str | None, list[SpanRecord]] = {}
+    for span in spans:
+        parent = span.parent_span_id if span.parent_span_id in by_id else None
+        children.setdefault(parent, []).append(span)
+    opened = f", {summary.open_count} open" if summary.open_count else ""
+    header = (
+        f"trace {summary.trace_id}  {safe(summary.root_name)}  {summary.status.upper()}  "
+        f"{fmt_duration(summary.duration_ns)}  {summary.span_count} spans{opened}  "
+        f"started {fmt_time(summary.start_ns)}"
+    )
+    trace_cost = total_usd([_llm_price(span, price_model) for span in spans])
+    if trace_cost is not None:
+        header += f"  cost {format_usd(trace_cost)}" + (f" (as {safe(price_model)})" if price_model else "")
+    if summary.session_id:
+        header += f"  session {safe(summary.session_id)}"
+    lines = [style(header, summary.status)]
+
+    # Depth-first with an explicit stack: a deeply nested trace must not hit the recursion limit.
+    roots = children.get(None, [])
+    stack = [(root, "", i == len(roots) - 1) for i, root in reversed(list(enumerate(roots)))]
+    while stack:
+        span, prefix, last = stack.pop()
+        lines.append(
+            prefix
+            + ("└── " if last else "├── ")
+            + style(_span_line(span, summary.end_ns, price_model), span.status)
+        )
+        inner = prefix + ("    " if last else "│   ")
+        kids = children.get(span.span_id, [])
+        if verbose:
+            bar = "│   " if kids else "    "
+            lines.extend(inner + bar + line for line in _details(span, max_chars))
+        stack.extend((kid, inner, i == len(kids) - 1) for i, kid in reversed(list(enumerate(kids))))
+    return lines
+
+
+def span_to_json(span: SpanRecord, price_model: str | None = None) -> dict[str, Any]:
+    """A stored span as plain JSON values (for --json output), with its ``cost_usd`` (None: not an
+    LLM call, or one with no price)."""
+    value: dict[str, Any] = json.loads(json.dumps(span.__dict__, default=str))
+    price = _llm_price(span, price_model)
+    value["cost_usd"] = price.dollars if price is not None else None
+    return value

@@ -1,0 +1,256 @@
+"""Importing spans: OTLP documents (formats.otlp_in) stored as one run, each file in one transaction.
+
+Rows are built by the recorder's own RowBuilder, so redaction, bounds and columns are those of
+recorded spans, and written by its SpanInserter. An import is idempotent on (trace id, span id): a
+span already stored with its end is a duplicate and is skipped, a span stored open is replaced by
+its end. A span whose end is missing is stored open.
+
+An import is one run (one ``recorders`` row, ``source`` naming what it read). Its spans carry a
+pid of their own, negative so that no process's spans are ever taken for it. Their ``written_ns``
+is when the source last saw them: the end of a span, or for an open span the latest moment of its
+trace in the file. So the run covers the time the spans happened, and ``runs``, ``cassette --run``
+and ``report --run`` find them as they find a recording's.
+"""
+
+from __future__ import annotations
+
+import gzip
+import secrets
+import sqlite3
+import time
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from otel_blackbox._config import BlackboxConfig
+from otel_blackbox._spans.otlp_in import OtlpDecoder, OtlpError
+from otel_blackbox._spans.redact import redactor_for
+from otel_blackbox._store.connection import connect_writer, describe_sqlite_error
+from otel_blackbox._store.inserts import SpanInserter
+from otel_blackbox._store.rows import RowBuilder
+from otel_blackbox._store.runs import next_source_pid
+from otel_blackbox._store.schema import ROW_START_NS, ROW_WRITTEN_NS
+from otel_blackbox._store.snapshot import END_NS, EVENTS, SPAN_ID, START_NS, STATUS, TRACE_ID, Snapshot
+from otel_blackbox.errors import ImportInputError
+
+__all__ = ["ImportCounts", "Importer"]
+
+_BATCH = 512  # spans looked up and inserted together
+_SOURCE_CHARS = 200  # recorders.source is a label, not a list of every file
+
+
+@dataclass
+class ImportCounts:
+    spans: int = 0  # stored: new, or an open span's end
+    duplicates: int = 0  # already stored with their end (or open, and open again here)
+    trace_ids: set[str] = field(default_factory=set)  # traces that got a span
+    oldest_start_ns: int | None = None
+
+    @property
+    def traces(self) -> int:
+        return len(self.trace_ids)
+
+    def add(self, other: ImportCounts) -> None:
+        self.spans += other.spans
+        self.duplicates += other.duplicates
+        self.trace_ids |= other.trace_ids
+        if other.oldest_start_ns is not None:
+            self.oldest_start_ns = min(self.oldest_start_ns or other.oldest_start_ns, other.oldest_start_ns)
+
+
+class Importer:
+    """One import: every ``store`` call is one transaction, and all of them are one run."""
+
+    def __init__(self, config: BlackboxConfig, source: str) -> None:
+        self.config = config
+        self.source = source if len(source) <= _SOURCE_CHARS else source[: _SOURCE_CHARS - 3] + "..."
+        redactor = redactor_for(config)
+        self._redactor = redactor
+        self._decoder = OtlpDecoder()
+        self._conn: sqlite3.Connection | None = None
+        self._recorder_id: int | None = None
+        self._rows: RowBuilder | None = None
+        self.run_id: str | None = None
+        self.total = ImportCounts()
+
+    def store(
+        self, name: str, documents: Iterable[tuple[int | None, object]], *, unit: str = "line"
+    ) -> ImportCounts:
+        """Store every span of ``documents`` ((line number or None, parsed JSON) pairs), or none.
+
+        Raises ImportInputError naming ``name``, the line (or the ``unit`` a number counts) and the
+        field at the first bad one.
+        """
+        conn = self._connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            counts = self._store(conn, name, documents, unit)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if self.total.spans == 0:  # the run row went with the transaction
+                self._recorder_id = self._rows = self.run_id = None
+            raise
+        self.total.add(counts)
+        return counts
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- one file ----------------------------------------------------------------------------------
+
+    def _store(
+        self, conn: sqlite3.Connection, name: str, documents: Iterable[tuple[int | None, object]], unit: str
+    ) -> ImportCounts:
+        counts = ImportCounts()
+        rows = self._run(conn)
+        inserter = SpanInserter(conn)
+        trace_seen: dict[int, int] = {}  # trace id -> the latest moment the file shows it
+        opens: list[tuple[Snapshot, int | None]] = []  # written last, once every trace's latest is known
+        finals: list[Snapshot] = []
+        where = name
+        try:
+            for line, document in _named(documents, name):
+                where = name if line is None else f"{name}, {unit} {line}"
+                decoded = self._decoder.from_json(document, strict=True)
+                for definition in decoded.definitions:
+                    rows.define(definition)
+                for snapshot in decoded.snapshots:
+                    _note_times(trace_seen, snapshot)
+                    if snapshot[STATUS] is None:  # open
+                        opens.append((snapshot, decoded.seen_ns.get((snapshot[TRACE_ID], snapshot[SPAN_ID]))))
+                    else:
+                        finals.append(snapshot)
+                        if len(finals) >= _BATCH:
+                            self._write(
+                                conn, inserter, rows, [(s, s[END_NS]) for s in finals], counts, final=True
+                            )
+                            finals = []
+            where = name
+            self._write(conn, inserter, rows, [(s, s[END_NS]) for s in finals], counts, final=True)
+            for start in range(0, len(opens), _BATCH):
+                batch = [(s, seen or trace_seen[s[TRACE_ID]]) for s, seen in opens[start : start + _BATCH]]
+                self._write(conn, inserter, rows, batch, counts, final=False)
+        except OtlpError as exc:
+            raise ImportInputError(f"{where}: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ImportInputError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise ImportInputError(f"{where}: a broken gzip stream ({exc})") from None
+        except sqlite3.Error as exc:
+            raise describe_sqlite_error(self.config.db_path, exc) from None
+        self._update_run(conn, counts)
+        return counts
+
+    def _write(
+        self,
+        conn: sqlite3.Connection,
+        inserter: SpanInserter,
+        rows: RowBuilder,
+        batch: list[tuple[Snapshot, int]],
+        counts: ImportCounts,
+        *,
+        final: bool,
+    ) -> None:
+        """Insert the spans of ``batch`` ((snapshot, written_ns) pairs) not stored yet."""
+        if not batch:
+            return
+        stored = _stored(conn, {format(s[TRACE_ID], "032x") for s, _ in batch})
+        new: dict[tuple[str, str], tuple[Any, ...]] = {}
+        for snapshot, written_ns in batch:
+            key = (format(snapshot[TRACE_ID], "032x"), format(snapshot[SPAN_ID], "016x"))
+            status = stored.get(key)
+            if key in new or (status is not None and (status != "open" or not final)):
+                counts.duplicates += 1
+                continue
+            new[key] = rows.row(snapshot, written_ns)
+        inserter.insert(list(new.values()), final=final)
+        for (trace_id, _), row in new.items():
+            counts.trace_ids.add(trace_id)
+            start_ns = row[ROW_START_NS]
+            counts.oldest_start_ns = (
+                start_ns if counts.oldest_start_ns is None else min(counts.oldest_start_ns, start_ns)
+            )
+        counts.spans += len(new)
+        self._span_times(conn, new.values())
+
+    # -- the run -----------------------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._conn = connect_writer(
+                Path(self.config.db_path), busy_timeout_ms=self.config.busy_timeout_ms
+            )
+        return self._conn
+
+    def _run(self, conn: sqlite3.Connection) -> RowBuilder:
+        """The run's row builder; its recorders row made in this transaction if there is none yet."""
+        if self._rows is None:
+            pid = next_source_pid(conn)
+            run_id = secrets.token_hex(8)
+            now = time.time_ns()
+            cursor = conn.execute(
+                "INSERT INTO recorders (run_id, pid, started_ns, last_seen_ns, source) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (run_id, pid, now, 0, self.source),
+            )
+            self._recorder_id, self.run_id = cursor.lastrowid, run_id
+            self._rows = RowBuilder(self._redactor, pid)
+        return self._rows
+
+    def _span_times(self, conn: sqlite3.Connection, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Widen the run to the times of these rows: it starts at the first start, ends at the last sight."""
+        rows = list(rows)
+        if rows:
+            conn.execute(
+                "UPDATE recorders SET started_ns = min(started_ns, ?), last_seen_ns = max(last_seen_ns, ?) "
+                "WHERE id = ?",
+                (min(r[ROW_START_NS] for r in rows), max(r[ROW_WRITTEN_NS] for r in rows), self._recorder_id),
+            )
+
+    def _update_run(self, conn: sqlite3.Connection, counts: ImportCounts) -> None:
+        if self.total.spans + counts.spans == 0:  # nothing new: no run to show
+            conn.execute("DELETE FROM recorders WHERE id = ?", (self._recorder_id,))
+            self._recorder_id = self._rows = self.run_id = None
+            return
+        conn.execute(
+            "UPDATE recorders SET spans_written = spans_written + ? WHERE id = ?",
+            (counts.spans, self._recorder_id),
+        )
+
+
+def _named(documents: Iterable[tuple[int | None, object]], name: str) -> Iterable[tuple[int | None, object]]:
+    """The documents; a line that cannot be read (not JSON) is named with the file it is in."""
+    iterator = iter(documents)
+    while True:
+        try:
+            item = next(iterator)
+        except StopIteration:
+            return
+        except OtlpError as exc:
+            raise ImportInputError(f"{name}, {exc}") from None
+        yield item
+
+
+def _note_times(trace_seen: dict[int, int], snapshot: Snapshot) -> None:
+    latest = max(snapshot[START_NS] or 0, snapshot[END_NS] or 0, *(e[1] or 0 for e in snapshot[EVENTS]))
+    if latest > trace_seen.get(snapshot[TRACE_ID], 0):
+        trace_seen[snapshot[TRACE_ID]] = latest
+
+
+def _stored(conn: sqlite3.Connection, trace_ids: set[str]) -> dict[tuple[str, str], str]:
+    """The status of every stored span of these traces, by (trace id, span id)."""
+    found: dict[tuple[str, str], str] = {}
+    ids = sorted(trace_ids)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        query = f"SELECT trace_id, span_id, status FROM span_rows WHERE trace_id IN ({marks})"
+        for trace_id, span_id, status in conn.execute(query, chunk):
+            found[(trace_id, span_id)] = status
+    return found

@@ -1,0 +1,329 @@
+"""Read-side queries for the CLI: recent traces, one trace's spans, errors, stats.
+
+Everything here reads through a connection from ``connect_reader``; nothing writes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from otel_blackbox._store.schema import SCHEMA_VERSION
+from otel_blackbox.errors import AmbiguousTraceId, TraceNotFound
+
+__all__ = [
+    "NOT_OK",
+    "SpanRecord",
+    "TraceSummary",
+    "count_spans",
+    "error_spans",
+    "iter_spans",
+    "last_seen_by_trace",
+    "recent_traces",
+    "recorder_of_span",
+    "resolve_trace_id",
+    "select_traces",
+    "stats",
+    "summarize",
+    "trace_spans",
+]
+
+
+def recorder_of_span(column: str) -> str:
+    """SQL for ``column`` of the recorder row (the run) that wrote the current ``spans`` row: the
+    row of the same pid started last at or before the span's row was written. One rule for every
+    query that joins a span to its run (a pid may be reused by a later process)."""
+    return f"""(SELECT r.{column} FROM recorders AS r
+    WHERE r.pid = spans.pid AND r.started_ns <= spans.written_ns
+    ORDER BY r.started_ns DESC LIMIT 1)"""
+
+
+# When a span was last known to be alive: its end, or for an open span the later of its row's
+# write and its recording process's last heartbeat.
+LAST_SEEN_SQL = f"coalesce(end_ns, max(written_ns, coalesce({recorder_of_span('last_seen_ns')}, 0)))"
+# SQLite does not infer that status = 'error' satisfies the partial index spans_not_ok
+# (WHERE status IN ('error', 'open')): spelling the index's condition out lets it use it.
+NOT_OK = "status IN ('error', 'open')"
+_ERRORS = f"{NOT_OK} AND status = 'error'"
+_HEX = re.compile(r"^[0-9a-f]{1,32}$")
+_JSON_COLUMNS: dict[str, Any] = {
+    "attributes": dict,
+    "events": list,
+    "links": list,
+    "resource": dict,
+    "scope": dict,
+}
+
+
+@dataclass
+class SpanRecord:
+    """One stored span, JSON columns parsed."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    span_kind: str
+    oi_span_kind: str | None
+    status: str
+    status_message: str | None
+    start_ns: int
+    end_ns: int | None
+    duration_ns: int | None
+    written_ns: int
+    session_id: str | None
+    user_id: str | None
+    model: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    total_tokens: int | None
+    tool_name: str | None
+    pid: int | None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    links: list[dict[str, Any]] = field(default_factory=list)
+    resource: dict[str, Any] = field(default_factory=dict)
+    scope: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row | Mapping[str, Any]) -> SpanRecord:
+        """From a stored row, or from the column -> value mapping of a row about to be stored."""
+        values = {k: row[k] for k in row.keys() if k != "id"}  # noqa: SIM118 (sqlite3.Row)
+        for key, empty in _JSON_COLUMNS.items():
+            try:
+                values[key] = json.loads(values[key] or "null") or empty()
+            except ValueError:  # a hand-edited row: keep the text visible rather than fail
+                values[key] = {"blackbox.unreadable": values[key]} if key == "attributes" else empty()
+        return cls(**values)
+
+    @property
+    def exception_events(self) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("name") == "exception"]
+
+
+@dataclass
+class TraceSummary:
+    trace_id: str
+    start_ns: int
+    end_ns: int
+    span_count: int
+    open_count: int
+    error_count: int
+    root_name: str
+    session_id: str | None
+    total_tokens: int | None
+
+    @property
+    def status(self) -> str:
+        if self.open_count:
+            return "open"
+        return "error" if self.error_count else "ok"
+
+    @property
+    def duration_ns(self) -> int:
+        return max(0, self.end_ns - self.start_ns)
+
+
+def _recent_trace_ids(
+    conn: sqlite3.Connection, limit: int, session: str | None, errors_only: bool
+) -> list[str]:
+    where, params = [], []
+    if session is not None:
+        where.append("session_id = ?")
+        params.append(session)
+    if errors_only:
+        where.append(_ERRORS)
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    seen: dict[str, None] = {}
+    # Walk the start-time index from the newest span down until `limit` distinct traces are found.
+    for (trace_id,) in conn.execute(f"SELECT trace_id FROM spans {clause} ORDER BY start_ns DESC", params):
+        seen.setdefault(trace_id, None)
+        if len(seen) >= limit:
+            break
+    return list(seen)
+
+
+def summarize(conn: sqlite3.Connection, trace_ids: list[str]) -> list[TraceSummary]:
+    if not trace_ids:
+        return []
+    marks = ",".join("?" * len(trace_ids))
+    roots = {
+        r[0]: r[1]
+        for r in conn.execute(
+            f"""
+            SELECT trace_id, name FROM (
+                SELECT trace_id, name, row_number() OVER (
+                    PARTITION BY trace_id ORDER BY parent_span_id IS NOT NULL, start_ns) AS n
+                FROM spans WHERE trace_id IN ({marks})
+            ) WHERE n = 1
+            """,
+            trace_ids,
+        )
+    }
+    rows = conn.execute(
+        f"""
+        SELECT trace_id, min(start_ns), max({LAST_SEEN_SQL}), count(*),
+               sum(status = 'open'), sum(status = 'error'), max(session_id),
+               sum(CASE WHEN oi_span_kind = 'LLM' THEN total_tokens END)
+        FROM spans WHERE trace_id IN ({marks}) GROUP BY trace_id
+        """,
+        trace_ids,
+    ).fetchall()
+    summaries = [
+        TraceSummary(r[0], r[1], r[2], r[3], r[4], r[5], roots.get(r[0], "?"), r[6], r[7]) for r in rows
+    ]
+    return sorted(summaries, key=lambda s: s.start_ns, reverse=True)
+
+
+def recent_traces(
+    conn: sqlite3.Connection, *, limit: int = 20, session: str | None = None, errors_only: bool = False
+) -> list[TraceSummary]:
+    return summarize(conn, _recent_trace_ids(conn, limit, session, errors_only))
+
+
+def resolve_trace_id(conn: sqlite3.Connection, prefix: str) -> str:
+    """A full trace id from a unique prefix; TraceNotFound / AmbiguousTraceId otherwise."""
+    wanted = prefix.strip().lower()
+    if not _HEX.match(wanted):
+        raise TraceNotFound(f"not a trace id (expected 1 to 32 hex digits): {prefix!r}")
+    upper = wanted + "g"  # every id with the prefix sorts between prefix and prefix + 'g'
+    found = [
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT trace_id FROM spans WHERE trace_id >= ? AND trace_id < ? LIMIT 6",
+            (wanted, upper),
+        )
+    ]
+    if not found:
+        raise TraceNotFound(f"no trace with id {prefix!r}")
+    if len(found) > 1:
+        shown = ", ".join(f[:12] for f in found[:5])
+        raise AmbiguousTraceId(
+            f"trace id {prefix!r} is ambiguous: it matches {shown}{' ...' if len(found) > 5 else ''}"
+        )
+    return str(found[0])
+
+
+def trace_spans(conn: sqlite3.Connection, trace_id: str) -> list[SpanRecord]:
+    rows = conn.execute("SELECT * FROM spans WHERE trace_id = ? ORDER BY start_ns, id", (trace_id,))
+    return [SpanRecord.from_row(r) for r in rows]
+
+
+def error_spans(conn: sqlite3.Connection, *, limit: int = 20) -> list[SpanRecord]:
+    rows = conn.execute(f"SELECT * FROM spans WHERE {_ERRORS} ORDER BY start_ns DESC LIMIT ?", (limit,))
+    return [SpanRecord.from_row(r) for r in rows]
+
+
+def writable(path: Path) -> bool:
+    """Whether a recorder run by this user can write here (the file, and its folder for the -wal)."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+
+
+def stats(conn: sqlite3.Connection, path: str | Path) -> dict[str, Any]:
+    import shutil  # with its compression modules: only for the free space, not for every read command
+
+    path = Path(path)
+    files = [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
+    size = sum(p.stat().st_size for p in files if p.exists())
+    # Each count from the smallest index that answers it: one statement for all of them scanned the
+    # whole table (0.6 s at a million spans; these take ~45 ms together).
+    (spans,) = conn.execute("SELECT count(*) FROM spans").fetchone()
+    (traces,) = conn.execute("SELECT count(*) FROM (SELECT DISTINCT trace_id FROM spans)").fetchone()
+    not_ok = dict(
+        conn.execute(f"SELECT status, count(*) FROM spans WHERE {NOT_OK} GROUP BY status").fetchall()
+    )
+    open_spans, errors = not_ok.get("open", 0), not_ok.get("error", 0)
+    dropped, write_errors, recorders = conn.execute(
+        "SELECT coalesce(sum(spans_dropped), 0), coalesce(sum(write_errors), 0), count(*) FROM recorders"
+    ).fetchone()
+    # Apart, each is one seek of the start index; together they scan it.
+    (oldest,) = conn.execute("SELECT min(start_ns) FROM spans").fetchone()
+    (newest,) = conn.execute("SELECT max(start_ns) FROM spans").fetchone()
+    models = [
+        {
+            "model": r[0],
+            "llm_spans": r[1],
+            "prompt_tokens": r[2],
+            "completion_tokens": r[3],
+            "total_tokens": r[4],
+        }
+        for r in conn.execute(
+            """
+            SELECT model, count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0),
+                   coalesce(sum(total_tokens), 0)
+            FROM spans WHERE model IS NOT NULL AND oi_span_kind = 'LLM'
+            GROUP BY model ORDER BY sum(total_tokens) DESC
+            """
+        )
+    ]
+    return {
+        "database": str(path),
+        "size_bytes": size,
+        "writable": writable(path),
+        "disk_free_bytes": shutil.disk_usage(path.parent).free,
+        "schema_version": SCHEMA_VERSION,
+        "traces": traces,
+        "spans": spans,
+        "open_spans": open_spans,
+        "error_spans": errors,
+        "spans_dropped": dropped,
+        "write_errors": write_errors,
+        "recording_processes": recorders,
+        "oldest_span_ns": oldest,
+        "newest_span_ns": newest,
+        "tokens_by_model": models,
+    }
+
+
+def iter_spans(conn: sqlite3.Connection, trace_id: str | None = None) -> Iterator[SpanRecord]:
+    """Every span (or one trace's), oldest first, streamed from the cursor."""
+    if trace_id is None:
+        rows = conn.execute("SELECT * FROM spans ORDER BY start_ns, id")
+    else:
+        rows = conn.execute("SELECT * FROM spans WHERE trace_id = ? ORDER BY start_ns, id", (trace_id,))
+    for row in rows:
+        yield SpanRecord.from_row(row)
+
+
+def last_seen_by_trace(conn: sqlite3.Connection, trace_id: str | None = None) -> dict[str, int]:
+    """For traces with open spans: the last moment anything in the trace was seen (ended or written)."""
+    query = (
+        f"SELECT trace_id, max({LAST_SEEN_SQL}) FROM spans WHERE trace_id IN "
+        "(SELECT trace_id FROM spans WHERE status = 'open'{}) GROUP BY trace_id"
+    )
+    if trace_id is None:
+        return dict(conn.execute(query.format("")).fetchall())
+    return dict(conn.execute(query.format(" AND trace_id = ?"), (trace_id,)).fetchall())
+
+
+def select_traces(
+    conn: sqlite3.Connection, trace_id: str | None = None, since_ns: int | None = None
+) -> list[tuple[str, int]]:
+    """(trace id, span count) of the traces to send, oldest first: one trace, and/or those with a
+    span started at or after ``since_ns``. Always whole traces, never part of one."""
+    where: list[str] = []
+    params: list[str | int] = []
+    if trace_id is not None:
+        where.append("trace_id = ?")
+        params.append(trace_id)
+    if since_ns is not None:
+        where.append("trace_id IN (SELECT trace_id FROM spans WHERE start_ns >= ?)")
+        params.append(since_ns)
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    rows = conn.execute(
+        f"SELECT trace_id, count(*) FROM spans {clause} GROUP BY trace_id ORDER BY min(start_ns), trace_id",
+        params,
+    )
+    return [(str(r[0]), int(r[1])) for r in rows]
+
+
+def count_spans(conn: sqlite3.Connection, trace_id: str | None = None) -> int:
+    if trace_id is None:
+        return int(conn.execute("SELECT count(*) FROM spans").fetchone()[0])
+    return int(conn.execute("SELECT count(*) FROM spans WHERE trace_id = ?", (trace_id,)).fetchone()[0])

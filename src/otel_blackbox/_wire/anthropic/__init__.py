@@ -1,0 +1,1 @@
+"""Anthropic Messages: its wire format read into neutral payloads and written back."""

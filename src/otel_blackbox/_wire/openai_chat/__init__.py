@@ -1,0 +1,1 @@
+"""OpenAI Chat Completions: its wire format read into neutral payloads and written back."""

@@ -1,5 +1,0 @@
-"""``python -m otel_blackbox.cli``."""
-
-from .app import main
-
-main()

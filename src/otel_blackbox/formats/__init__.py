@@ -1,1 +1,0 @@
-"""Export formats: stored spans in shapes other tools read."""

@@ -1,1 +1,0 @@
-"""Turning stored spans into text for people (and, later, HTML)."""

@@ -1,1 +1,0 @@
-"""Provider translations: wire <-> neutral, pure functions (see base.Provider)."""

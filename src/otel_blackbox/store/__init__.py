@@ -1,1 +1,0 @@
-"""The SQLite store: schema, connections, the writer thread, queries and retention."""
