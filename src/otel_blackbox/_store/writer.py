@@ -39,13 +39,7 @@ from otel_blackbox._config import BlackboxConfig
 from otel_blackbox._spans.redact import redactor_for
 from otel_blackbox._store.connection import connect_writer
 from otel_blackbox._store.inserts import SpanInserter
-from otel_blackbox._store.retention import (
-    apply_retention,
-    database_bytes,
-    evict_oldest,
-    give_space_back,
-    size_cap_target,
-)
+from otel_blackbox._store.maintenance import Maintenance
 from otel_blackbox._store.rows import RowBuilder
 from otel_blackbox._store.runs import next_source_pid
 from otel_blackbox._store.schema import ROW_START_NS
@@ -60,8 +54,6 @@ logger = logging.getLogger("otel_blackbox")
 _MAX_TRACKED_OPEN = 100_000
 _OPENS_APART = 200  # final rows past which open rows commit in a transaction of their own
 _FINALS_CHUNK = 200  # final rows a transaction: what an open row arriving meanwhile may wait for
-_MAINTENANCE_BUDGET_S = 0.05  # of each 100 ms tick, for evicting traces down from the size cap
-_VACUUM_PAGES_PER_TICK = 2048  # 16 MB of 8 KiB pages given back to the filesystem a tick
 
 # Failures caused by a batch's content, not by the file: trying again cannot help.
 _NOT_RETRYABLE = (sqlite3.IntegrityError, sqlite3.DataError, sqlite3.InterfaceError, sqlite3.ProgrammingError)
@@ -103,10 +95,7 @@ class SpanWriter:
         self._inserter: SpanInserter | None = None  # made with the connection, dropped with it
         self._recorder_id: int | None = None
         self._warned: set[str] = set()
-        self._last_cleanup = 0.0
-        self._last_size_check = 0.0
-        self._evicting = False  # over the size cap: evicting a share each tick down to 90 %
-        self._freed = False  # pages to give back to the filesystem once eviction is done
+        self.maintenance = Maintenance(config)
         self._last_heartbeat = 0.0
         self._heartbeat_s = config.flush_interval_ms / 1000
         self._open_on_disk: set[Key] = set()
@@ -332,7 +321,7 @@ class SpanWriter:
                 "recording goes on in a new file",
             )
             self.close()
-            self._evicting = self._freed = False  # that work was for the old file
+            self.maintenance = Maintenance(self.config)  # its work was for the old file
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -410,47 +399,14 @@ class SpanWriter:
     # -- maintenance -----------------------------------------------------------------------------
 
     def maintain(self, between: Callable[[], None] | None = None) -> None:
-        """Retention and the size cap, a bounded share each tick so span writes never wait long.
-
-        Retention runs at start and every cleanup interval. The size is checked once a second; over
-        the cap, the oldest complete traces go (about _MAINTENANCE_BUDGET_S of work a tick) until
-        the data is down to 90 % of it, then the freed pages go back to the filesystem. ``between``
-        is called between two steps (as in write_pending).
-        """
+        """Retention and the size cap (maintenance.py), a bounded share each tick; warns once of drops."""
         dropped = self._dropped()
         if dropped:
             self._warn_once("dropped", f"otel-blackbox queue full: dropping spans ({dropped} so far)")
-        config = self.config
-        cap = config.max_db_bytes
-        if (config.retention_seconds is None and cap is None) or self._failing:
+        if self._failing:
             return  # maintenance cannot work where writing does not: wait for it
-        now = time.monotonic()
-        retention_due = config.retention_seconds is not None and (
-            self._last_cleanup == 0.0 or now - self._last_cleanup >= config.cleanup_interval_s
-        )
-        size_check_due = cap is not None and not self._evicting and now - self._last_size_check >= 1.0
-        if not (
-            retention_due or self._evicting or self._freed or (size_check_due and self._conn is not None)
-        ):
-            return  # nothing due: do not open (or re-create) the file just to look at it
         try:
-            conn = self._connection()
-            if retention_due and config.retention_seconds is not None:
-                self._last_cleanup = now
-                self._freed |= apply_retention(conn, config.retention_seconds) > 0
-            if cap is not None and size_check_due:
-                self._last_size_check = now
-                self._evicting = database_bytes(conn) > cap
-            if cap is not None and self._evicting:
-                # Past the cap itself, take a larger share: the cap must hold even under heavy writing.
-                budget = _MAINTENANCE_BUDGET_S * (3 if database_bytes(conn) > cap else 1)
-                evicted, done = evict_oldest(conn, size_cap_target(cap), budget_s=budget, between=between)
-                self._evicting = not done
-                self._freed |= evicted > 0
-            if self._freed and not self._evicting:
-                if between is not None:
-                    between()
-                self._freed = not give_space_back(conn, max_pages=_VACUUM_PAGES_PER_TICK)
+            self.maintenance.tick(self._connection, connected=self._conn is not None, between=between)
         except (sqlite3.Error, StoreError, OSError) as exc:
             self._fault(exc)
 
