@@ -21,9 +21,10 @@ OLD_PYDANTIC_AI := $(VENV)/old-pydantic-ai
 # What `make test-pythons` runs `make test` on, those found on PATH or in pyenv.
 PYTHONS ?= python3.10 python3.11 python3.12 python3.13
 
-.PHONY: setup browser node demo test test-pythons lint typecheck unit stress bench interop clean
+.PHONY: setup browser node demo test test-pythons lint typecheck unit wheel-check stress bench interop clean
 
-$(STAMP): pyproject.toml
+# _version.py too: the installed metadata (pip show, importlib.metadata) carries the version.
+$(STAMP): pyproject.toml src/otel_blackbox/_version.py
 	@test -n "$(PY_ID)" || { echo "make: PYTHON=$(PYTHON) does not run:" >&2; $(PYTHON) -c '' >&2; exit 1; }
 	@if [ -x $(PY) ] && [ "$$($(PY) -c '$(PY_ID_CODE)' 2>/dev/null)" = "$(PY_ID)" ]; then :; else \
 		if [ -e $(VENV) ]; then echo "$(VENV) was not made by $(PYTHON) (Python $(PY_ID)): recreating it"; fi; \
@@ -56,8 +57,8 @@ demo: setup
 	$(PY) examples/demo.py
 
 lint: setup
-	$(VENV)/bin/ruff check src tests examples bench interop
-	$(VENV)/bin/ruff format --check src tests examples bench interop
+	$(VENV)/bin/ruff check src tests examples bench interop scripts
+	$(VENV)/bin/ruff format --check src tests examples bench interop scripts
 
 typecheck: setup
 	$(VENV)/bin/mypy
@@ -68,7 +69,17 @@ TEST_WORKERS ?= 2
 unit: setup browser node
 	BLACKBOX_TEST_RUN=$$$$ $(PY) -m pytest -q -n $(TEST_WORKERS) && $(PY) tests/writers_left.py $$$$
 
+# The release as a user gets it (scripts/check_wheel.py): the wheel built, installed into an empty
+# venv with no checkout on sys.path, and used there. Its dependencies are downloaded once into
+# WHEELHOUSE (in the venv: `make clean` empties it) and installed from there, offline, afterwards.
+WHEELHOUSE ?= $(VENV)/wheelhouse
+WHEEL_CHECK = $(PY) scripts/check_wheel.py --wheelhouse $(WHEELHOUSE)
+wheel-check: setup
+	$(WHEEL_CHECK)
+
+# The wheel check after the tests, also under `make -j`.
 test: lint typecheck unit
+	$(WHEEL_CHECK)
 
 # `make test` on each Python of PYTHONS that runs here, one after the other, each in its own venv;
 # stops at the first that fails and names it. None found is a failure: it would have tested nothing.

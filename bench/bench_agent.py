@@ -74,8 +74,9 @@ from otel_blackbox._playback.agent.loop import AgentPlan, AgentRun, drive
 from otel_blackbox._playback.agent.run import BuiltInRerun, BuiltInRerunSession, rerun_built_in
 from otel_blackbox._playback.agent.sdk_openai import ChatClient
 from otel_blackbox._playback.agent.tools import ToolBook
+from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.openai_chat.translation import OpenAIChat
-from otel_blackbox._wire.protocol import CallIds, WireRequest
+from otel_blackbox._wire.protocol import WireRequest
 
 if TYPE_CHECKING:  # at run time it is imported from examples/ by start_server()
     from fake_llm import FakeLLMServer

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from otel_blackbox._cassette.diff import diff_cassettes
+from otel_blackbox._cassette.diff.report import diff_cassettes
 from otel_blackbox._cassette.io import load_cassette, save_cassette
 from otel_blackbox._cassette.model import Cassette
 from otel_blackbox._cassette.verify import verify_cassette

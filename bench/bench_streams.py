@@ -22,9 +22,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from otel_blackbox._wire.anthropic.translation import AnthropicMessages
+from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.openai_chat.translation import OpenAIChat
 from otel_blackbox._wire.openai_responses.translation import OpenAIResponses
-from otel_blackbox._wire.protocol import CallIds, Provider
+from otel_blackbox._wire.protocol import Provider
 
 PIECE = "abcdefgh" * 32  # 256 characters a delta
 LINEAR_AT_MOST = 6.0  # the 4N / N time ratio above which reading is not linear

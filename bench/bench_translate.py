@@ -129,7 +129,7 @@ def best_us(fn: Any) -> float:
 
 def measure() -> dict[str, dict[str, float]]:
     """This interpreter's otel_blackbox: microseconds per operation, per API."""
-    from otel_blackbox._wire.protocol import CallIds
+    from otel_blackbox._wire.call_ids import CallIds
     from otel_blackbox._wire.registry import provider_for
 
     figures: dict[str, dict[str, float]] = {}

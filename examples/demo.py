@@ -38,6 +38,8 @@ LEDGER = Path("demo-ledger.txt")
 REFUND_QUESTION = "Look up my order Alpha and refund 12.00 on it, both please."
 GOOD_MODEL = "gpt-4o-mini"
 CLI = shutil.which("otel-blackbox", path=str(Path(sys.executable).parent)) or "otel-blackbox"
+# The venv make set up: the otel-blackbox command is on PATH once it is activated.
+ACTIVATE = Path(sys.executable).parent / "activate"
 # A span open longer than the flush interval (200 ms by default) is on disk: wait a bit more.
 AFTER_FLUSH_INTERVAL_S = 0.6
 
@@ -67,6 +69,25 @@ def _short(path: str | Path) -> str:
     return str(path) if relative.startswith("..") else relative
 
 
+def activate() -> str:
+    """The line that puts otel-blackbox (and the venv's python) on PATH in a new shell, if one is needed."""
+    return f"source {shlex.quote(_short(ACTIVATE))}" if ACTIVATE.is_file() else ""
+
+
+def try_yourself(trace_id: str) -> list[str]:
+    """The commands the demo ends with, runnable as printed in a new shell, in this folder."""
+    db = ["--db", str(DB)]
+    commands = [
+        ["otel-blackbox", *db, "errors"],
+        ["otel-blackbox", *db, "stats"],
+        ["otel-blackbox", *db, "show", trace_id[:8], "-v"],
+        ["otel-blackbox", "diff", str(INCIDENT), str(FIXED)],
+        ["otel-blackbox", "eval", "run", str(CONTRACT), str(FIXED), str(INCIDENT)],
+        ["otel-blackbox", "--help"],
+    ]
+    return [line for line in [activate(), *map(shlex.join, commands)] if line]
+
+
 def agent(*args: str) -> list[str]:
     return [_short(sys.executable), _short(HERE / "weather_agent.py"), "--db", str(DB), *args]
 
@@ -74,6 +95,8 @@ def agent(*args: str) -> list[str]:
 def main() -> int:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{DB}{suffix}").unlink(missing_ok=True)
+    if line := activate():
+        print(f"(the otel-blackbox command below is in the venv: in a new shell, `{line}` puts it on PATH)")
 
     banner("1. An agent run: openai SDK + OpenInference + BlackboxSpanProcessor, fake LLM on 127.0.0.1")
     print(f"$ python examples/weather_agent.py --db {DB} --fail-tool", flush=True)
@@ -124,7 +147,9 @@ def main() -> int:
         ]
     )
     print(f"\n{counts}.")
-    print(f"Try: otel-blackbox --db {DB} errors | stats | export, and otel-blackbox diff / assert / eval")
+    print("Try it yourself, in a new shell in this folder:")
+    for line in try_yourself(trace_id):
+        print(f"  {line}")
     return 0
 
 

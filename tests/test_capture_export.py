@@ -477,7 +477,7 @@ def test_the_setting_is_off_by_default_and_read_from_the_environment() -> None:
     assert "capture" in ENV_VARS[EXPORT][1] and ENV_VARS[EXPORT][0] == "capture_http_export"
 
 
-def test_the_readme_configuration_table_has_the_setting() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    (row,) = [line for line in readme.splitlines() if line.startswith(f"| `{EXPORT}` |")]
+def test_the_configuration_page_has_the_setting() -> None:
+    page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    (row,) = [line for line in page.splitlines() if line.startswith(f"| `{EXPORT}` |")]
     assert "| `capture_http_export` | `false` |" in row

@@ -45,7 +45,7 @@ from opentelemetry.trace import NoOpTracer, Tracer
 import otel_blackbox
 from otel_blackbox import BlackboxConfig
 from otel_blackbox._cassette.captured import captured_exchange, captured_model_call, captured_replayed
-from otel_blackbox._cassette.from_spans import cassette_from_spans
+from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans
 from otel_blackbox._cassette.io import load_cassette, save_cassette
 from otel_blackbox._cost.usage import without_usage
 from otel_blackbox._playback.http import hook
@@ -71,9 +71,10 @@ from otel_blackbox._spans.semconv import (
 from otel_blackbox._store.connection import connect_reader
 from otel_blackbox._store.queries import SpanRecord, iter_spans
 from otel_blackbox._wire.anthropic.translation import AnthropicMessages
+from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.openai_chat.translation import OpenAIChat
 from otel_blackbox._wire.openai_responses.translation import OpenAIResponses
-from otel_blackbox._wire.protocol import CallIds, Provider
+from otel_blackbox._wire.protocol import Provider
 from otel_blackbox.errors import ConfigError
 
 KEY = "sk-test-capture-0123456789abcdef"

@@ -8,7 +8,10 @@ from typing import Any
 import pytest
 from helpers import vector
 
-from otel_blackbox._cassette.diff import ABSENT, diff_cassettes, diff_outcome, first_difference, format_diff
+from otel_blackbox._cassette.diff.json_paths import ABSENT, first_difference
+from otel_blackbox._cassette.diff.outcome import diff_outcome
+from otel_blackbox._cassette.diff.report import diff_cassettes
+from otel_blackbox._cassette.diff.text import format_diff
 from otel_blackbox._cassette.model import Cassette
 
 

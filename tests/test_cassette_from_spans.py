@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from otel_blackbox import CassetteSpanExporter
-from otel_blackbox._cassette.from_spans import PROCESS_EXIT, cassette_from_spans
+from otel_blackbox._cassette.from_spans.cassette import PROCESS_EXIT, cassette_from_spans
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import Cassette, terminal_outcome, tool_call_sequence
 from otel_blackbox._cassette.verify import verify_cassette

@@ -32,7 +32,7 @@ from openai.types.responses import ResponseCompletedEvent, ResponseInputItemPara
 from openinference.instrumentation.openai import OpenAIInstrumentor
 
 import otel_blackbox
-from otel_blackbox._cassette.from_spans import cassette_from_spans
+from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans
 from otel_blackbox._cassette.io import load_cassette, save_cassette
 from otel_blackbox._cassette.model import Cassette
 from otel_blackbox._cassette.verify import verify_cassette
@@ -333,7 +333,7 @@ def test_a_replay_serves_the_same_bytes_with_or_without_the_counts(
 
 
 def _ids() -> Any:
-    from otel_blackbox._wire.protocol import CallIds
+    from otel_blackbox._wire.call_ids import CallIds
 
     return CallIds()
 

@@ -27,7 +27,7 @@ from otel_blackbox.cli import cli
 # jsonschema), the OpenTelemetry SDK, the viewer, the exporters.
 _HEAVY = (
     "jsonschema", "opentelemetry", "openinference", "otel_blackbox._cassette", "otel_blackbox._playback",
-    "otel_blackbox._web.viewer", "otel_blackbox._spans.otlp_out", "otel_blackbox._spans.otlp_in",
+    "otel_blackbox._web", "otel_blackbox._spans.otlp_out", "otel_blackbox._spans.otlp_in",
     "otel_blackbox._spans.openinference", "otel_blackbox._render.html_report",
     "otel_blackbox._recorder.exporter", "otel_blackbox._recorder.processor", "requests", "httpx",
     "http.server",

@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from otel_blackbox import BlackboxSpanExporter
 from otel_blackbox._store.connection import connect_reader, connect_writer
 from otel_blackbox._store.schema import SCHEMA_VERSION
-from otel_blackbox._web.viewer import make_server
+from otel_blackbox._web.server import make_server
 from otel_blackbox.cli import main
 from otel_blackbox.errors import NotABlackboxDatabase
 

@@ -249,7 +249,7 @@ def test_the_viewer_lists_each_trace_with_its_cost(priced: tuple[Path, str]) -> 
     import threading
     import urllib.request
 
-    from otel_blackbox._web.viewer import make_server
+    from otel_blackbox._web.server import make_server
 
     db, trace_id = priced
     server = make_server(db, port=0)

@@ -1,13 +1,16 @@
 """`make demo` as a new user runs it: examples/demo.py, start to end, in an empty folder.
 
-It must walk the README's path with no API key and no network: the killed run, then "From
-incident to fix" (a failure recorded by the processor with HTTP capture, reproduced offline, rerun
-against another model with the tool answered from the recording, diff, a contract).
+It must walk the guide's path with no API key and no network: the killed run, then "From
+incident to fix" (docs/incident-to-fix.md: a failure recorded by the processor with HTTP capture,
+reproduced offline, rerun against another model with the tool answered from the recording, diff, a
+contract). The commands it ends with must work as printed in a new shell, where the venv's
+otel-blackbox is not on PATH.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +45,29 @@ def test_the_demo_walks_from_incident_to_fix(tmp_path: Path) -> None:
         "demo-killed.json", "demo-incident.json", "demo-fixed.json", "demo-contract.json",
         "demo-refund-incident.json", "demo-refund-fixed.json", "demo-refund-recorded.json",
     }  # fmt: skip
+
+    # The commands it ends with, in a new shell in the same folder: the venv's bin is not on PATH
+    # until the first line, which activates the venv the demo ran in.
+    activate = Path(sys.executable).parent / "activate"
+    assert activate.is_file()  # make runs the demo in its venv
+    source = f"source {shlex.quote(str(activate))}"  # absolute: the venv is not under tmp_path
+    assert out.startswith(f"(the otel-blackbox command below is in the venv: in a new shell, `{source}`")
+    tail = out[out.index("Try it yourself, in a new shell in this folder:\n") :].splitlines()[1:]
+    printed = [line[2:] for line in tail if line.startswith("  ")]
+    assert printed[0] == source and len(printed) >= 4
+    assert all(line.startswith("otel-blackbox ") for line in printed[1:])
+    assert "otel-blackbox --db demo.db errors" in printed
+    fresh = {"PATH": os.defpath, "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+
+    def in_a_new_shell(command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "--noprofile", "--norc", "-c", f"{source} && {command}"], cwd=tmp_path, env=fresh,
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    found = in_a_new_shell("command -v otel-blackbox").stdout.strip()
+    assert found == str(activate.parent / "otel-blackbox")
+    for command in printed[1:]:
+        done = in_a_new_shell(command)
+        # diff (a change) and eval run (the incident fails the contract) exit 1 by design.
+        assert done.returncode in (0, 1) and done.stdout and not done.stderr, (command, done.stderr)

@@ -16,7 +16,7 @@ from helpers import EXAMPLES, ROOT, run_cli
 from opentelemetry.sdk.trace import TracerProvider
 
 import otel_blackbox
-from otel_blackbox._cassette.diff import diff_cassettes
+from otel_blackbox._cassette.diff.report import diff_cassettes
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.verify import verify_cassette
 from otel_blackbox._playback.fork import ForkPlan, ForkSession

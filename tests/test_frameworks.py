@@ -25,7 +25,8 @@ from weather_api import WeatherAPI
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import OBSERVED, terminal_outcome, tool_call_sequence
 from otel_blackbox._cassette.verify import verify_cassette
-from otel_blackbox._wire.request_fields import ANTHROPIC_FIELDS, CHAT_FIELDS
+from otel_blackbox._wire.anthropic.fields import ANTHROPIC_FIELDS
+from otel_blackbox._wire.openai_chat.fields import CHAT_FIELDS
 
 AGENT = EXAMPLES / "framework_agent.py"
 QUESTION = "What's the weather in Lisbon, and the 2 day forecast? I need both."
@@ -46,7 +47,7 @@ CASES = [
     ("openinference-anthropic", False),
     ("openinference-google-genai", True),
 ]
-# The API hint a cassette from each source's spans carries (from_spans.py): the name where the spans
+# The API hint a cassette from each source's spans carries (_cassette/from_spans/): the name where the spans
 # tell the API, and stream where they tell that too.
 HINT_OF = {
     ("agents", False): {"name": "openai-responses"},

@@ -29,7 +29,7 @@ from otel_blackbox._cassette.io import save_cassette
 from otel_blackbox._cassette.model import Cassette
 from otel_blackbox._spans.redact import TRUNCATION_KEY
 from otel_blackbox._store.rows import ATTR_DROPPED, ATTR_DROPPED_BYTES, span_bytes_limit
-from otel_blackbox._web.viewer import make_server
+from otel_blackbox._web.server import make_server
 
 pytestmark = pytest.mark.reliability
 

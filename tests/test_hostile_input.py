@@ -41,11 +41,12 @@ from test_provider_replace_tool_result import record_anthropic, record_chat, rec
 
 from otel_blackbox._cassette.canonical import hash_step
 from otel_blackbox._recorder.cassette_exporter import CassetteSpanExporter
-from otel_blackbox._web.viewer import make_server
+from otel_blackbox._web.server import make_server
 from otel_blackbox._wire.anthropic.translation import AnthropicMessages
+from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.openai_chat.translation import OpenAIChat
 from otel_blackbox._wire.openai_responses.translation import OpenAIResponses
-from otel_blackbox._wire.protocol import CallIds, Provider
+from otel_blackbox._wire.protocol import Provider
 from otel_blackbox.cli import main
 from otel_blackbox.pytest_plugin import cassette_file_name
 

@@ -27,7 +27,7 @@ from helpers import Recorder, blocked_network, run_cli
 
 import otel_blackbox
 from otel_blackbox._cassette.captured import captured_model_call
-from otel_blackbox._cassette.from_spans import cassette_from_spans
+from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans
 from otel_blackbox._cassette.io import load_cassette, save_cassette
 from otel_blackbox._cassette.model import terminal_outcome, tool_call_sequence
 from otel_blackbox._cassette.verify import verify_cassette
@@ -36,8 +36,9 @@ from otel_blackbox._playback.http.hook import BlackboxHTTPInstrumentor
 from otel_blackbox._spans.semconv import ATTR_MODEL_PROVIDER, HTTP_SPAN_NAME
 from otel_blackbox._store.connection import connect_reader
 from otel_blackbox._store.queries import iter_spans
+from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.gemini.translation import GeminiGenerateContent
-from otel_blackbox._wire.protocol import CallIds, JsonObject, Provider
+from otel_blackbox._wire.protocol import JsonObject, Provider
 from otel_blackbox._wire.registry import provider_for
 from otel_blackbox.errors import CredentialLeak, ReplayDivergence
 

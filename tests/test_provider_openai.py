@@ -27,9 +27,10 @@ from openai.types.chat import (
 )
 from openai.types.responses import FunctionToolParam, ResponseInputItemParam
 
+from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.openai_chat.translation import OpenAIChat
 from otel_blackbox._wire.openai_responses.translation import OpenAIResponses
-from otel_blackbox._wire.protocol import CallIds, JsonObject, Provider
+from otel_blackbox._wire.protocol import JsonObject, Provider
 
 CHAT = OpenAIChat()
 RESPONSES = OpenAIResponses()

@@ -25,7 +25,7 @@ import pytest
 from helpers import run_cli
 
 from otel_blackbox._pull import phoenix_documents
-from otel_blackbox._spans.otlp_in import OtlpDecoder
+from otel_blackbox._spans.otlp_in.decoder import OtlpDecoder
 from otel_blackbox.errors import PullError
 
 TRACE = "4d3d14a72ecc15279ac854bdeccae5ad"

@@ -1,5 +1,5 @@
-"""README's fidelity matrix names exactly the cells the tests run: no row without its tests, no
-feature cell the README does not show."""
+"""The fidelity matrix of the guide (docs/playback.md) names exactly the cells the tests run: no row
+without its tests, no feature cell the guide does not show."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ FEATURE_FILES = {
 }
 
 
-def _cells_in_readme() -> set[str]:
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("**The fidelity matrix.**")
-    matrix = readme[start : readme.index("\n- **", start + 1)]
+def _cells_in_guide() -> set[str]:
+    page = (ROOT / "docs" / "playback.md").read_text()
+    start = page.index("**The fidelity matrix.**")
+    matrix = page[start : page.index("\n- **", start + 1)]
     return {
         cell
         for row in matrix.splitlines()
@@ -32,10 +32,10 @@ def _cells_in_readme() -> set[str]:
     }
 
 
-def test_the_readme_matrix_names_every_cell_and_only_those() -> None:
+def test_the_guide_matrix_names_every_cell_and_only_those() -> None:
     run = {"-".join(cell) for cell in test_fidelity_matrix.CELLS}
     for provider, module in FEATURE_FILES.items():
         run |= {f"{provider}-{'-'.join(cell)}" for cell in module.CELLS}
-    shown = _cells_in_readme()
+    shown = _cells_in_guide()
     assert len(run) == 16 + 4 * (4 + 4 + 4 + 5)  # the provider cells, then four modes per feature
     assert shown == run, (sorted(shown - run), sorted(run - shown))

@@ -22,8 +22,10 @@ from fake_llm import FakeLLMServer
 from helpers import blocked_network
 
 import otel_blackbox
-from otel_blackbox._wire.protocol import RequestFields
-from otel_blackbox._wire.request_fields import ANTHROPIC_FIELDS, CHAT_FIELDS, RESPONSES_FIELDS
+from otel_blackbox._wire.anthropic.fields import ANTHROPIC_FIELDS
+from otel_blackbox._wire.openai_chat.fields import CHAT_FIELDS
+from otel_blackbox._wire.openai_responses.fields import RESPONSES_FIELDS
+from otel_blackbox._wire.request_fields import RequestFields
 from otel_blackbox.errors import ReplayDivergence
 
 KEY = "sk-fake-fields-0123456789"

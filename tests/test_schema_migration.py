@@ -31,7 +31,7 @@ from otel_blackbox._store.connection import connect_reader, connect_writer
 from otel_blackbox._store.inserts import SpanInserter
 from otel_blackbox._store.rows import dumps
 from otel_blackbox._store.schema import MIGRATIONS, SCHEMA_VERSION, SPAN_COLUMNS, _statements
-from otel_blackbox._web import viewer
+from otel_blackbox._web import filters, trace_list
 from otel_blackbox.cli import main
 from otel_blackbox.errors import NotABlackboxDatabase
 
@@ -391,11 +391,11 @@ def _every_read(conn: sqlite3.Connection) -> None:
     runs.run_spans(conn, listed[0].run_id)
     runs.session_spans(conn, SESSION)
     for flt in (
-        viewer.TraceFilter(errors=True, since_ns=1),  # before every span: the one-scan path
-        viewer.TraceFilter(open=True),
-        viewer.TraceFilter(q="agent", session=SESSION),
+        filters.TraceFilter(errors=True, since_ns=1),  # before every span: the one-scan path
+        filters.TraceFilter(open=True),
+        filters.TraceFilter(q="agent", session=SESSION),
     ):
-        viewer.find_traces(conn, flt)
+        trace_list.find_traces(conn, flt)
     retention.oldest_complete_traces(conn, 10)
     assert retention.apply_retention(conn, 1.0, now_ns=1) == 0  # reads only: nothing that old
 

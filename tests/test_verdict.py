@@ -19,7 +19,9 @@ import pytest
 from fake_llm import FakeLLMServer
 from helpers import EXAMPLES, run_cli, vector, vector_path
 
-from otel_blackbox._cassette.diff import Failure, diff_cassettes, diff_outcome, format_diff, run_failure
+from otel_blackbox._cassette.diff.outcome import Failure, diff_outcome, run_failure
+from otel_blackbox._cassette.diff.report import diff_cassettes
+from otel_blackbox._cassette.diff.text import format_diff
 from otel_blackbox._cassette.evals import dump_contract, generate_contract
 from otel_blackbox._cassette.io import load_cassette, save_cassette
 from otel_blackbox._cassette.model import Cassette

@@ -20,7 +20,9 @@ from helpers import Recorder, run_cli
 from opentelemetry import trace
 
 from otel_blackbox._store.connection import connect_reader
-from otel_blackbox._web.viewer import TraceFilter, ViewerServer, find_traces, make_server, parse_filter
+from otel_blackbox._web.filters import TraceFilter, parse_filter
+from otel_blackbox._web.server import ViewerServer, make_server
+from otel_blackbox._web.trace_list import find_traces
 
 
 def _tid(span: trace.Span) -> str:

@@ -29,12 +29,13 @@ from helpers import CannedProvider, LoopbackAPI, Raw
 from otel_blackbox._playback.agent.sdk import make_client
 from otel_blackbox._playback.agent.sdk_openai import ChatClient, ResponsesClient
 from otel_blackbox._wire.anthropic.translation import AnthropicMessages
+from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.gemini.translation import GeminiGenerateContent
-from otel_blackbox._wire.openai_chat.translation import REQUEST_FIELDS as CHAT_FIELDS
+from otel_blackbox._wire.openai_chat.fields import CHAT_FIELDS
 from otel_blackbox._wire.openai_chat.translation import OpenAIChat
-from otel_blackbox._wire.openai_responses.translation import REQUEST_FIELDS as RESPONSES_FIELDS
+from otel_blackbox._wire.openai_responses.fields import RESPONSES_FIELDS
 from otel_blackbox._wire.openai_responses.translation import OpenAIResponses
-from otel_blackbox._wire.protocol import CallIds, JsonObject, Provider
+from otel_blackbox._wire.protocol import JsonObject, Provider
 from otel_blackbox._wire.settings import response_format_of, result_text, stop_list, tool_choice_of
 
 CHAT = OpenAIChat()

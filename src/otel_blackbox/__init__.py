@@ -11,6 +11,7 @@ Everything a user imports is here (and ``otel_blackbox.errors``, ``otel_blackbox
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING
 
 from otel_blackbox._version import __version__ as __version__
@@ -58,22 +59,18 @@ if TYPE_CHECKING:  # for type checkers only; at run time __getattr__ loads each 
 __all__ = [
     "AmbiguousRunId",
     "AmbiguousTraceId",
-    "AsyncBlackboxTransport",
-    "AsyncHttpx2BlackboxTransport",
     "BadArgument",
     "BlackboxConfig",
     "BlackboxError",
     "BlackboxHTTPInstrumentor",
     "BlackboxSpanExporter",
     "BlackboxSpanProcessor",
-    "BlackboxTransport",
     "CassetteError",
     "CassetteSpanExporter",
     "ConfigError",
     "CredentialLeak",
     "DatabaseLocked",
     "DatabaseNotFound",
-    "Httpx2BlackboxTransport",
     "ImportInputError",
     "MissingSDK",
     "NotABlackboxDatabase",
@@ -92,6 +89,12 @@ __all__ = [
     "session",
     "stubbable",
 ]
+# The transports of a flavour exist only when its library is installed (neither is a dependency):
+# exported only then, so that ``from otel_blackbox import *`` works everywhere.
+if importlib.util.find_spec("httpx") is not None:
+    __all__ += ["AsyncBlackboxTransport", "BlackboxTransport"]
+if importlib.util.find_spec("httpx2") is not None:
+    __all__ += ["AsyncHttpx2BlackboxTransport", "Httpx2BlackboxTransport"]
 
 # Loaded on first use: the writer process imports store modules of this package and must not pay
 # for the OpenTelemetry SDK; the session pulls in the HTTP hook and the wire translations. The

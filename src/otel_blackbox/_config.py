@@ -21,7 +21,7 @@ __all__ = ["DEFAULT_DB_PATH", "ENV_VARS", "WRITERS", "BlackboxConfig", "parse_du
 
 DEFAULT_DB_PATH = "blackbox.db"
 
-# Environment variable -> (field name, one-line doc). README's configuration table mirrors this.
+# Environment variable -> (field name, one-line doc); docs/configuration.md is generated from it.
 ENV_VARS: dict[str, tuple[str, str]] = {
     "OTEL_BLACKBOX_DB": ("db_path", "SQLite file to write (default ./blackbox.db)"),
     "OTEL_BLACKBOX_FLUSH_INTERVAL_MS": (

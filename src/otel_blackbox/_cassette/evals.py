@@ -21,7 +21,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from otel_blackbox._cassette.canonical import same_canonical
-from otel_blackbox._cassette.diff import child_path
+from otel_blackbox._cassette.diff.json_paths import child_path
 from otel_blackbox._cassette.io import loads_json, read_text
 from otel_blackbox._cassette.model import Cassette, terminal_outcome
 from otel_blackbox._render.text import safe, safe_json

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from otel_blackbox._cassette.assertions import check_expectations, format_expectations
-from otel_blackbox._cassette.diff import diff_cassettes, format_diff
-from otel_blackbox._cassette.from_spans import cassette_from_spans
+from otel_blackbox._cassette.diff.report import diff_cassettes
+from otel_blackbox._cassette.diff.text import format_diff
+from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans
 from otel_blackbox._cassette.io import load_cassette, save_cassette
 from otel_blackbox._cassette.model import Cassette, terminal_outcome
 from otel_blackbox._cassette.verify import VerifyReport, verify_cassette, verify_file

@@ -14,7 +14,7 @@ import click
 from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import db_path, echo_json, progress
 from otel_blackbox._config import BlackboxConfig, parse_duration
-from otel_blackbox._spans.otlp_in import read_documents
+from otel_blackbox._spans.otlp_in.documents import read_documents
 from otel_blackbox._store.ingest import ImportCounts, Importer
 from otel_blackbox.errors import BlackboxError, ConfigError
 

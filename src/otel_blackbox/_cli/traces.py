@@ -146,7 +146,7 @@ def show(
         echo_json({**group, "spans": [span_to_json(s, price_model) for s in spans]})
         return
     if fmt == "markdown":
-        from otel_blackbox._render.markdown import group_markdown, trace_markdown
+        from otel_blackbox._render.markdown.report import group_markdown, trace_markdown
 
         if kind == "trace":
             click.echo(trace_markdown(*traces[0], full=full, as_model=price_model), nl=False)

@@ -9,7 +9,7 @@ import click
 from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import db_path
 from otel_blackbox._store.connection import connect_reader
-from otel_blackbox._web.viewer import LOCAL_HOST, make_server
+from otel_blackbox._web.server import LOCAL_HOST, make_server
 
 __all__: list[str] = []
 

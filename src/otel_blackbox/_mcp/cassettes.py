@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from otel_blackbox._cassette.diff import diff_cassettes as diff_reports
-from otel_blackbox._cassette.diff import format_diff
-from otel_blackbox._cassette.from_spans import cassette_from_spans
+from otel_blackbox._cassette.diff.report import diff_cassettes as diff_reports
+from otel_blackbox._cassette.diff.text import format_diff
+from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans
 from otel_blackbox._cassette.io import load_cassette, save_cassette
 from otel_blackbox._cassette.model import terminal_outcome
 from otel_blackbox._cassette.verify import verify_file

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from otel_blackbox._cassette.canonical import same_canonical
-from otel_blackbox._cassette.diff import ABSENT, first_difference
+from otel_blackbox._cassette.diff.json_paths import ABSENT, first_difference
 from otel_blackbox._cassette.model import Cassette, Step
 from otel_blackbox._playback.http.exchange import HttpRequest, HttpResponse
 from otel_blackbox._spans.redact import Redactor

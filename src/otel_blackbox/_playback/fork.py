@@ -26,7 +26,8 @@ from otel_blackbox._playback.interceptor import Match, Mode, Session, json_body,
 from otel_blackbox._playback.record import Recorder
 from otel_blackbox._playback.replay import Player, load_recording
 from otel_blackbox._playback.script import check_replies, scripted_reply
-from otel_blackbox._wire.protocol import CallIds, Provider
+from otel_blackbox._wire.call_ids import CallIds
+from otel_blackbox._wire.protocol import Provider
 from otel_blackbox.errors import SessionError
 
 if TYPE_CHECKING:

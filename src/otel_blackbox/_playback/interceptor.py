@@ -38,7 +38,8 @@ from otel_blackbox._playback import active
 from otel_blackbox._playback.http.exchange import HttpRequest, HttpResponse
 from otel_blackbox._spans.redact import Redactor
 from otel_blackbox._spans.semconv import ATTR_CASSETTE_STEP, ATTR_SESSION_MODE
-from otel_blackbox._wire.protocol import CallIds, Provider
+from otel_blackbox._wire.call_ids import CallIds
+from otel_blackbox._wire.protocol import Provider
 from otel_blackbox._wire.registry import provider_for
 from otel_blackbox.errors import ReplayDivergence, SessionError
 

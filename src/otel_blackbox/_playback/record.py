@@ -42,7 +42,8 @@ from otel_blackbox._playback.interceptor import (
 )
 from otel_blackbox._playback.tool_spans import ToolRun
 from otel_blackbox._spans.redact import Redactor
-from otel_blackbox._wire.protocol import CallIds, read_usage
+from otel_blackbox._wire.call_ids import CallIds
+from otel_blackbox._wire.protocol import read_usage
 from otel_blackbox.errors import CredentialLeak
 
 __all__ = ["RecordSession", "Recorder", "RunStopped"]

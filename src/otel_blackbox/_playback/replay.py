@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from otel_blackbox._cassette.diff import first_difference
+from otel_blackbox._cassette.diff.json_paths import first_difference
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import (
     OBSERVED,
@@ -41,7 +41,8 @@ from otel_blackbox._playback.interceptor import (
     tag_current_span,
 )
 from otel_blackbox._spans.redact import Redactor
-from otel_blackbox._wire.protocol import CallIds, Provider
+from otel_blackbox._wire.call_ids import CallIds
+from otel_blackbox._wire.protocol import Provider
 from otel_blackbox.errors import CassetteError, ReplayIncomplete
 
 if TYPE_CHECKING:

@@ -14,7 +14,8 @@ import threading
 
 from otel_blackbox._receiver.answers import JSON, Answer, failure, success
 from otel_blackbox._receiver.intake import Intake, IntakeClosed
-from otel_blackbox._spans.otlp_in import Decoded, OtlpDecoder, OtlpError
+from otel_blackbox._spans.otlp_in.decoder import Decoded, OtlpDecoder
+from otel_blackbox._spans.otlp_in.span import OtlpError
 
 __all__ = ["COMMIT_TIMEOUT_S", "TraceService"]
 

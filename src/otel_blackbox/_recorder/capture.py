@@ -60,7 +60,8 @@ from otel_blackbox._spans.semconv import (
 )
 from otel_blackbox._store.snapshot import DEFERRED_SPAN_BYTES
 from otel_blackbox._version import __version__
-from otel_blackbox._wire.protocol import CallIds, read_usage
+from otel_blackbox._wire.call_ids import CallIds
+from otel_blackbox._wire.protocol import read_usage
 from otel_blackbox._wire.registry import provider_for
 
 __all__ = ["HttpCapture"]

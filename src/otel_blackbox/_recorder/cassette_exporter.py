@@ -19,7 +19,7 @@ from pathlib import Path
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from otel_blackbox._cassette.from_spans import cassette_from_spans
+from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans
 from otel_blackbox._cassette.io import save_cassette
 from otel_blackbox._config import BlackboxConfig
 from otel_blackbox._spans.redact import redactor_for

@@ -1,6 +1,6 @@
 """Untrusted text made literal Markdown: within a line, as a code span, or as a fenced code block.
 
-Shared by ``show --format markdown`` (render/markdown.py). Every character that a terminal would
+Shared by ``show --format markdown`` (_render/markdown/). Every character that a terminal would
 act on or a reader would not see is shown as its escape first: the terminal view's escapes
 (``text.safe``: C0 and C1 controls, bidi controls, line and paragraph separators, lone surrogates)
 and the invisible format characters. Then, within a line, every ASCII punctuation character that

@@ -1,4 +1,4 @@
-"""Importing spans: OTLP documents (formats.otlp_in) stored as one run, each file in one transaction.
+"""Importing spans: OTLP documents (_spans/otlp_in/) stored as one run, each file in one transaction.
 
 Rows are built by the recorder's own RowBuilder, so redaction, bounds and columns are those of
 recorded spans, and written by its SpanInserter. An import is idempotent on (trace id, span id): a
@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from otel_blackbox._config import BlackboxConfig
-from otel_blackbox._spans.otlp_in import OtlpDecoder, OtlpError
+from otel_blackbox._spans.otlp_in.decoder import OtlpDecoder
+from otel_blackbox._spans.otlp_in.span import OtlpError
 from otel_blackbox._spans.redact import redactor_for
 from otel_blackbox._store.connection import connect_writer, describe_sqlite_error
 from otel_blackbox._store.inserts import SpanInserter

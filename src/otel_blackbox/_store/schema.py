@@ -3,7 +3,7 @@
 One row per span (unique on trace id + span id) in ``span_rows``, real columns for what people
 filter and sort by, JSON text for everything else; each distinct resource and instrumentation scope
 stored once (``resources``, ``scopes``). Readers read the view ``spans``: the span's columns with the
-resource and scope as JSON text. README's "Schema" section and semconv/columns.yaml describe it.
+resource and scope as JSON text. docs/schema.md and semconv/columns.yaml describe it.
 """
 
 from __future__ import annotations

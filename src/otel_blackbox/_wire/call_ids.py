@@ -1,6 +1,6 @@
 """Neutral tool-call ids: provider ids, and calls that carry none, as ``call-0, call-1, ...``.
 
-Shared by the wire translations (providers/) and the cassettes built from spans (from_spans.py), so
+Shared by the wire translations (_wire/) and the cassettes built from spans (_cassette/from_spans/), so
 both number the same calls the same way; pure, no I/O.
 """
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_blackbox._cassette.model import tool_calls_of
-from otel_blackbox._wire.protocol import CallIds, JsonObject
+from otel_blackbox._wire.call_ids import CallIds
+from otel_blackbox._wire.protocol import JsonObject
 
 __all__ = [
     "JSON_HEADERS",
@@ -30,7 +31,6 @@ __all__ = [
     "objects_of",
     "pieces",
     "sse_data",
-    "text_of",
     "tool_input",
     "tool_result",
     "tool_use",
@@ -49,19 +49,6 @@ _PIECE = 16  # characters per streamed delta: several deltas, so clients really 
 def objects_of(items: Any) -> list[JsonObject]:
     """The objects of a list field (``messages``, ``input``); nothing when it is not a list."""
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
-
-
-def text_of(content: Any) -> str:
-    """A message's text: the string itself, or its text (or refusal) parts joined."""
-    if isinstance(content, str):
-        return content
-    texts = []
-    for part in content if isinstance(content, list) else []:
-        if isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text"):
-            texts.append(str(part.get("text", "")))
-        elif isinstance(part, dict) and part.get("type") == "refusal":
-            texts.append(str(part.get("refusal", "")))
-    return "".join(texts)
 
 
 def image_part(url: Any, detail: Any) -> JsonObject:

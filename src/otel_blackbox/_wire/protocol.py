@@ -14,18 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ParamSpec, Protocol, TypeVar
 
-from otel_blackbox._wire.call_ids import CallIds, call_signature
-from otel_blackbox._wire.request_fields import RequestFields
+from otel_blackbox._wire.call_ids import CallIds
 
 __all__ = [
-    "CallIds",
     "Pieces",
     "Provider",
-    "RequestFields",
     "WireRequest",
     "WireResponse",
     "add_piece",
-    "call_signature",
     "join_pieces",
     "read_usage",
     "replaced_content",
@@ -83,7 +79,7 @@ class Provider(Protocol):
         """Wire response (JSON, or the whole SSE stream) -> neutral ``model_output`` payload."""
 
     def usage(self, body: bytes, *, streamed: bool) -> JsonObject | None:
-        """The response's token counts as a ``tokenUsage`` (cassette/usage.py: input including the
+        """The response's token counts as a ``tokenUsage`` (``_cost/usage.py``: input including the
         cached tokens, output including the reasoning), or None when it carries none. Apart from
         ``model_output``: the counts are not what the model said; a recording adds them to it."""
 
@@ -98,7 +94,7 @@ class Provider(Protocol):
         ``model_input`` may come from any of the four APIs; ``native`` says it was recorded on this
         one, so its settings under their own names are this API's and are sent as they are. The
         messages, tool uses and results (with their neutral ids), the system prompt, the tools and
-        the neutral settings (``portable.py``) are written in this API's shape; what has no
+        the neutral settings (``settings.py``) are written in this API's shape; what has no
         equivalent is left out and named in ``dropped``. The body is one the official SDK sends as
         it is, asking for a stream when ``stream``; for Gemini, whose model is in the URL, it holds
         no model. Round trip: ``model_input(wire_request(m).body)`` is ``m`` for a model_input

@@ -1,16 +1,88 @@
-"""Anthropic content blocks written from neutral parts: thinking and hosted (server or MCP) tool
-use, as a response and a request both carry them."""
+"""Anthropic content blocks that a request's history and a response both carry, both ways: thinking
+(``thinking`` / ``redacted_thinking``) and hosted tool use (a ``server_tool_use`` / ``mcp_tool_use``
+block with the block that answers it), read into neutral ``Reasoning`` and ``Hosted`` entries and
+written back from them.
+"""
 
 from __future__ import annotations
 
 from otel_blackbox._cassette.output import Hosted, Reasoning
 from otel_blackbox._wire.protocol import JsonObject
 
-__all__ = ["DEFAULT_MAX_TOKENS", "MCP_RESULT", "hosted_blocks", "thinking_block"]
+__all__ = [
+    "HOSTED_USES",
+    "MCP_RESULT",
+    "hosted_at",
+    "hosted_blocks",
+    "reasonings",
+    "string_field",
+    "thinking_block",
+]
 
+# The blocks of a hosted tool's use; the block that answers one carries its id as tool_use_id.
+HOSTED_USES = ("server_tool_use", "mcp_tool_use")
 MCP_RESULT = "mcp_tool_result"
-# The API requires max_tokens; a model_input recorded without one (another API's) is sent this.
-DEFAULT_MAX_TOKENS = 4096
+
+
+def reasonings(blocks: list[JsonObject]) -> list[Reasoning]:
+    """The thinking and redacted_thinking blocks, in order."""
+    found: list[Reasoning] = []
+    for block in blocks:
+        if block.get("type") == "thinking":
+            found.append(
+                Reasoning(text=string_field(block, "thinking"), signature=string_field(block, "signature"))
+            )
+        elif block.get("type") == "redacted_thinking":
+            found.append(Reasoning(redacted=string_field(block, "data")))
+    return found
+
+
+def string_field(block: JsonObject, key: str) -> str | None:
+    """The field ``key`` of a block, a string or None when it is not there."""
+    value = block.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"the {key} of a {block.get('type')} is not a string")
+    return value
+
+
+def hosted_at(blocks: list[JsonObject]) -> list[tuple[int, Hosted]]:
+    """Each server_tool_use / mcp_tool_use with the block that answers it, in the uses' order, with
+    the index of the block it starts at (the use, or a result that stands alone).
+
+    A result is the block whose ``tool_use_id`` is a use's id, or any ``*_tool_result`` block other
+    than a client's ``tool_result`` (one that answers no use here stands alone, named by its type).
+    """
+    calls: list[JsonObject] = []
+    open_uses: dict[str, JsonObject | None] = {}  # provider id -> its entry, until its result comes
+    for index, block in enumerate(blocks):
+        kind = str(block.get("type"))
+        if kind in HOSTED_USES:
+            entry = {"tool_name": _hosted_name(block), "tool_input": block.get("input", {}), "at": index}
+            calls.append(entry)
+            open_uses[str(block.get("id"))] = entry
+        elif kind != "tool_result" and (
+            kind.endswith("_tool_result") or block.get("tool_use_id") in open_uses
+        ):
+            entry = open_uses.pop(str(block.get("tool_use_id")), None) or _orphan(calls, kind, index)
+            entry["result_type"] = kind
+            if "content" in block:
+                entry["result"] = block["content"]
+            if kind == MCP_RESULT and block.get("is_error"):
+                entry["status"] = "error"
+    return [(entry.pop("at"), Hosted(**entry)) for entry in calls]
+
+
+def _orphan(calls: list[JsonObject], kind: str, index: int) -> JsonObject:
+    """The entry of a result whose use is not in the same turn."""
+    entry: JsonObject = {"tool_name": kind.removesuffix("_tool_result"), "at": index}
+    calls.append(entry)
+    return entry
+
+
+def _hosted_name(block: JsonObject) -> str:
+    name = str(block.get("name", ""))
+    # MCP tool names hold no "/" (the MCP spec's characters), so the last "/" splits the two again.
+    return f"{block.get('server_name', '')}/{name}" if block.get("type") == "mcp_tool_use" else name
 
 
 def thinking_block(reasoning: Reasoning) -> JsonObject:

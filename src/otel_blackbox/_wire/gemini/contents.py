@@ -1,5 +1,5 @@
 """A Gemini request's ``contents`` read in order: the neutral messages, and which call each function
-response answers (gemini.py's ``model_input`` and the fork's rewrite read them alike); and
+response answers (``read_request`` and the fork's ``rewrite_request`` read them alike); and
 ``ModelParts``, how a model turn's parts are read, in a request's history and in a response alike.
 
 Field names are read in both spellings the API's JSON takes (``functionCall``, ``function_call``);
@@ -45,7 +45,7 @@ Ids. A call with an ``id`` uses it; one without (the usual case) is matched by `
 with the calls the model made, by name and arguments. A ``functionResponse`` with an ``id`` answers
 that call; without, the first unanswered call of its name in the model turn before it.
 
-The other direction, neutral messages -> ``contents``, is gemini_requests.py's.
+The other direction, neutral messages -> ``contents``, is write_request.py's.
 """
 
 from __future__ import annotations
@@ -56,8 +56,9 @@ from typing import Any
 
 from otel_blackbox._cassette.output import Hosted, Reasoning
 from otel_blackbox._spans.messages import function_response_outcome
+from otel_blackbox._wire.call_ids import CallIds, call_signature
 from otel_blackbox._wire.neutral_parts import add_tool_result, tool_use
-from otel_blackbox._wire.protocol import CallIds, JsonObject, call_signature
+from otel_blackbox._wire.protocol import JsonObject
 
 __all__ = [
     "CODE_EXECUTION", "Call", "ModelParts", "call_of", "fields", "objects", "part_kind", "read_contents",

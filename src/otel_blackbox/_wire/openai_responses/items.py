@@ -1,12 +1,43 @@
-"""Responses output items the program runs (``PROGRAM_CALLS``) and hosted calls the API ran, and a
-hosted call's item written back from its neutral form (as a response and a request both carry it)."""
+"""Responses items as a request's input and a response's output both carry them, both ways: the
+calls the program runs (``PROGRAM_CALLS``) and those the API ran (hosted calls), a message's text and
+refusal, a reasoning item; read into their neutral form, and a hosted call's item written back.
+
+A hosted call is a ``*_call`` item that is not one the program answers (``PROGRAM_CALLS``, or a
+``tool_search_call`` with ``execution: client``). Its neutral form (``hosted_of``; ``hosted_item``
+is the inverse):
+
+* ``web_search_call`` -> ``toolName: web_search``, ``toolInput``: its ``action``;
+* ``file_search_call`` -> ``file_search``, ``toolInput``: its ``queries``, ``result``: its ``results``;
+* ``code_interpreter_call`` -> ``code_interpreter``, ``toolInput``: ``{code?, container_id}``,
+  ``result``: its ``outputs``;
+* any other ``*_call`` (``image_generation_call``, ``mcp_call``...) -> its type less ``_call``,
+  ``toolInput``: every field but ``id``, ``type`` and ``status``, nulls left out.
+
+``status`` is the item's own. A reasoning item (``reasoning_of``) is its summary texts (``[]`` when
+the item's is empty), its ``reasoning_text`` content joined (when it has some), its
+``encrypted_content``.
+"""
 
 from __future__ import annotations
 
-from otel_blackbox._cassette.output import Hosted
+from typing import Any
+
+from otel_blackbox._cassette.output import Hosted, Reasoning
+from otel_blackbox._wire.neutral_parts import objects_of
 from otel_blackbox._wire.protocol import JsonObject
 
-__all__ = ["HOSTED_INPUT", "HOSTED_RESULT", "PROGRAM_CALLS", "hosted_item"]
+__all__ = [
+    "HOSTED_INPUT",
+    "HOSTED_RESULT",
+    "PROGRAM_CALLS",
+    "TEXT_PARTS",
+    "hosted_item",
+    "hosted_of",
+    "is_hosted",
+    "reasoning_of",
+    "refusal_of",
+    "text_of",
+]
 
 # Calls the program runs and answers with a ``*_output`` item; any other ``*_call`` the API ran.
 PROGRAM_CALLS = (
@@ -24,10 +55,63 @@ HOSTED_INPUT: dict[str, str | tuple[str, ...]] = {
     "code_interpreter_call": ("code", "container_id"),
 }
 HOSTED_RESULT = {"file_search_call": "results", "code_interpreter_call": "outputs"}
+TEXT_PARTS = ("input_text", "output_text", "text")
+_NOT_INPUT = ("id", "type", "status")
+
+
+def text_of(content: Any) -> str:
+    """A message's text: the string itself, or its text parts joined (refusals are apart)."""
+    if isinstance(content, str):
+        return content
+    return "".join(str(p.get("text", "")) for p in objects_of(content) if p.get("type") in TEXT_PARTS)
+
+
+def refusal_of(content: Any) -> str | None:
+    """A message's refusal parts joined; None when it has none."""
+    refusals = [p for p in objects_of(content) if p.get("type") == "refusal"]
+    return "".join(str(p.get("refusal", "")) for p in refusals) if refusals else None
+
+
+def is_hosted(item: JsonObject) -> bool:
+    kind = item.get("type")
+    if not isinstance(kind, str) or not kind.endswith("_call") or kind in PROGRAM_CALLS:
+        return False
+    return item.get("execution") != "client"  # a tool search the program runs itself
+
+
+def reasoning_of(item: JsonObject) -> Reasoning:
+    """A reasoning item's summary texts, its reasoning_text content joined, its encrypted content."""
+    summary = [str(p.get("text", "")) for p in objects_of(item.get("summary"))]
+    content = objects_of(item.get("content"))
+    encrypted = item.get("encrypted_content")
+    return Reasoning(
+        text="".join(str(p.get("text", "")) for p in content) if content else None,
+        summary=summary,
+        encrypted_content=encrypted if isinstance(encrypted, str) else None,
+    )
+
+
+def hosted_of(item: JsonObject) -> Hosted:
+    """A hosted tool call by the table of the module docstring."""
+    kind = str(item["type"])
+    name = kind.removesuffix("_call")
+    status = item["status"] if isinstance(item.get("status"), str) else None
+    fields = HOSTED_INPUT.get(kind)
+    if fields is None:
+        rest = {k: v for k, v in item.items() if k not in _NOT_INPUT and v is not None}
+        return Hosted(name, tool_input=rest, status=status)
+    if isinstance(fields, tuple):
+        given: Any = {k: item[k] for k in fields if item.get(k) is not None}
+    else:
+        given = item.get(fields)
+    result = item.get(HOSTED_RESULT[kind]) if kind in HOSTED_RESULT else None
+    if result is None:
+        return Hosted(name, tool_input=given, status=status)
+    return Hosted(name, tool_input=given, result=result, status=status)
 
 
 def hosted_item(hosted: Hosted, item_id: str) -> JsonObject:
-    """The item ``_hosted`` read, rebuilt: the inverse of the docstring's table."""
+    """The item ``hosted_of`` read, rebuilt: the inverse of the docstring's table."""
     kind = f"{hosted.tool_name}_call"
     if kind in PROGRAM_CALLS:  # it would read back as a call the program answers
         raise ValueError(

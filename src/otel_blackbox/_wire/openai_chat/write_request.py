@@ -1,5 +1,5 @@
 """OpenAI Chat Completions requests from a neutral ``model_input`` (``wire_request``), pure functions:
-the inverse of openai_chat.py's ``model_input``, for the built-in agent.
+the inverse of ``read_request.model_input``, for the built-in agent.
 
 * ``systemPrompt`` is one leading ``system`` message: ``model_input`` joined the leading ones, and
   which of them were ``developer`` messages is not kept (``system`` is the role every model takes).
@@ -16,7 +16,7 @@ the inverse of openai_chat.py's ``model_input``, for the built-in agent.
   ``top_p``; every other setting goes under its own wire name.
 
 Recorded on another API (``native=False``): tool results are sent as text (``result_text``), and an
-error as its text; the neutral settings are read with ``portable.py`` and written in Chat's shape (a
+error as its text; the neutral settings are read with ``_wire/settings.py`` and written in Chat's shape (a
 JSON schema recorded with no name is named ``response``; four stop sequences at most);
 Responses' ``reasoning.effort`` and ``text.verbosity`` become ``reasoning_effort`` and
 ``verbosity``; Anthropic's and Gemini's inline images become ``data:`` URLs, and Gemini's
@@ -25,8 +25,8 @@ tool parts, other parts (an image by file id, a document), signatures, a tool's 
 that is not a function there (a server tool, a custom tool), ``toolChoice`` and
 ``parallel_tool_calls`` with no tools, and any setting Chat's table does not name.
 
-The pieces the Responses API's writer (responses_requests.py) shares are here: ``Building``, the
-tool, part and result helpers, ``openai_tool_choice``.
+The pieces the Responses API's writer (``openai_responses/write_request.py``) shares are here:
+``Building``, the tool, part and result helpers, ``openai_tool_choice``.
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_blackbox._wire.neutral_parts import arguments_text, objects_of
+from otel_blackbox._wire.openai_chat.fields import CHAT_FIELDS as REQUEST_FIELDS
+from otel_blackbox._wire.openai_chat.message import WEB_SEARCH
 from otel_blackbox._wire.protocol import JsonObject, WireRequest
-from otel_blackbox._wire.request_fields import CHAT_FIELDS
 from otel_blackbox._wire.settings import (
     ResponseFormat,
     ToolChoice,
@@ -51,8 +52,6 @@ from otel_blackbox._wire.settings import (
 
 __all__ = ["chat_request"]
 
-REQUEST_FIELDS = CHAT_FIELDS  # openai_chat.py's table
-_WEB_SEARCH = "web_search"  # the hosted tool whose results are a message's annotations (openai_chat.py)
 # maxTokens goes as max_completion_tokens (both read back as maxTokens): the models that take only
 # one of the two (o-series, gpt-5) take that one.
 _WIRE_NEUTRAL = {"maxTokens": "max_completion_tokens", "temperature": "temperature", "topP": "top_p"}
@@ -79,7 +78,7 @@ def chat_request(model_input: JsonObject, *, stream: bool, native: bool) -> Wire
     return WireRequest(body, build.dropped)
 
 
-# --- the pieces responses_requests.py shares ----------------------------------------------------
+# --- the pieces openai_responses/write_request.py shares ------------------------------------
 
 
 @dataclass
@@ -229,7 +228,7 @@ def _wire_messages(model_input: JsonObject, build: Building) -> list[JsonObject]
 
 
 def _wire_assistant(parts: list[Any], names: dict[str, str], build: Building) -> JsonObject | None:
-    """The inverse of openai_chat.py's ``_assistant``: the text as content, the refusal, the
+    """The inverse of read_request.py's ``_assistant``: the text as content, the refusal, the
     web-search annotations and the calls in their fields. With none of the last three, natively, the
     text stays a list of parts (a string would read back as a string)."""
     text: list[str] = []
@@ -256,7 +255,7 @@ def _wire_assistant(parts: list[Any], names: dict[str, str], build: Building) ->
         elif (
             build.native
             and kind == "hosted_tool"
-            and part.get("toolName") == _WEB_SEARCH
+            and part.get("toolName") == WEB_SEARCH
             and isinstance(part.get("result"), list)
         ):
             annotations.extend(part["result"])
@@ -342,7 +341,7 @@ def _from_responses(params: JsonObject, build: Building) -> None:
 
 
 def _wire_settings(params: JsonObject, build: Building) -> JsonObject:
-    """toolChoice, responseFormat and stop: as recorded natively, else read (portable.py) and
+    """toolChoice, responseFormat and stop: as recorded natively, else read (settings.py) and
     written in Chat's shape."""
     if build.native:
         return {wire: params[neutral] for neutral, wire in _NATIVE_SETTINGS.items() if neutral in params}

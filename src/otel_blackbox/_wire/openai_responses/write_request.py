@@ -1,5 +1,5 @@
 """OpenAI Responses API requests from a neutral ``model_input`` (``wire_request``), pure functions:
-the inverse of openai_responses.py's ``model_input``, for the built-in agent.
+the inverse of ``read_request.model_input``, for the built-in agent.
 
 * ``systemPrompt`` is ``instructions``: ``model_input`` joined them with the leading ``system`` /
   ``developer`` items, which are not told apart. ``input`` is always a list of items.
@@ -7,7 +7,7 @@ the inverse of openai_responses.py's ``model_input``, for the built-in agent.
   parts are ``function_call_output`` items (``call_id``, ``output`` as recorded, or an error's
   text), before its other parts (``input_text``, ``input_image``, any other as recorded). An
   assistant turn of parts is its items in the canonical order: a ``reasoning`` item per reasoning
-  part, a hosted call item per hosted tool part (openai_responses.py's table of hosted calls,
+  part, a hosted call item per hosted tool part (``items.py``'s table of hosted calls,
   inverted), one assistant message of ``output_text`` and ``refusal`` parts, a ``function_call`` per
   tool use (``call_id`` the neutral id, arguments as compact JSON). No item carries an id: the API's
   ids are not in the model_input, and a status is sent only where one was recorded.
@@ -20,7 +20,7 @@ the inverse of openai_responses.py's ``model_input``, for the built-in agent.
 
 Recorded on another API (``native=False``): functions carry ``parameters`` (``null`` when there is
 no schema) and ``strict: false``, as another API's schema is not written for strict mode; tool
-results and errors are text; the neutral settings are read with ``portable.py`` (a JSON schema with
+results and errors are text; the neutral settings are read with ``_wire/settings.py`` (a JSON schema with
 no name is named ``response``); Chat's ``reasoning_effort`` and ``verbosity`` become
 ``reasoning.effort`` and ``text.verbosity``; Anthropic's and Gemini's inline images become
 ``data:`` URLs, an image without a detail asks for ``auto``, and Gemini's upper-case schema types
@@ -29,8 +29,8 @@ sequences), a JSON schema format with no schema, reasoning and hosted tool parts
 signatures, a tool's settings and a tool that is not a function there, ``toolChoice`` and
 ``parallel_tool_calls`` with no tools, and any setting this API's table does not name.
 
-The pieces shared with Chat's writer are in chat_requests.py; the hosted call items, which a
-response holds too, in openai_responses.py.
+The pieces shared with Chat's writer are in ``openai_chat/write_request.py``; the hosted call items,
+which a response holds too, in ``items.py``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import Any
 
 from otel_blackbox._cassette.output import Hosted
 from otel_blackbox._wire.neutral_parts import arguments_text, objects_of
-from otel_blackbox._wire.openai_chat.requests import (
+from otel_blackbox._wire.openai_chat.write_request import (
     SCHEMA_NAME,
     Building,
     image_url_of,
@@ -49,9 +49,9 @@ from otel_blackbox._wire.openai_chat.requests import (
     tool_answer,
     tool_parts,
 )
+from otel_blackbox._wire.openai_responses.fields import RESPONSES_FIELDS as REQUEST_FIELDS
 from otel_blackbox._wire.openai_responses.items import HOSTED_INPUT, PROGRAM_CALLS, hosted_item
 from otel_blackbox._wire.protocol import JsonObject, WireRequest
-from otel_blackbox._wire.request_fields import RESPONSES_FIELDS as REQUEST_FIELDS
 from otel_blackbox._wire.settings import (
     ResponseFormat,
     own_params,
@@ -114,7 +114,7 @@ def _wire_input(messages: list[JsonObject], build: Building) -> list[JsonObject]
 
 
 def _wire_turn(content: Any, names: dict[str, str], build: Building) -> list[JsonObject]:
-    """The inverse of openai_responses.py's ``_assistant``: an item per reasoning part, hosted call
+    """The inverse of read_request.py's ``_assistant``: an item per reasoning part, hosted call
     and call, and one message for the text and the refusal, in the parts' order; no item ids (the
     API's ids are not in the model_input)."""
     if not isinstance(content, list):
@@ -162,7 +162,7 @@ def _said(part: JsonObject) -> JsonObject:
 
 
 def _reasoning_input(part: JsonObject) -> JsonObject:
-    """The reasoning item openai_responses.py's ``_reasoning`` read, less its id."""
+    """The reasoning item ``items.reasoning_of`` read, less its id."""
     summary = part.get("summary")
     texts = [s for s in summary if isinstance(s, str)] if isinstance(summary, list) else []
     item: JsonObject = {"type": "reasoning", "summary": [{"type": "summary_text", "text": s} for s in texts]}
@@ -174,7 +174,7 @@ def _reasoning_input(part: JsonObject) -> JsonObject:
 
 
 def _hosted_input(part: JsonObject) -> JsonObject | None:
-    """The hosted call item openai_responses.py's ``_hosted`` read, less its id, its status only when
+    """The hosted call item ``items.hosted_of`` read, less its id, its status only when
     it had one; None for a part no item reads back as."""
     name = part.get("toolName")
     if not isinstance(name, str) or f"{name}_call" in PROGRAM_CALLS:
@@ -258,7 +258,7 @@ def _wire_params(params: JsonObject, has_tools: bool, build: Building) -> JsonOb
 def _portable_settings(
     params: JsonObject, has_tools: bool, body: JsonObject, text: JsonObject, build: Building
 ) -> None:
-    """The neutral settings of another API, read (portable.py) and written in this API's shape, and
+    """The neutral settings of another API, read (settings.py) and written in this API's shape, and
     Chat's reasoning_effort and verbosity as ``reasoning.effort`` and ``text.verbosity``."""
     if "stop" in params:
         build.drop("params.stop")  # the Responses API has no stop sequences

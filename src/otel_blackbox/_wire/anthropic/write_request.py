@@ -1,5 +1,5 @@
 """Anthropic Messages requests from a neutral ``model_input`` (``wire_request``), pure functions: the
-other direction of anthropic.py's ``model_input``.
+other direction of ``read_request.model_input``.
 
 * Recorded here (``native``): its exact inverse. String content stays a string; an assistant turn's
   parts become blocks in the canonical order (thinking / redacted_thinking, each hosted tool as its
@@ -13,7 +13,7 @@ other direction of anthropic.py's ``model_input``.
   results (an error as its text with ``is_error``), with their neutral ids; the system prompt (none
   when empty); the tools' name, description and schema (an empty object schema when there is none,
   as the API requires one; a Gemini OpenAPI schema's upper-case types lower-cased); the neutral
-  settings in this API's shape (``portable.py``; a temperature above 1, this API's top, is sent as
+  settings in this API's shape (``_wire/settings.py``; a temperature above 1, this API's top, is sent as
   1; no tool choice without tools) and those of the table's names. Empty messages are left out, a
   message of another role (a later system message) is a user turn, and messages of one role in a
   row are merged into one, the tool results first, as the API requires. An OpenAI image (a URL, or
@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_blackbox._cassette.output import Hosted, Reasoning, extras_of
-from otel_blackbox._wire.anthropic.blocks import DEFAULT_MAX_TOKENS, MCP_RESULT, hosted_blocks, thinking_block
+from otel_blackbox._wire.anthropic.blocks import MCP_RESULT, hosted_blocks, thinking_block
+from otel_blackbox._wire.anthropic.fields import ANTHROPIC_FIELDS as REQUEST_FIELDS
 from otel_blackbox._wire.protocol import JsonObject, WireRequest
-from otel_blackbox._wire.request_fields import ANTHROPIC_FIELDS as REQUEST_FIELDS
 from otel_blackbox._wire.settings import (
     NEUTRAL_PARAMS,
     is_text_part,
@@ -49,8 +49,10 @@ from otel_blackbox._wire.settings import (
     tool_choice_of,
 )
 
-__all__ = ["anthropic_request"]
+__all__ = ["DEFAULT_MAX_TOKENS", "anthropic_request"]
 
+# The API requires max_tokens; a model_input recorded without one (another API's) is sent this.
+DEFAULT_MAX_TOKENS = 4096
 _WIRE_NAMES = {neutral: wire for wire, neutral in REQUEST_FIELDS.neutral.items()}  # maxTokens -> max_tokens
 # A custom tool needs an input_schema; a function of another API that takes no arguments has none.
 _NO_ARGUMENTS: JsonObject = {"type": "object", "properties": {}}
@@ -270,7 +272,7 @@ def _hosted_of(part: JsonObject) -> Hosted:
 
 
 def _request_hosted_blocks(hosted: Hosted, suffix: str) -> list[JsonObject]:
-    """A hosted tool of a request's assistant turn as the blocks anthropic.py's ``_hosted_at`` reads
+    """A hosted tool of a request's assistant turn as the blocks ``blocks.hosted_at`` reads
     back into it: its use and the result block, or the result alone when it answered no use of this
     turn."""
     result_type = hosted.result_type

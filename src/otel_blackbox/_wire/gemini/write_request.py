@@ -1,5 +1,5 @@
 """Gemini generateContent requests from a neutral ``model_input`` (``wire_request``), pure functions:
-the other direction of gemini.py's ``model_input``. The body holds no model and does not say whether
+the other direction of ``read_request.model_input``. The body holds no model and does not say whether
 to stream: the URL does (the built-in agent's SDK call builds it).
 
 * ``messages`` -> ``contents`` (below): calls and results carry the neutral ids as their ``id``, so
@@ -18,14 +18,14 @@ to stream: the URL does (the built-in agent's SDK call builds it).
   ``topP``, ``stopSequences``, ``responseMimeType`` (``text/plain``, or ``application/json`` with the
   schema as ``responseJsonSchema``) and ``toolConfig.functionCallingConfig`` (``AUTO``, ``NONE``,
   ``ANY`` with the one name allowed; none without tools) from the neutral settings
-  (``portable.py``); every other setting, the tools' settings, and the parts this API cannot say
+  (``_wire/settings.py``); every other setting, the tools' settings, and the parts this API cannot say
   (reasoning, hosted tools, refusals, signatures, images given by URL...) are left out and named in
   ``dropped``. Messages of one role in a row stay apart, as this API takes them.
 * A tool name is sent as it is, even one this API refuses (``^[a-zA-Z_][a-zA-Z0-9_.:-]*$``, 64
   characters): renamed, the model's calls would no longer be those of the recorded tool. The API then
   refuses the request, naming it.
 
-The contents, as gemini_contents.py reads them back: each message one content, ``assistant`` as
+The contents, as ``contents.py`` reads them back: each message one content, ``assistant`` as
 ``model``. A string is one text part. A model turn's parts in the canonical order: thoughts
 (``{text?, thought: true, thoughtSignature?}``; an empty text part between two thoughts when the
 first has no signature, which would otherwise run on into the next), hosted tools (``executableCode``
@@ -49,9 +49,9 @@ from typing import Any
 
 from otel_blackbox._spans.messages import FUNCTION_OUTPUT_FIELDS
 from otel_blackbox._wire.gemini.contents import CODE_EXECUTION
+from otel_blackbox._wire.gemini.fields import GEMINI_FIELDS as REQUEST_FIELDS
 from otel_blackbox._wire.gemini.fields import GENERATION_PARAMS
 from otel_blackbox._wire.protocol import JsonObject, WireRequest
-from otel_blackbox._wire.request_fields import GEMINI_FIELDS as REQUEST_FIELDS
 from otel_blackbox._wire.settings import (
     NEUTRAL_PARAMS,
     is_text_part,
@@ -241,8 +241,8 @@ def _thought(part: JsonObject) -> JsonObject:
 
 
 def _found_by_metadata(part: JsonObject) -> bool:
-    """What a response's candidate metadata found (grounding, URL context: gemini.py's hosted tools of
-    no part), which a program sends back as no part either."""
+    """What a response's candidate metadata found (grounding, URL context: read_response.py's hosted
+    tools of no part), which a program sends back as no part either."""
     name, result = part["toolName"], part.get("result")
     if name in ("google_search", "grounding"):  # no part reads as these: a toolType says GOOGLE_SEARCH_WEB
         return True

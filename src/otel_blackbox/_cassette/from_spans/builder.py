@@ -1,0 +1,131 @@
+"""The cassette built step by step, as the walk meets the spans.
+
+A model call (from an LLM span, or as HTTP capture saw it on the wire: the whole request, ids
+renumbered), a TOOL span's ``tool_call`` and ``tool_result`` (matched with the call the model
+asked for), the calls no TOOL span ran (their results read from the next model input), and an
+exchange's ``metadata``. Steps are timed in milliseconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openinference.semconv.trace import SpanAttributes
+
+from otel_blackbox._cassette.from_spans.calls import _Calls, _json_or_text, _renumbered
+from otel_blackbox._cassette.from_spans.model_input import _model_input
+from otel_blackbox._cassette.from_spans.model_output import _model_output
+from otel_blackbox._cassette.from_spans.sources import _api_of_llm, _api_of_wire
+from otel_blackbox._cassette.model import Cassette
+from otel_blackbox._cassette.tool_output import tool_output
+from otel_blackbox._spans.messages import GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_CALL_RESULT
+from otel_blackbox._store.queries import SpanRecord
+
+
+def _ms(ns: int | None) -> int:
+    return 0 if ns is None else ns // 1_000_000
+
+
+def _first_of(attributes: dict[str, Any], *keys: str) -> Any:
+    """The first of these attributes the span has (OpenInference's name, then the GenAI one)."""
+    return next((attributes[key] for key in keys if attributes.get(key) is not None), None)
+
+
+def _error_of(span: SpanRecord) -> str:
+    for event in span.exception_events:
+        ev = event.get("attributes", {})
+        return f"{ev.get('exception.type', 'Error')}: {ev.get('exception.message', '')}"
+    return span.status_message or "error"
+
+
+class _Builder:
+    def __init__(self, cassette: Cassette) -> None:
+        self.cassette = cassette
+        self.calls = _Calls()
+        self.pending: list[dict[str, Any]] = []  # calls of the last model output not yet executed
+        self.final_answer: str | None = None
+        self.model_calls = 0
+
+    def first_call(self, api: dict[str, Any] | None) -> None:
+        """The API hint is the first model call's, or none when its span does not tell it."""
+        if self.model_calls == 0:
+            self.cassette.api = api
+        self.model_calls += 1
+
+    def llm(self, span: SpanRecord) -> None:
+        self.first_call(_api_of_llm(span))
+        model_input = _model_input(span, self.calls)
+        self.flush_pending(model_input["messages"], _ms(span.start_ns))
+        self.cassette.append("model_input", model_input, _ms(span.start_ns))
+        if span.status == "open":
+            return
+        self.model_output(_model_output(span, self.calls), _ms(span.end_ns))
+
+    def wire(self, span: SpanRecord, model_input: dict[str, Any], output: dict[str, Any]) -> None:
+        """A model call as HTTP capture saw it on the wire: the whole request, no `observed` needed."""
+        self.first_call(_api_of_wire(span))
+        model_input = _renumbered(model_input, self.calls)
+        self.flush_pending(model_input.get("messages", []), _ms(span.start_ns))
+        self.cassette.append("model_input", model_input, _ms(span.start_ns))
+        self.model_output(_renumbered(output, self.calls), _ms(span.end_ns))
+
+    def model_output(self, output: dict[str, Any] | None, at: int) -> None:
+        if output is None:
+            return
+        self.cassette.append("model_output", output, at)
+        if output["type"] == "final_answer":
+            self.final_answer = output["text"]
+        else:
+            self.pending = list(output["calls"])
+
+    def tool(self, span: SpanRecord) -> None:
+        name = span.tool_name or span.name
+        match = next((c for c in self.pending if c["toolName"] == name), None)
+        if match is not None:
+            self.pending.remove(match)
+            call_id, tool_input = match["toolCallId"], match["toolInput"]
+        else:  # a tool the model did not ask for (or asked for in an unrecorded call)
+            call_id = self.calls.id_for(None, name)
+            raw = _first_of(
+                span.attributes,
+                SpanAttributes.TOOL_PARAMETERS,
+                SpanAttributes.INPUT_VALUE,
+                GEN_AI_TOOL_CALL_ARGUMENTS,
+            )
+            tool_input = _json_or_text(raw) if raw is not None else {}
+        head = {"toolCallId": call_id, "toolName": name}
+        self.cassette.append("tool_call", {**head, "toolInput": tool_input}, _ms(span.start_ns))
+        if span.status == "open":
+            return
+        if span.status == "error":
+            self.cassette.append("tool_result", {**head, "error": _error_of(span)}, _ms(span.end_ns))
+        else:
+            output = tool_output(
+                _first_of(span.attributes, SpanAttributes.OUTPUT_VALUE, GEN_AI_TOOL_CALL_RESULT)
+            )
+            self.cassette.append(
+                "tool_result", {**head, "result": output if output is not None else ""}, _ms(span.end_ns)
+            )
+
+    def flush_pending(self, next_messages: list[Any], at: int) -> None:
+        """Calls with no TOOL span: their rounds come from the results the next model input carries."""
+        if not self.pending:
+            return
+        results = {
+            part["toolCallId"]: part
+            for message in next_messages
+            if isinstance(message, dict) and isinstance(message.get("content"), list)
+            for part in message["content"]
+            if isinstance(part, dict) and part.get("type") == "tool_result"
+        }
+        for call in self.pending:
+            head = {"toolCallId": call["toolCallId"], "toolName": call["toolName"]}
+            self.cassette.append("tool_call", {**head, "toolInput": call["toolInput"]}, at)
+            if call["toolCallId"] in results:
+                part = results[call["toolCallId"]]
+                outcome = {"error": part["error"]} if "error" in part else {"result": part.get("result")}
+                self.cassette.append("tool_result", {**head, **outcome}, at)
+        self.pending = []
+
+    def exchange(self, span: SpanRecord, payload: dict[str, Any]) -> None:
+        self.cassette.append("metadata", payload, _ms(span.end_ns))

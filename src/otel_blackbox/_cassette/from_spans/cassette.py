@@ -1,0 +1,88 @@
+"""A recorded trace (its stored spans) as a cassette: the walk over the spans, and how the run ended.
+
+OpenInference LLM spans give ``model_input`` and ``model_output``; TOOL spans give ``tool_call``
+and ``tool_result``; a tool round with no TOOL span is read from the tool-result messages of the
+next model input; the root span's end gives the closing ``metadata`` (a trace with spans still
+open ends ``run_failed`` / ``process_exit``). A model call HTTP capture saw is read from the wire
+instead, and an LLM span around it (or around another LLM span) is not a round of its own.
+
+The cassette keeps what the model did: the OpenAI Agents SDK's handoff spans (a TOOL span
+``handoff to <agent>`` beside the model's own ``transfer_to_<agent>`` call) are not steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openinference.semconv.trace import SpanAttributes
+
+from otel_blackbox._cassette.captured import captured_exchange, captured_model_call
+from otel_blackbox._cassette.from_spans.builder import _Builder, _error_of, _ms
+from otel_blackbox._cassette.from_spans.order import (
+    _ancestors,
+    _around,
+    _calls_in_asked_order,
+    _ordered,
+    _roots,
+)
+from otel_blackbox._cassette.from_spans.sources import _LLM, _TOOL, _is_handoff
+from otel_blackbox._cassette.model import Cassette
+from otel_blackbox._spans.semconv import ATTR_MODEL_PROVIDER
+from otel_blackbox._store.queries import SpanRecord
+
+__all__ = ["PROCESS_EXIT", "cassette_from_spans"]
+
+PROCESS_EXIT = "process_exit"
+
+
+def cassette_from_spans(spans: list[SpanRecord], *, cassette_id: str | None = None) -> Cassette:
+    """Spans as a v2 cassette: one trace's (id = the trace id), or several traces' (a run's, a
+    session's: pass ``cassette_id``), their model and tool rounds in time order."""
+    if not spans:
+        raise ValueError("a cassette needs at least one span")
+    ordered = _ordered(spans)
+    roots = _roots(ordered)
+    cassette = Cassette(id=cassette_id or roots[0].trace_id, created_at=_ms(roots[0].start_ns))
+    builder = _Builder(cassette)
+    wire = {(s.trace_id, s.span_id): call for s in ordered if (call := captured_model_call(s)) is not None}
+    # An LLM span around a captured call, or around another LLM span, is not a round of its own.
+    outer = _ancestors(
+        ordered, [s for s in ordered if s.oi_span_kind == _LLM or (s.trace_id, s.span_id) in wire]
+    ) | _around(ordered, [s for s in ordered if (s.trace_id, s.span_id) in wire])
+    for span in _calls_in_asked_order(ordered, builder):
+        key = (span.trace_id, span.span_id)
+        if key in wire:
+            builder.wire(span, *wire[key])
+        elif span.oi_span_kind == _LLM and key not in outer:
+            builder.llm(span)
+        elif _is_handoff(span):
+            continue  # the model's transfer call and its result are the steps
+        elif span.oi_span_kind == _TOOL:
+            builder.tool(span)
+        elif (exchange := captured_exchange(span)) is not None and ATTR_MODEL_PROVIDER not in span.attributes:
+            builder.exchange(span, exchange)
+    _close(cassette, builder, ordered, roots)
+    return cassette
+
+
+def _close(cassette: Cassette, builder: _Builder, spans: list[SpanRecord], roots: list[SpanRecord]) -> None:
+    """How the run ended: killed if anything is still open, else as its last root span ended."""
+    last_seen = max((s.end_ns or s.written_ns) for s in spans)
+    root = max(roots, key=lambda s: (s.end_ns or s.written_ns, s.start_ns))
+    if any(s.status == "open" for s in spans):
+        payload: dict[str, Any] = {"event": "run_failed", "status": "error", "reason": PROCESS_EXIT}
+        cassette.append("metadata", payload, _ms(last_seen))
+    elif root.status == "error":
+        cassette.append(
+            "metadata",
+            {"event": "run_failed", "status": "error", "reason": _error_of(root)},
+            _ms(root.end_ns),
+        )
+    else:
+        answer = builder.final_answer
+        if answer is None:
+            output = root.attributes.get(SpanAttributes.OUTPUT_VALUE)
+            answer = str(output) if output is not None else ""
+        cassette.append(
+            "metadata", {"event": "run_completed", "status": "success", "result": answer}, _ms(root.end_ns)
+        )

@@ -1,0 +1,56 @@
+"""The JSON documents of a file, read as it streams: JSON lines, or one document over many lines."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+
+from otel_blackbox._spans.otlp_in.span import OtlpError
+
+__all__ = ["read_documents"]
+
+
+def read_documents(lines: Iterable[str]) -> Iterator[tuple[int | None, object]]:
+    """The JSON documents of a file, read as it streams: one per line (JSON lines, as ``export`` and
+    the Collector's ``file`` exporter write), or one document over many lines (a backend's body,
+    pretty-printed or not).
+
+    Yields (line number, document); the line is None for a document of many lines. Raises
+    OtlpError naming the line of what is not JSON.
+    """
+    numbered = enumerate(lines, 1)
+    for number, line in numbered:
+        if not line.strip():
+            continue
+        try:
+            first = json.loads(line)
+        except RecursionError:
+            raise OtlpError(f"line {number}", "nested too deeply to read") from None
+        except json.JSONDecodeError:
+            # Not a line of its own: the file is one document, read whole (blank lines before it
+            # kept, so that an error's line number is the file's).
+            text = "\n" * (number - 1) + line + "".join(rest for _, rest in numbered)
+            yield None, _whole(text)
+            return
+        yield number, first
+        for number, line in numbered:
+            if line.strip():
+                yield number, _line(line, number)
+
+
+def _whole(text: str) -> object:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise OtlpError("", "nested too deeply to read") from None
+    except json.JSONDecodeError as exc:
+        raise OtlpError(f"line {exc.lineno}", f"not JSON ({exc.msg}, column {exc.colno})") from None
+
+
+def _line(line: str, number: int) -> object:
+    try:
+        return json.loads(line)
+    except RecursionError:
+        raise OtlpError(f"line {number}", "nested too deeply to read") from None
+    except json.JSONDecodeError as exc:
+        raise OtlpError(f"line {number}", f"not JSON ({exc.msg}, column {exc.colno})") from None

@@ -1,0 +1,288 @@
+"""The fields of an OTLP/JSON document, read strictly: a bad one raises an ``OtlpError`` naming its path.
+
+The bodies read:
+
+* ``ExportTraceServiceRequest`` / ``TracesData``: ``{"resourceSpans": [...]}``;
+* Jaeger's ``/api/v3/traces``: ``{"result": {"resourceSpans": [...]}}``;
+* Tempo's ``/api/traces/<id>``: ``{"batches": [...]}`` (older Tempo: ``instrumentationLibrarySpans``);
+* Tempo's ``/api/v2/traces/<id>``: ``{"trace": {"resourceSpans": [...]}}``.
+
+Field names in camelCase or snake_case; ids as hex (OTLP/JSON) or base64 (ProtoJSON); 64-bit integers
+as strings or numbers; enums as numbers or names.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+from collections.abc import Callable
+from typing import Any
+
+from otel_blackbox._spans.otlp_in.span import _KINDS, _MAX_DEPTH, _STATUSES, OtlpError, _finish, _Span
+
+_U64 = 2**64
+_I64 = range(-(2**63), 2**63)
+_DOUBLES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _resource_spans(document: object) -> tuple[str, object]:
+    """Where the list of ResourceSpans is, whichever body holds it."""
+    if not isinstance(document, dict):
+        raise OtlpError("", f"expected a JSON object with resourceSpans, got {_type(document)}")
+    if "batches" in document:  # Tempo's /api/traces/<id>
+        return "batches", document["batches"]
+    for wrapper in ("result", "trace"):  # Jaeger's /api/v3/traces, Tempo's /api/v2/traces/<id>
+        if wrapper in document and not _has(document, "resourceSpans"):
+            inner = _object(document[wrapper], wrapper)
+            if not _has(inner, "resourceSpans"):
+                raise OtlpError(wrapper, "expected an object with resourceSpans")
+            return f"{wrapper}.resourceSpans", _get(inner, "resourceSpans")
+    if not _has(document, "resourceSpans"):
+        keys = ", ".join(sorted(map(str, document))[:5]) or "none"
+        raise OtlpError(
+            "", f"not OTLP: no resourceSpans (nor a Jaeger result, Tempo batches or trace); keys: {keys}"
+        )
+    return "resourceSpans", _get(document, "resourceSpans")
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+
+
+def _has(obj: dict[str, Any], name: str) -> bool:
+    return name in obj or _snake(name) in obj
+
+
+def _get(obj: dict[str, Any], name: str) -> Any:
+    """A field by its ProtoJSON name or its proto name (parsers accept both)."""
+    value = obj.get(name)
+    return obj.get(_snake(name)) if value is None else value
+
+
+def _type(value: object) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), "null" if value is None else "a number"
+    )
+
+
+def _object(value: object, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise OtlpError(path, f"expected an object, got {_type(value)}")
+    return value
+
+
+def _items(value: object, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise OtlpError(path, f"expected a list, got {_type(value)}")
+    return value
+
+
+def _text(value: object, path: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise OtlpError(path, f"expected a string, got {_type(value)}")
+    return value
+
+
+def _uint64(value: object, path: str) -> int:
+    """A fixed64 (times): a number or a string of digits; missing is 0."""
+    if value is None:
+        return 0
+    number = _integer(value, path)
+    if not 0 <= number < _U64:
+        raise OtlpError(path, f"out of range for a 64-bit unsigned integer: {value!r}")
+    return number
+
+
+def _integer(value: object, path: str) -> int:
+    if isinstance(value, bool):
+        raise OtlpError(path, f"expected an integer, got {_type(value)}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip(), 10)
+        except ValueError:
+            pass
+    raise OtlpError(path, f"expected an integer (a number or a string of digits), got {value!r:.60}")
+
+
+def _id(value: object, size: int, path: str, *, required: bool = True) -> int | None:
+    """A trace id (16 bytes) or span id (8): hex, or base64 as ProtoJSON writes bytes; 0 is none."""
+    what = "trace id" if size == 16 else "span id"
+    if value is None or value == "":
+        if required:
+            raise OtlpError(path, f"missing: a span has a {what}")
+        return None
+    if not isinstance(value, str):
+        raise OtlpError(path, f"expected a {what} as a string, got {_type(value)}")
+    raw: bytes | None = None
+    if len(value) == 2 * size:
+        try:
+            raw = bytes.fromhex(value)
+        except ValueError:
+            raw = None
+    if raw is None:
+        try:
+            padded = value + "=" * (-len(value) % 4)
+            raw = base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
+        except (binascii.Error, ValueError):
+            raw = None
+    if raw is None or len(raw) != size:
+        raise OtlpError(
+            path, f"not a {what} ({2 * size} hex digits or {size} bytes in base64): {value!r:.60}"
+        )
+    number = int.from_bytes(raw, "big")
+    if not number and required:
+        raise OtlpError(path, f"an all-zero {what} is not valid")
+    return number or None
+
+
+def _enum(value: object, names: tuple[str, ...], prefix: str, path: str) -> int:
+    """An enum as its number or its name (SPAN_KIND_SERVER, STATUS_CODE_ERROR)."""
+    if value is None:
+        return 0
+    if isinstance(value, str) and not value.strip().isdigit():
+        name = value.strip().upper().removeprefix(prefix)
+        if name == "UNSPECIFIED" and prefix == "SPAN_KIND_":
+            return 0
+        for number, known in enumerate(names):
+            if known.upper() == name and (number or prefix != "SPAN_KIND_"):
+                return number
+        raise OtlpError(path, f"unknown value {value!r:.60}")
+    number = _integer(value, path)
+    if not 0 <= number < len(names):
+        raise OtlpError(path, f"unknown value {value!r}")
+    return number
+
+
+def _json_value(value: object, path: str, depth: int = 0) -> Any:
+    """An AnyValue: the Python value the SDK would hold (arrays as lists, kvlists as dicts)."""
+    if depth > _MAX_DEPTH:
+        raise OtlpError(path, f"nested deeper than {_MAX_DEPTH} levels")
+    obj = _object(value, path)
+    if not obj:
+        return None
+    for name, read in _VALUE_READERS:
+        found = _get(obj, name)
+        if found is not None:
+            return read(found, f"{path}.{name}", depth)
+    raise OtlpError(path, f"not an AnyValue (keys: {', '.join(sorted(map(str, obj))[:5])})")
+
+
+def _string_value(value: object, path: str, depth: int) -> str:
+    return _text(value, path)
+
+
+def _bool_value(value: object, path: str, depth: int) -> bool:
+    if not isinstance(value, bool):
+        raise OtlpError(path, f"expected a boolean, got {_type(value)}")
+    return value
+
+
+def _int_value(value: object, path: str, depth: int) -> int:
+    number = _integer(value, path)
+    if number not in _I64:
+        raise OtlpError(path, f"out of range for a 64-bit integer: {value!r}")
+    return number
+
+
+def _double_value(value: object, path: str, depth: int) -> float:
+    if isinstance(value, str) and value in _DOUBLES:
+        return _DOUBLES[value]
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise OtlpError(path, f"expected a number, got {_type(value)}")
+    try:
+        return float(value)
+    except ValueError:
+        raise OtlpError(path, f"expected a number, got {value!r:.60}") from None
+
+
+def _array_value(value: object, path: str, depth: int) -> list[Any]:
+    values = _items(_get(_object(value, path), "values"), f"{path}.values")
+    return [_json_value(v, f"{path}.values[{i}]", depth + 1) for i, v in enumerate(values)]
+
+
+def _kvlist_value(value: object, path: str, depth: int) -> dict[str, Any]:
+    return _json_attributes(_get(_object(value, path), "values"), f"{path}.values", depth + 1)
+
+
+def _bytes_value(value: object, path: str, depth: int) -> str:
+    text = _text(value, path)
+    try:
+        base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise OtlpError(path, "not base64") from None
+    return text  # kept as the base64 text: span attributes have no bytes type
+
+
+_VALUE_READERS: tuple[tuple[str, Callable[[object, str, int], Any]], ...] = (
+    ("stringValue", _string_value),
+    ("boolValue", _bool_value),
+    ("intValue", _int_value),
+    ("doubleValue", _double_value),
+    ("arrayValue", _array_value),
+    ("kvlistValue", _kvlist_value),
+    ("bytesValue", _bytes_value),
+)
+
+
+def _json_attributes(values: object, path: str, depth: int = 0) -> dict[str, Any]:
+    attributes: dict[str, Any] = {}
+    for i, item in enumerate(_items(values, path)):
+        item = _object(item, f"{path}[{i}]")
+        key = item.get("key")
+        if not isinstance(key, str):
+            raise OtlpError(f"{path}[{i}].key", f"expected a string, got {_type(key)}")
+        value = item.get("value")
+        attributes[key] = None if value is None else _json_value(value, f"{path}[{i}].value", depth)
+    return attributes
+
+
+def _json_span(value: object, path: str) -> _Span:
+    span = _object(value, path)
+    trace_id = _id(_get(span, "traceId"), 16, f"{path}.traceId")
+    span_id = _id(_get(span, "spanId"), 8, f"{path}.spanId")
+    assert trace_id is not None and span_id is not None  # required
+    parent = _id(_get(span, "parentSpanId"), 8, f"{path}.parentSpanId", required=False)
+    status = _object(_get(span, "status") or {}, f"{path}.status")
+    events = _items(_get(span, "events"), f"{path}.events")
+    links = _items(_get(span, "links"), f"{path}.links")
+    return _finish(
+        trace_id,
+        span_id,
+        parent,
+        _text(_get(span, "name"), f"{path}.name"),
+        _KINDS[_enum(_get(span, "kind"), _KINDS, "SPAN_KIND_", f"{path}.kind")],
+        _STATUSES[_enum(_get(status, "code"), _STATUSES, "STATUS_CODE_", f"{path}.status.code")],
+        _text(_get(status, "message"), f"{path}.status.message"),
+        _uint64(_get(span, "startTimeUnixNano"), f"{path}.startTimeUnixNano"),
+        _uint64(_get(span, "endTimeUnixNano"), f"{path}.endTimeUnixNano"),
+        _json_attributes(_get(span, "attributes"), f"{path}.attributes"),
+        tuple(_json_event(event, f"{path}.events[{i}]") for i, event in enumerate(events)),
+        tuple(_json_link(link, f"{path}.links[{i}]") for i, link in enumerate(links)),
+        path,
+    )
+
+
+def _json_event(value: object, path: str) -> tuple[str, int, dict[str, Any]]:
+    event = _object(value, path)
+    return (
+        _text(_get(event, "name"), f"{path}.name"),
+        _uint64(_get(event, "timeUnixNano"), f"{path}.timeUnixNano"),
+        _json_attributes(_get(event, "attributes"), f"{path}.attributes"),
+    )
+
+
+def _json_link(value: object, path: str) -> tuple[int, int, dict[str, Any]]:
+    link = _object(value, path)
+    trace_id = _id(_get(link, "traceId"), 16, f"{path}.traceId")
+    span_id = _id(_get(link, "spanId"), 8, f"{path}.spanId")
+    assert trace_id is not None and span_id is not None  # required
+    return trace_id, span_id, _json_attributes(_get(link, "attributes"), f"{path}.attributes")

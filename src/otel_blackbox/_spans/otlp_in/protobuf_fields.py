@@ -1,0 +1,70 @@
+"""The fields of an OTLP/protobuf span, read from the generated message classes: ids of the
+right size, attribute values nested no deeper than the bound, and a span kind or status code that a
+newer proto added read as 0 (unspecified, unset)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from otel_blackbox._spans.otlp_in.span import _KINDS, _MAX_DEPTH, _STATUSES, OtlpError, _finish, _Span
+
+
+def _pb_id(raw: bytes, size: int, path: str, *, required: bool = True) -> int | None:
+    what = "trace id" if size == 16 else "span id"
+    if not raw:
+        if required:
+            raise OtlpError(path, f"missing: a span has a {what}")
+        return None
+    if len(raw) != size:
+        raise OtlpError(path, f"a {what} is {size} bytes, got {len(raw)}")
+    number = int.from_bytes(raw, "big")
+    if not number and required:
+        raise OtlpError(path, f"an all-zero {what} is not valid")
+    return number or None
+
+
+def _pb_value(value: Any, depth: int = 0) -> Any:
+    which = value.WhichOneof("value")
+    if which is None:
+        return None
+    if which == "array_value":
+        return [_pb_value(v, depth + 1) for v in _deep(value.array_value.values, depth)]
+    if which == "kvlist_value":
+        return _pb_attributes(_deep(value.kvlist_value.values, depth), depth + 1)
+    if which == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode("ascii")
+    return getattr(value, which)
+
+
+def _deep(values: Any, depth: int) -> Any:
+    if depth > _MAX_DEPTH:
+        raise OtlpError("attributes", f"a value nested deeper than {_MAX_DEPTH} levels")
+    return values
+
+
+def _pb_attributes(values: Any, depth: int = 0) -> dict[str, Any]:
+    return {kv.key: _pb_value(kv.value, depth) for kv in values}
+
+
+def _pb_span(span: Any, path: str) -> _Span:
+    trace_id = _pb_id(span.trace_id, 16, f"{path}.traceId")
+    span_id = _pb_id(span.span_id, 8, f"{path}.spanId")
+    assert trace_id is not None and span_id is not None  # required
+    parent = _pb_id(span.parent_span_id, 8, f"{path}.parentSpanId", required=False)
+    kind = span.kind if 0 <= span.kind < len(_KINDS) else 0  # an enum value from a newer proto
+    code = span.status.code if 0 <= span.status.code < len(_STATUSES) else 0
+    events = tuple((e.name, e.time_unix_nano, _pb_attributes(e.attributes)) for e in span.events)
+    links = tuple(_pb_link(link, f"{path}.links[{i}]") for i, link in enumerate(span.links))
+    return _finish(
+        trace_id, span_id, parent, span.name, _KINDS[kind], _STATUSES[code], span.status.message,
+        span.start_time_unix_nano, span.end_time_unix_nano, _pb_attributes(span.attributes), events, links,
+        path,
+    )  # fmt: skip
+
+
+def _pb_link(link: Any, path: str) -> tuple[int, int, dict[str, Any]]:
+    trace_id = _pb_id(link.trace_id, 16, f"{path}.traceId")
+    span_id = _pb_id(link.span_id, 8, f"{path}.spanId")
+    assert trace_id is not None and span_id is not None  # required
+    return trace_id, span_id, _pb_attributes(link.attributes)
