@@ -32,7 +32,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from otel_blackbox import BlackboxSpanProcessor
 from otel_blackbox._config import BlackboxConfig
 from otel_blackbox._cost import llm_calls
-from otel_blackbox._cost import spans as cost
+from otel_blackbox._cost import prices as cost
 from otel_blackbox._store import queries
 from otel_blackbox._store.connection import connect_reader
 

@@ -28,7 +28,8 @@ from markdown_it.token import Token
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from otel_blackbox._cost.spans import format_usd, span_price, total_usd
+from otel_blackbox._cost.prices import format_usd, total_usd
+from otel_blackbox._cost.spans import span_price
 from otel_blackbox._render.md_escape import code, fenced, inline, visible
 from otel_blackbox._store import queries
 from otel_blackbox._store.connection import connect_reader

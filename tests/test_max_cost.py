@@ -24,7 +24,7 @@ from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import Cassette, terminal_outcome
 from otel_blackbox._cassette.verify import verify_cassette
 from otel_blackbox._cost.cassettes import cassette_cost
-from otel_blackbox._cost.spans import format_usd
+from otel_blackbox._cost.prices import format_usd
 from otel_blackbox._playback.agent.run import BuiltInRerun, rerun_built_in
 
 AGENT = str(ROOT / "tests" / "rerun_agent.py")

@@ -128,7 +128,7 @@ def _price_model(ctx: click.Context, param: click.Parameter, value: str | None) 
     """``--price-model NAME``: a model the price data knows, else one line and exit 2."""
     if value is None:
         return None
-    from otel_blackbox._cost.spans import unknown_model
+    from otel_blackbox._cost.prices import unknown_model
 
     refused = unknown_model(value)
     if refused is not None:

@@ -7,7 +7,7 @@ import click
 from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import PRICE_MODEL, echo_json, reader, style
 from otel_blackbox._cost import llm_calls
-from otel_blackbox._cost.spans import format_usd
+from otel_blackbox._cost.prices import format_usd
 from otel_blackbox._render.text import fmt_time, safe
 from otel_blackbox._store import runs as store_runs
 

@@ -22,7 +22,8 @@ from otel_blackbox._cli.common import (
     utf8_text,
 )
 from otel_blackbox._cost import llm_calls
-from otel_blackbox._cost.spans import format_usd, spans_usd
+from otel_blackbox._cost.prices import format_usd
+from otel_blackbox._cost.spans import spans_usd
 from otel_blackbox._render.text import (
     fmt_duration,
     fmt_time,

@@ -1,6 +1,6 @@
 """What a cassette's model calls cost, in US dollars, from the ``tokenUsage`` of its model_outputs.
 
-Each model_output is priced with otel_blackbox._cost.spans (genai-prices, never a table of ours) for the
+Each model_output is priced with prices.py (genai-prices, never a table of ours) for the
 model its ``model_input`` asked for, at the provider of the cassette's API (its ``api`` hint, else a
 built-in agent's ``agent.provider``: ``openai-chat`` and ``openai-responses`` are openai,
 ``anthropic`` anthropic, ``gemini`` google), at the prices in force when the call was recorded (the
@@ -17,18 +17,12 @@ from decimal import Decimal
 from typing import Any
 
 from otel_blackbox._cassette.model import Cassette
-from otel_blackbox._cost.spans import Price, TokenUsage, format_usd, price_of, total_usd
-from otel_blackbox._cost.usage import usage_in
+from otel_blackbox._cost.prices import Call, Price, format_usd, price_call, total_usd
+from otel_blackbox._cost.usage import TokenUsage, token_usage
 from otel_blackbox._wire.apis import PRICE_PROVIDERS
 
-__all__ = [
-    "CallCost",
-    "CassetteCost",
-    "call_costs",
-    "cassette_cost",
-    "price_call",
-    "token_usage",
-]
+__all__ = ["CallCost", "CassetteCost", "call_costs", "cassette_cost", "provider_of_api"]
+
 
 _YEAR_9999_MS = 253_402_300_799_000
 
@@ -82,23 +76,6 @@ def provider_of_api(cassette: Cassette) -> str | None:
     return None
 
 
-def token_usage(output: Any) -> TokenUsage | None:
-    """A model_output's ``tokenUsage`` as pricing takes it; None when it has none (or a malformed one)."""
-    try:
-        usage = usage_in(output)
-    except ValueError:
-        return None
-    if usage is None:
-        return None
-    given = usage.get("inputTokens", 0)
-    return TokenUsage(
-        input=given,
-        output=usage.get("outputTokens", 0),
-        cache_read=min(usage.get("cacheReadTokens", 0), given),
-        cache_write=usage.get("cacheWriteTokens", 0),
-    )
-
-
 def call_costs(cassette: Cassette, *, provider: str | None = None) -> list[CallCost]:
     """Every model call of the cassette, in order, priced (``provider``: instead of the API's)."""
     provider = provider or provider_of_api(cassette)
@@ -110,17 +87,12 @@ def call_costs(cassette: Cassette, *, provider: str | None = None) -> list[CallC
             model = payload.get("model") if isinstance(payload.get("model"), str) else None
         elif step.type == "model_output":
             usage = token_usage(payload)
-            price = None if usage is None else price_call(model, provider, usage, _at_ns(step.timestamp))
+            at_ns = _at_ns(step.timestamp)
+            price = (
+                None if usage is None else price_call(Call(model, provider, usage, at_ns), any_provider=True)
+            )
             costs.append(CallCost(step.index, model, usage, price))
     return costs
-
-
-def price_call(
-    model: str | None, provider: str | None, usage: TokenUsage, at_ns: int | None = None
-) -> Price | None:
-    """The price of one call: at ``provider``, else wherever genai-prices finds the model name."""
-    price = price_of(model, provider, usage, at_ns)
-    return price_of(model, None, usage, at_ns) if price is None and provider is not None else price
 
 
 def _at_ns(timestamp: Any) -> int | None:

@@ -12,17 +12,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from otel_blackbox._cost.spans import (
-    CACHE_READ_KEYS,
-    CACHE_WRITE_KEYS,
-    PROVIDER_KEYS,
-    REASONING_KEYS,
-    Call,
-    Price,
-    call_of,
-    price_call,
-    total_of,
-)
+from otel_blackbox._cost.prices import Call, Price, price_call, total_of
+from otel_blackbox._cost.spans import PROVIDER_KEYS, call_of
+from otel_blackbox._cost.usage import CACHE_READ_KEYS, CACHE_WRITE_KEYS, REASONING_KEYS
 from otel_blackbox._store.queries import recorder_of_span
 
 __all__ = [
@@ -121,7 +113,7 @@ def calls_by_run(
 def cost_by_model(conn: sqlite3.Connection, *, as_model: str | None = None) -> dict[str, Any]:
     """The database's cost: by recorded model, the total, the LLM spans with no price, and the price
     data's version (``as_model``: the recorded tokens priced as that model)."""
-    from otel_blackbox._cost.spans import prices_version
+    from otel_blackbox._cost.prices import prices_version
 
     by_model: dict[str, list[Call]] = {}
     for found in every_call(conn):

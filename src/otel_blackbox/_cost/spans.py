@@ -1,9 +1,7 @@
 """What an LLM call cost, in US dollars, computed when read from the tokens its span recorded.
 
-Prices come from genai-prices (pydantic's maintained price data), never from a table of ours, and
-are never stored: an old run is priced with the data installed now, at the prices in force when
-the call was made (the span's start time). A model or provider the data does not know has no price
-(``None``), never $0.
+Prices come from prices.py (genai-prices), at the prices in force when the call was made (the
+span's start time); the token counts from usage.py.
 
 Tokens: the span's prompt and completion counts (the store's columns), and where the spans recorded
 them, the cached (read), cache-write and reasoning details: OpenInference's
@@ -19,39 +17,22 @@ The provider (OpenInference's ``llm.provider`` / ``llm.system``, gen_ai's ``gen_
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
+
+from otel_blackbox._cost.prices import Call, Price, price_call, total_usd
+from otel_blackbox._cost.usage import usage_of
 
 if TYPE_CHECKING:
     from otel_blackbox._store.queries import SpanRecord
 
-__all__ = [
-    "Call",
-    "Price",
-    "TokenUsage",
-    "call_of",
-    "format_usd",
-    "price_call",
-    "price_of",
-    "price_span",
-    "prices_version",
-    "provider_of",
-    "span_price",
-    "spans_usd",
-    "total_of",
-    "total_usd",
-    "unknown_model",
-    "usage_of",
-]
+__all__ = ["PROVIDER_KEYS", "call_of", "price_span", "provider_of", "span_price", "spans_usd"]
 
-CACHE_READ_KEYS = ("llm.token_count.prompt_details.cache_read", "gen_ai.usage.cache_read.input_tokens")
-CACHE_WRITE_KEYS = ("llm.token_count.prompt_details.cache_write", "gen_ai.usage.cache_creation.input_tokens")
-REASONING_KEYS = ("llm.token_count.completion_details.reasoning", "gen_ai.usage.reasoning.output_tokens")
+
 PROVIDER_KEYS = ("llm.provider", "gen_ai.provider.name", "gen_ai.system", "llm.system")
+
+
 # The conventions' provider names -> genai-prices' provider ids (the same name where absent).
 _PROVIDERS = {
     "gcp.gemini": "google",
@@ -72,64 +53,6 @@ _PROVIDERS = {
 }
 
 
-@dataclass(frozen=True)
-class TokenUsage:
-    input: int = 0  # prompt tokens, cached ones included
-    output: int = 0  # completion tokens, reasoning included
-    cache_read: int = 0
-    cache_write: int = 0
-
-
-@dataclass(frozen=True)
-class Price:
-    usd: Decimal
-    model: str  # the model the data priced (its id)
-    provider: str  # the provider whose price it is
-
-    @property
-    def dollars(self) -> float:
-        return float(self.usd)
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    return None
-
-
-def _first(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> int:
-    for key in keys:
-        found = _int(attributes.get(key))
-        if found is not None:
-            return found
-    return 0
-
-
-def usage_of(
-    prompt_tokens: int | None,
-    completion_tokens: int | None,
-    total_tokens: int | None,
-    attributes: Mapping[str, Any],
-) -> TokenUsage | None:
-    """The call's tokens, or None when the span recorded none."""
-    if prompt_tokens is None and completion_tokens is None:
-        return None
-    prompt, completion = prompt_tokens or 0, completion_tokens or 0
-    reasoning = _first(attributes, REASONING_KEYS)
-    if reasoning and total_tokens is not None and total_tokens >= prompt + completion + reasoning:
-        completion += reasoning  # the completion count left the reasoning out (Gemini's does)
-    return TokenUsage(
-        input=prompt,
-        output=completion,
-        cache_read=min(_first(attributes, CACHE_READ_KEYS), prompt),
-        cache_write=_first(attributes, CACHE_WRITE_KEYS),
-    )
-
-
 def provider_of(attributes: Mapping[str, Any]) -> str | None:
     """genai-prices' id of the provider the span names, or None."""
     for key in PROVIDER_KEYS:
@@ -140,33 +63,16 @@ def provider_of(attributes: Mapping[str, Any]) -> str | None:
     return None
 
 
-def price_of(
-    model: str | None, provider: str | None, usage: TokenUsage, at_ns: int | None = None
-) -> Price | None:
-    """The call's price, or None when genai-prices knows no price for the model (at that provider)."""
-    if not model:
-        return None
-    return _cached_price(model, provider, usage, _day(at_ns))
-
-
-@functools.lru_cache(maxsize=4096)
-def _cached_price(model: str, provider: str | None, usage: TokenUsage, day: str | None) -> Price | None:
-    try:
-        from genai_prices import Usage, calc_price
-    except ImportError:  # pragma: no cover - a dependency of the package
-        return None
-    when = datetime.fromisoformat(day).replace(tzinfo=timezone.utc) if day else None
-    tokens = Usage(
-        input_tokens=usage.input,
-        output_tokens=usage.output,
-        cache_read_tokens=usage.cache_read or None,
-        cache_write_tokens=usage.cache_write or None,
-    )
-    try:
-        calculation = calc_price(tokens, model, provider_id=provider, genai_request_timestamp=when)
-    except (LookupError, ValueError):
-        return None
-    return Price(calculation.total_price, calculation.model.id, calculation.provider.id)
+def call_of(
+    model: str | None,
+    prompt_tokens: int | None,
+    completion_tokens: int | None,
+    total_tokens: int | None,
+    attributes: Mapping[str, Any],
+    start_ns: int | None = None,
+) -> Call | None:
+    usage = usage_of(prompt_tokens, completion_tokens, total_tokens, attributes)
+    return None if usage is None else Call(model, provider_of(attributes), usage, start_ns)
 
 
 def price_span(
@@ -183,41 +89,6 @@ def price_span(
     (its provider then comes from the data, not the span)."""
     call = call_of(model, prompt_tokens, completion_tokens, total_tokens, attributes, start_ns)
     return None if call is None else price_call(call, as_model=as_model)
-
-
-def price_call(call: Call, *, as_model: str | None = None) -> Price | None:
-    if as_model is not None:
-        return price_of(as_model, None, call.usage, call.start_ns)
-    return price_of(call.model, call.provider, call.usage, call.start_ns)
-
-
-def unknown_model(name: str) -> str | None:
-    """Why ``name`` cannot be a ``--price-model`` (one line), or None when the price data knows it."""
-    if not name.strip() or price_of(name.strip(), None, TokenUsage(input=1000, output=1000)) is None:
-        return f"{prices_version()} has no price for model {name!r}"
-    return None
-
-
-def prices_version() -> str:
-    """The version of the price data in use (genai-prices')."""
-    try:
-        from importlib.metadata import version
-
-        return f"genai-prices {version('genai-prices')}"
-    except Exception:  # pragma: no cover
-        return "genai-prices (version unknown)"
-
-
-def format_usd(value: Decimal | float | None) -> str:
-    """``$0.0123``: four significant decimals below a cent, two above; ``-`` for no price."""
-    if value is None:
-        return "-"
-    amount = float(value)
-    if amount == 0:
-        return "$0"
-    if abs(amount) < 0.01:
-        return f"${amount:.6f}".rstrip("0")
-    return f"${amount:,.2f}" if abs(amount) >= 1 else f"${amount:.4f}"
 
 
 def span_price(span: SpanRecord, *, as_model: str | None = None) -> Price | None:
@@ -238,120 +109,3 @@ def span_price(span: SpanRecord, *, as_model: str | None = None) -> Price | None
 def spans_usd(spans: list[SpanRecord], *, as_model: str | None = None) -> Decimal | None:
     """The summed price of the LLM spans among ``spans`` (None: none has a price)."""
     return total_usd([span_price(s, as_model=as_model) for s in spans if s.oi_span_kind == "LLM"])
-
-
-def total_usd(prices: list[Price | None]) -> Decimal | None:
-    """The sum of the known prices; None when none is known."""
-    known = [p.usd for p in prices if p is not None]
-    return sum(known, Decimal(0)) if known else None
-
-
-@dataclass(frozen=True)
-class Call:
-    """What pricing needs of one recorded LLM call."""
-
-    model: str | None
-    provider: str | None
-    usage: TokenUsage
-    start_ns: int | None = None
-
-
-def call_of(
-    model: str | None,
-    prompt_tokens: int | None,
-    completion_tokens: int | None,
-    total_tokens: int | None,
-    attributes: Mapping[str, Any],
-    start_ns: int | None = None,
-) -> Call | None:
-    usage = usage_of(prompt_tokens, completion_tokens, total_tokens, attributes)
-    return None if usage is None else Call(model, provider_of(attributes), usage, start_ns)
-
-
-def total_of(calls: list[Call], *, as_model: str | None = None) -> tuple[Decimal | None, int]:
-    """The summed price of ``calls`` and how many had no price (``as_model``: priced as that model).
-
-    The same as pricing each call and summing, but calls of one model, provider and day whose price
-    is linear in their tokens are priced once, on their summed tokens: genai-prices takes 70 to 200
-    µs a call, and a database holds tens of thousands. A tiered price ("cliff" tiers: crossing a
-    threshold of input tokens prices every token of the call at the tier's rate) is linear among the
-    calls between two thresholds, so those are grouped by bracket; a per-request fee is not linear
-    at all, and such calls are priced one by one.
-    """
-    groups: dict[tuple[str | None, str | None, str | None, int], list[TokenUsage]] = {}
-    for call in calls:
-        model, provider = (as_model, None) if as_model is not None else (call.model, call.provider)
-        day = _day(call.start_ns)
-        starts = _tier_starts(model, provider, day) if model else None
-        # -1: not groupable (priced alone); else the bracket of the call's input tokens
-        bracket = -1 if starts is None else sum(1 for start in starts if call.usage.input > start)
-        key = (model, provider, day, bracket)
-        groups.setdefault(key, []).append(call.usage)
-    total, unpriced, priced = Decimal(0), 0, 0
-    for (model, provider, day, bracket), usages in groups.items():
-        if model and len(usages) > 1 and bracket >= 0:
-            usd = _group_usd(model, provider, day, usages)
-            if usd is None:
-                unpriced += len(usages)
-            else:
-                total, priced = total + usd, priced + len(usages)
-            continue
-        for usage in usages:
-            each = _cached_price(model, provider, usage, day) if model else None
-            if each is None:
-                unpriced += 1
-            else:
-                total, priced = total + each.usd, priced + 1
-    return (total if priced else None), unpriced
-
-
-def _group_usd(model: str, provider: str | None, day: str | None, usages: list[TokenUsage]) -> Decimal | None:
-    """The price of calls whose price is linear in their tokens: n times the price of their mean
-    usage (the mean of calls between two tier thresholds is between them too, so it is priced at
-    their rate, where their sum would cross into the next tier)."""
-    try:
-        from genai_prices import Usage, calc_price
-    except ImportError:  # pragma: no cover
-        return None
-    n = Decimal(len(usages))
-    mean = Usage(
-        input_tokens=Decimal(sum(u.input for u in usages)) / n,
-        output_tokens=Decimal(sum(u.output for u in usages)) / n,
-        cache_read_tokens=(Decimal(sum(u.cache_read for u in usages)) / n) or None,
-        cache_write_tokens=(Decimal(sum(u.cache_write for u in usages)) / n) or None,
-    )
-    when = datetime.fromisoformat(day).replace(tzinfo=timezone.utc) if day else None
-    try:
-        calculation = calc_price(mean, model, provider_id=provider, genai_request_timestamp=when)
-    except (LookupError, ValueError):
-        return None
-    return calculation.total_price * n
-
-
-def _day(at_ns: int | None) -> str | None:
-    return datetime.fromtimestamp(at_ns / 1e9, tz=timezone.utc).date().isoformat() if at_ns else None
-
-
-@functools.lru_cache(maxsize=1024)
-def _tier_starts(model: str, provider: str | None, day: str | None) -> tuple[int, ...] | None:
-    """The input-token thresholds of the model's price that day (() for a flat price), or None when
-    its calls must be priced one by one (a per-request fee, a shape not known here, no price)."""
-    try:
-        from genai_prices import data_snapshot, types
-    except ImportError:  # pragma: no cover
-        return None
-    try:
-        _, found_model = data_snapshot.get_snapshot().find_provider_model(model, None, provider, None)
-    except (LookupError, ValueError):
-        return None
-    when = datetime.fromisoformat(day).replace(tzinfo=timezone.utc) if day else datetime.now(tz=timezone.utc)
-    rates = vars(found_model.get_prices(when))
-    if rates.get("requests_kcount"):
-        return None
-    starts: set[int] = set()
-    for value in rates.values():
-        if isinstance(value, types.TieredPrices):
-            starts.update(int(tier.start) for tier in value.tiers)
-        elif value is not None and not isinstance(value, (Decimal, int, float)):
-            return None  # conditional or variant prices: one by one
-    return tuple(sorted(starts))

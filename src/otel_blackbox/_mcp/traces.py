@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_blackbox._cost import llm_calls
-from otel_blackbox._cost.spans import format_usd, unknown_model
+from otel_blackbox._cost.prices import format_usd, unknown_model
 from otel_blackbox._mcp.bounds import MAX_CHARS, VALUE_CHARS, clip_strings, dumps, fit, text_arg, text_page
 from otel_blackbox._render.text import clip, fmt_time, render_tree, safe, span_to_json
 from otel_blackbox._store import queries

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from otel_blackbox._cassette.model import Cassette
-from otel_blackbox._cost.cassettes import CassetteCost, cassette_cost, price_call
-from otel_blackbox._cost.spans import TokenUsage, format_usd, prices_version
+from otel_blackbox._cost.cassettes import CassetteCost, cassette_cost
+from otel_blackbox._cost.prices import Call, format_usd, price_call, prices_version
+from otel_blackbox._cost.usage import TokenUsage
 from otel_blackbox._playback.record import RunStopped
 from otel_blackbox._wire.apis import PRICE_PROVIDERS
 
@@ -39,7 +40,7 @@ def parse_usd(text: str) -> Decimal:
 
 def unpriced(model: str, api: str | None) -> str | None:
     """Why ``--max-cost`` cannot count the calls of ``model`` on ``api``, or None when it can."""
-    if price_call(model, PRICE_PROVIDERS.get(api or ""), _PROBE) is not None:
+    if price_call(Call(model, PRICE_PROVIDERS.get(api or ""), _PROBE), any_provider=True) is not None:
         return None
     return f"no price for model {model!r} in {prices_version()}, so --max-cost cannot count its calls"
 

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from otel_blackbox._cost.spans import Price, format_usd, span_price, total_usd
+from otel_blackbox._cost.prices import Price, format_usd, total_usd
+from otel_blackbox._cost.spans import span_price
 
 if TYPE_CHECKING:
     from otel_blackbox._spans.messages import Message

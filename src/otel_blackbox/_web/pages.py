@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from otel_blackbox._cost.spans import format_usd
+from otel_blackbox._cost.prices import format_usd
 from otel_blackbox._render.text import bidi_escaped, fmt_duration, fmt_time
 from otel_blackbox._store import queries
 from otel_blackbox._web.filters import TraceFilter

@@ -14,8 +14,7 @@ from typing import Any
 from otel_blackbox._cassette.from_spans.calls import _Calls, _json_or_text
 from otel_blackbox._cassette.from_spans.sources import _with_arguments
 from otel_blackbox._cassette.output import Extras, Hosted, Reasoning, neutral_stop_reason, with_extras
-from otel_blackbox._cost.spans import usage_of
-from otel_blackbox._cost.usage import usage_json, with_usage
+from otel_blackbox._cost.usage import usage_json, usage_of, with_usage
 from otel_blackbox._spans.messages import GEN_AI_RESPONSE_FINISH_REASONS, HostedCall, Message, output_messages
 from otel_blackbox._store.queries import SpanRecord
 

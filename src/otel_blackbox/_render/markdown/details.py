@@ -9,7 +9,8 @@ from typing import Any
 
 from openinference.semconv.trace import SpanAttributes
 
-from otel_blackbox._cost.spans import REASONING_KEYS, Price, format_usd, usage_of
+from otel_blackbox._cost.prices import Price, format_usd
+from otel_blackbox._cost.usage import REASONING_KEYS, usage_of
 from otel_blackbox._render.markdown.document import _LAST_LINE_ROOM, _Document, _utc
 from otel_blackbox._render.markdown.tree import _exceptions, _kind, _Numbered
 from otel_blackbox._render.md_escape import inline

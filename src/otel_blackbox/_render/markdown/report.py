@@ -12,7 +12,7 @@ from __future__ import annotations
 import shlex
 from decimal import Decimal
 
-from otel_blackbox._cost.spans import format_usd, prices_version, total_usd
+from otel_blackbox._cost.prices import format_usd, prices_version, total_usd
 from otel_blackbox._render.markdown.details import _add_details
 from otel_blackbox._render.markdown.document import Limits, _Document, _plural, _utc
 from otel_blackbox._render.markdown.tree import _errors, _Numbered, _numbered, _tree

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from otel_blackbox._cost.spans import Price, format_usd, span_price
+from otel_blackbox._cost.prices import Price, format_usd
+from otel_blackbox._cost.spans import span_price
 from otel_blackbox._render.markdown.document import _Document
 from otel_blackbox._render.md_escape import inline
 from otel_blackbox._render.text import fmt_duration, status_marker
