@@ -72,17 +72,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("cassettes", "The first step where two cassettes diverge, and what it changed in the outcome."),
     "assert": ("cassettes", "Verify a cassette, then check exact expectations; exit 1 if any fails."),
     "eval": ("evals", "Structural contracts: generate one from a good cassette, run it on others."),
-    "record": ("sessions", "Run a program live and record its LLM (and other HTTP) traffic as a cassette."),
+    "record": ("playback", "Run a program live and record its LLM (and other HTTP) traffic as a cassette."),
     "replay": (
-        "sessions",
+        "playback",
         "Run a program offline against a cassette: no network, no API key, no model variance.",
     ),
     "fork": (
-        "sessions",
+        "playback",
         "Replay a run up to a tool result, replace it, and let the run continue from there.",
     ),
     "rerun": (
-        "sessions",
+        "rerun",
         "Rerun a recorded incident with the model live and every tool answered from the recording.",
     ),
     "mcp": ("mcp", "A Model Context Protocol server over stdio, for a coding agent to read the black box."),

@@ -1,0 +1,220 @@
+"""``record``, ``replay`` and ``fork``: run an unmodified program with its HTTP traffic recorded,
+replayed, or replayed up to a tool result and continued from a replacement; and what ``rerun``
+(rerun.py) shares with them: running a program inside a session, the tool-stub options."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from otel_blackbox._cassette.io import loads_json, read_text
+from otel_blackbox._cli.app import cli
+from otel_blackbox.errors import SessionError
+
+__all__: list[str] = []
+
+
+def run_program(mode: str, cassette: Path, command: Sequence[str], **options: Any) -> int:
+    """``launch.run_program``, imported when a command runs a program: the execution side is not
+    loaded for a command's --help, nor by a usage error."""
+    from otel_blackbox._playback.launch import run_program as run
+
+    return run(mode, cassette, command, **options)
+
+
+# Options may follow the cassette argument; everything after `--` is the program and its own options.
+PASS_THROUGH = {"allow_interspersed_args": True}
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def stub_tools_option(*, unrecorded: bool) -> Callable[[_F], _F]:
+    """--stub-tools (and, for a fork or a rerun, --run-unrecorded-tools) on a command."""
+
+    def add(command: _F) -> _F:
+        if unrecorded:
+            command = click.option(
+                "--run-unrecorded-tools",
+                is_flag=True,
+                help="With --stub-tools: a tool call the recording has no answer for runs for real "
+                "(default: the model is told it failed).",
+            )(command)
+        return click.option(
+            "--stub-tools",
+            is_flag=True,
+            help="Answer the program's framework tools (Agents SDK, LangChain, pydantic-ai, "
+            "otel_blackbox.stubbable) from the recorded results: their functions never run.",
+        )(command)
+
+    return add
+
+
+def stub_plan(stub_tools: bool, run_unrecorded_tools: bool = False) -> dict[str, bool]:
+    if run_unrecorded_tools and not stub_tools:
+        raise click.UsageError("--run-unrecorded-tools goes with --stub-tools")
+    return {"stub_tools": stub_tools, "run_unrecorded_tools": run_unrecorded_tools}
+
+
+def program_command(command: tuple[str, ...]) -> tuple[str, ...]:
+    """The program and its arguments (tolerates a `--` that reached us)."""
+    program = command[1:] if command and command[0] == "--" else command
+    if not program:
+        raise click.UsageError("no program to run: give it after --")
+    return program
+
+
+@cli.command(context_settings=PASS_THROUGH)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Cassette to write.",
+)
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def record(output: Path, command: tuple[str, ...]) -> None:
+    """Run a program live and record its LLM (and other HTTP) traffic as a cassette.
+
+    The program's exit code is passed through; the cassette is written when it ends.
+
+    \b
+    Example:
+      otel-blackbox record -o run.json -- python agent.py
+    """
+    sys.exit(run_program("record", output, program_command(command)))
+
+
+@cli.command(context_settings=PASS_THROUGH)
+@click.argument("cassette", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--match", type=click.Choice(["exact", "sequence"]), default="exact", show_default=True,
+    help="exact: each request must equal the recorded one; sequence: serve responses in order.",
+)  # fmt: skip
+@stub_tools_option(unrecorded=False)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def replay(cassette: Path, match: str, stub_tools: bool, command: tuple[str, ...]) -> None:
+    """Run a program offline against a cassette: no network, no API key, no model variance.
+
+    Exit 1 at the first divergence (the message names the step and the JSON path), or when the
+    program did not make every recorded call; otherwise the program's own exit code. A run of the
+    built-in agent (a `rerun` with no program) replays with no program: the same agent, offline.
+
+    With --stub-tools, each tool call is answered from the recorded result of that call (by call
+    id) and the tool's function does not run: no side effect repeats, no dependency is needed. A
+    call the recording has no result for diverges.
+
+    \b
+    Example:
+      otel-blackbox replay run.json -- python agent.py
+      otel-blackbox replay run.json --stub-tools -- python agent.py
+      otel-blackbox replay run.json --match sequence -- python agent.py
+      otel-blackbox replay fixed.json              # a child of the built-in agent
+    """
+    program = command[1:] if command and command[0] == "--" else command
+    if not program:
+        from otel_blackbox._cassette.io import load_cassette as load
+
+        if load(cassette).agent is None:
+            raise click.UsageError("no program to run: give it after -- (only a built-in agent's run replays "
+                                   "without one)")  # fmt: skip
+        if match != "exact":
+            raise click.UsageError("--match is for a program replay: a built-in agent's run replays exactly")
+        from otel_blackbox._playback.agent.run import replay_built_in
+
+        sys.exit(replay_built_in(cassette))
+    sys.exit(run_program("replay", cassette, program, match=match, plan=stub_plan(stub_tools)))
+
+
+def _json_option(text: str, option: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise click.BadParameter(
+            f"not JSON: {text!r} (quote a string: '\"text\"')", param_hint=option
+        ) from None
+
+
+@cli.command(context_settings=PASS_THROUGH)
+@click.argument("cassette", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--at", "at", required=True, type=click.IntRange(min=0), help="The tool_result step to replace."
+)
+@click.option(
+    "--set", "result", required=True, metavar="JSON", help="The result the tool returns instead (JSON)."
+)
+@click.option(
+    "--script", type=click.Path(dir_okay=False, path_type=Path), help="Model outputs to serve after the fork."
+)
+@click.option("--live", is_flag=True, help="After the fork, send model calls to the real upstream.")
+@click.option(
+    "-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Child cassette."
+)
+@click.option("--match", type=click.Choice(["exact", "sequence"]), default="exact", show_default=True)
+@stub_tools_option(unrecorded=True)
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def fork(
+    cassette: Path,
+    at: int,
+    result: str,
+    script: Path | None,
+    live: bool,
+    output: Path,
+    match: str,
+    stub_tools: bool,
+    run_unrecorded_tools: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Replay a run up to a tool result, replace it, and let the run continue from there.
+
+    Steps before --at are copied verbatim; the model then sees the replacement (the program's own
+    variables still hold the original). Continue --live, or from a --script of neutral model
+    outputs (a JSON list of {"type": "final_answer", "text": ...} / {"type": "tool_calls", ...}).
+
+    With --stub-tools the program's tools do not run: before the fork point each call gets the
+    parent's result for it (the forked one, the replacement), after it the parent's result with the
+    same tool name and arguments. A call with no such result is a tool error the model sees, named
+    at the end (or, with --run-unrecorded-tools, runs for real).
+
+    \b
+    Example:
+      otel-blackbox fork run.json --at 7 --set '{"available": false}' \\
+          --script replies.json -o child.json -- python agent.py
+      otel-blackbox fork run.json --at 7 --set '"declined"' --stub-tools \\
+          --script replies.json -o child.json -- python agent.py
+      otel-blackbox diff run.json child.json
+    """
+    if live == (script is not None):
+        raise click.UsageError("give exactly one of --live and --script FILE")
+    replies = read_script(script) if script is not None else None
+    plan = {
+        "at": at,
+        "result": _json_option(result, "--set"),
+        "output": str(output.resolve()),
+        "replies": replies,
+        **stub_plan(stub_tools, run_unrecorded_tools),
+    }
+    sys.exit(run_program("fork", cassette, program_command(command), match=match, plan=plan))
+
+
+def read_script(script: Path) -> list[dict[str, Any]]:
+    """The neutral model outputs of a --script file, checked before any program runs (exit 2)."""
+    from otel_blackbox._playback.script import (
+        check_replies,
+    )  # the execution side: only for the commands that run a program
+
+    data = loads_json(read_text(script), str(script))
+    replies = data.get("replies") if isinstance(data, dict) else data
+    if not isinstance(replies, list):
+        raise click.BadParameter(
+            'a JSON list of model outputs (or {"replies": [...]})', param_hint="--script"
+        )
+    try:
+        return check_replies(replies)
+    except SessionError as exc:
+        raise click.BadParameter(str(exc), param_hint="--script") from None
