@@ -48,7 +48,7 @@ from otel_blackbox._cassette.captured import captured_exchange, captured_model_c
 from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans
 from otel_blackbox._cassette.io import load_cassette, save_cassette
 from otel_blackbox._cost.usage import without_usage
-from otel_blackbox._playback.http import hook
+from otel_blackbox._playback.http import audience, hook
 from otel_blackbox._playback.http.exchange import ExchangeWatch, HttpRequest, HttpResponse
 from otel_blackbox._playback.http.hook import BlackboxHTTPInstrumentor
 from otel_blackbox._recorder import capture
@@ -622,7 +622,7 @@ def test_each_processor_captures_while_it_is_alive(
     assert (len(exchanges(first)), len(exchanges(second))) == (2, 1)
     assert pool_patched()
     first.provider.shutdown()
-    assert not pool_patched() and hook._observers == ()  # the last one out put the pools back
+    assert not pool_patched() and audience.observers() == ()  # the last one out put the pools back
     httpx.get(url)
     assert len(exchanges(first)) == 2
 

@@ -31,8 +31,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
+from otel_blackbox._playback.http.audience import current_interceptor, suspended
 from otel_blackbox._playback.http.exchange import HttpRequest, HttpResponse, InterceptError, decode_body
-from otel_blackbox._playback.http.hook import BlackboxHTTPInstrumentor, current_interceptor, suspended
+from otel_blackbox._playback.http.hook import BlackboxHTTPInstrumentor
 from otel_blackbox._playback.http.transport import (
     AsyncBlackboxTransport,
     AsyncHttpx2BlackboxTransport,

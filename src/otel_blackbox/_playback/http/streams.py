@@ -27,7 +27,7 @@ RawHeaders = list[tuple[bytes, bytes]]
 
 
 class Observer(Protocol):
-    """Collects a response body (hook.Observation) and reports it once, at the end."""
+    """Collects a response body (audience.Observation) and reports it once, at the end."""
 
     def add(self, chunk: bytes) -> None: ...
 

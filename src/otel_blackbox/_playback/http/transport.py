@@ -18,8 +18,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from otel_blackbox._playback.http.audience import (
+    Observation,
+    ask,
+    exchange_request,
+    interceptor_for,
+    suspended,
+)
 from otel_blackbox._playback.http.exchange import HttpResponse, Interceptor
-from otel_blackbox._playback.http.hook import Observation, ask, exchange_request, interceptor_for, suspended
 from otel_blackbox._playback.http.streams import (
     AsyncTeeStream,
     Chunks,
