@@ -16,7 +16,7 @@ pushed into a Phoenix project of their own, then imported into new databases wit
   id are each one line on stderr, exit 2, and store nothing.
 
 Phoenix keeps neither the OpenTelemetry span kind, links, the resource nor the scope: those are not
-compared (docs of ``otel_blackbox.pull.phoenix_spans``).
+compared (docs of ``otel_blackbox._pull.phoenix_spans``).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
-from otel_blackbox.pull import phoenix_documents
-from otel_blackbox.store.imports import Importer
+from otel_blackbox._pull import phoenix_documents
+from otel_blackbox._store.ingest import Importer
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
