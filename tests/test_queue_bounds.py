@@ -30,6 +30,7 @@ from opentelemetry.sdk.trace import Span, TracerProvider
 from opentelemetry.trace import Tracer
 
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
+from otel_blackbox._recorder.span_queue import SpanQueue
 from otel_blackbox._store.snapshot import SNAPSHOT_BYTES, Snapshotter, queued_bytes
 from otel_blackbox._store.writer import _FINALS_CHUNK, SpanWriter
 from otel_blackbox.errors import ConfigError
@@ -572,3 +573,22 @@ def test_a_bad_queue_setting_under_opentelemetry_instrument_is_one_warning(
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"otel-blackbox: not recording: {var}: ")
     assert not db.exists()
+
+
+def test_the_end_of_a_span_on_disk_as_open_is_queued_past_a_full_queue(db_path: Path) -> None:
+    """A dropped end would leave a row saying "open" of a span that ended: that end is kept, counted."""
+    queue = SpanQueue(BlackboxConfig(db_path=db_path, max_queue_size=2), Snapshotter(), threading.Event())
+    tracer = TracerProvider().get_tracer("t")  # no processor: the queue is driven by hand
+    long_span = cast(Span, tracer.start_span("long"))
+    queue.started(long_span)
+    assert len(queue.take_opens(failed=lambda span: None)) == 1  # its open row goes to disk
+    for i in range(3):
+        short = cast(Span, tracer.start_span(f"s{i}"))
+        queue.started(short)
+        short.end()
+        queue.ended(short._readable_span())  # what the SDK hands on_end
+    assert (len(queue.queued), queue.dropped, queue.kept_past_bounds) == (2, 1, 0)
+    long_span.end()
+    queue.ended(long_span._readable_span())
+    assert (len(queue.queued), queue.dropped, queue.kept_past_bounds) == (3, 1, 1)
+    assert queue.queued[-1][1][3] == "long"  # its final snapshot, queued past the bound

@@ -10,7 +10,8 @@ no lock but on the overload path (to keep the drop counts exact across threads).
 for the shipper to snapshot, or a FlushMarker. ``bytes``: the sum of their estimates, which bounds
 the queue (with its length). ``opens``: the spans started since the shipper last looked, by span
 id, each removed when it ends. ``shown_open``: the span ids given an open row and not ended yet:
-their ends are queued even past the bounds, so no row says "open" of a span that ended.
+their ends are queued even past the bounds (counted in ``kept_past_bounds``; at most one per
+open row, so the queue holds at most twice its bounds), so no row says "open" of a span that ended.
 ``urgent``: set by a flush or stop, which does not wait for the shipper's share of the interpreter.
 """
 
@@ -55,6 +56,7 @@ class SpanQueue:
         self.urgent = threading.Event()
         self.dropped = 0  # spans whose final row was never written: the queue was full
         self.open_rows_dropped = 0  # span starts not registered: the registry was full
+        self.kept_past_bounds = 0  # ends queued over the bounds: their spans were on disk as open
         self._drop_lock = threading.Lock()
 
     # -- the agent's threads -----------------------------------------------------------------------
@@ -75,10 +77,12 @@ class SpanQueue:
         # A span already on disk as open is never dropped: its row would say it is still running.
         shown_open = bool(self.shown_open) and self.shown_open.pop(key, False)
         queue = self.queued
-        if not shown_open and (len(queue) >= self._max_spans or self.bytes >= self._max_bytes):
+        if len(queue) >= self._max_spans or self.bytes >= self._max_bytes:
             with self._drop_lock:
-                self.dropped += 1
-            return
+                if not shown_open:
+                    self.dropped += 1
+                    return
+                self.kept_past_bounds += 1
         item: Any = span
         if span.__class__ is ReadableSpan:  # the SDK's: snapshot it now, while it is in the caches
             try:
