@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from otel_blackbox._cassette.canonical import canonical_or_none, hash_step
+from otel_blackbox._spans.messages import ToolCall
 
 __all__ = [
     "FORMAT_VERSION",
@@ -21,7 +22,6 @@ __all__ = [
     "Cassette",
     "Outcome",
     "Step",
-    "ToolCall",
     "choice_calls",
     "comparable_results",
     "observed_view",
@@ -115,13 +115,6 @@ class Cassette:
 
     def steps_of(self, step_type: str) -> Iterator[Step]:
         return (s for s in self.steps if s.type == step_type)
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    tool_call_id: str
-    tool_name: str
-    tool_input: Any
 
 
 def tool_calls_of(payload: Any) -> list[ToolCall]:

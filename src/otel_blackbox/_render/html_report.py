@@ -85,7 +85,10 @@ def _message(message: Message) -> dict[str, Any]:
         "content": message.content,
         "name": message.name,
         "toolCallId": message.tool_call_id,
-        "toolCalls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls],
+        "toolCalls": [
+            {"id": c.tool_call_id or None, "name": c.tool_name or None, "arguments": c.tool_input}
+            for c in message.tool_calls
+        ],
     }
 
 

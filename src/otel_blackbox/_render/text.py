@@ -139,8 +139,9 @@ def _format_message(message: Message, limit: int | None) -> list[str]:
     if message.content:
         lines.append(f"[{label}] {safe(clip(message.content, limit))}")
     for call in message.tool_calls:
-        args = safe(clip(call.arguments or "", limit))
-        lines.append(f"[{label}] → {safe(call.name)}({args})" + (f"  id={safe(call.id)}" if call.id else ""))
+        args = safe(clip(call.tool_input or "", limit))
+        called = f"[{label}] → {safe(call.tool_name or '?')}({args})"
+        lines.append(called + (f"  id={safe(call.tool_call_id)}" if call.tool_call_id else ""))
     return lines or [f"[{label}]"]
 
 

@@ -44,11 +44,18 @@ GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
 
 
-@dataclass
+@dataclass(frozen=True)
 class ToolCall:
-    id: str | None
-    name: str | None
-    arguments: str | None
+    """A tool call a model made, in the cassette format's words (toolCallId, toolName, toolInput).
+
+    Read from a span, ``tool_input`` is the arguments as the span holds them (JSON text, or None
+    when they were not recorded); read from a cassette (``tool_calls_of``), the parsed value. An id
+    or a name that was not recorded is "".
+    """
+
+    tool_call_id: str
+    tool_name: str
+    tool_input: Any
 
 
 @dataclass
@@ -85,12 +92,16 @@ def indexed(attributes: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
     return [items[i] for i in sorted(items)]
 
 
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
 def _tool_calls(flat: Mapping[str, Any]) -> list[ToolCall]:
     return [
         ToolCall(
-            id=call.get(ToolCallAttributes.TOOL_CALL_ID),
-            name=call.get(ToolCallAttributes.TOOL_CALL_FUNCTION_NAME),
-            arguments=call.get(ToolCallAttributes.TOOL_CALL_FUNCTION_ARGUMENTS_JSON),
+            _text(call.get(ToolCallAttributes.TOOL_CALL_ID)),
+            _text(call.get(ToolCallAttributes.TOOL_CALL_FUNCTION_NAME)),
+            call.get(ToolCallAttributes.TOOL_CALL_FUNCTION_ARGUMENTS_JSON),
         )
         for call in indexed(flat, MessageAttributes.MESSAGE_TOOL_CALLS)
     ]
@@ -160,7 +171,9 @@ def _gen_ai_messages(raw: Any) -> list[Message]:
                 args = part.get("arguments")
                 calls.append(
                     ToolCall(
-                        part.get("id"), part.get("name"), args if isinstance(args, str) else json.dumps(args)
+                        _text(part.get("id")),
+                        _text(part.get("name")),
+                        args if isinstance(args, str) else json.dumps(args),
                     )
                 )
             elif kind == "tool_call_response":

@@ -44,21 +44,21 @@ class _Calls:
 
     def made(self, call: ToolCall) -> str:
         """A call in a model's answer."""
-        neutral = self.ids.made_call(_signature(call), call.id)
-        self.names[neutral] = call.name or "unknown"
+        neutral = self.ids.made_call(_signature(call), call.tool_call_id)
+        self.names[neutral] = call.tool_name or "unknown"
         return neutral
 
     def in_history(self, messages: list[Message]) -> Iterator[str]:
         """The ids of a request's history calls, in order (matched with the calls the model made)."""
         history = [call for message in messages for call in message.tool_calls]
-        found = self.ids.in_history([(_signature(call), call.id) for call in history])
+        found = self.ids.in_history([(_signature(call), call.tool_call_id or None) for call in history])
         for call, neutral in zip(history, found, strict=True):
-            self.names[neutral] = call.name or "unknown"
+            self.names[neutral] = call.tool_name or "unknown"
         return iter(found)
 
 
 def _signature(call: ToolCall) -> str:
-    return call_signature(call.name or "unknown", _json_or_text(call.arguments))
+    return call_signature(call.tool_name or "unknown", _json_or_text(call.tool_input))
 
 
 def _renumbered(payload: Any, calls: _Calls) -> Any:

@@ -83,8 +83,8 @@ def _neutral_messages(
                 {
                     "type": "tool_use",
                     "toolCallId": next(history_ids),
-                    "toolName": c.name or "unknown",
-                    "toolInput": _json_or_text(c.arguments),
+                    "toolName": c.tool_name or "unknown",
+                    "toolInput": _json_or_text(c.tool_input),
                 }
                 for c in message.tool_calls
             ]

@@ -66,8 +66,8 @@ def _turn_of(messages: list[Message], calls: _Calls) -> dict[str, Any]:
         "calls": [
             {
                 "toolCallId": calls.made(c),
-                "toolName": c.name or "unknown",
-                "toolInput": _json_or_text(c.arguments),
+                "toolName": c.tool_name or "unknown",
+                "toolInput": _json_or_text(c.tool_input),
             }
             for c in tool_calls
         ],

@@ -80,12 +80,13 @@ def _with_arguments(span: SpanRecord, messages: list[Message]) -> list[Message]:
     """The Agents SDK's instrumentor leaves out a call's arguments when they are ``{}`` (a handoff's
     ``transfer_to_<agent>``, a tool with no parameters): the model sent ``{}``, not nothing."""
     if span.scope.get("name") != _AGENTS_SCOPE or all(
-        c.arguments is not None for m in messages for c in m.tool_calls
+        c.tool_input is not None for m in messages for c in m.tool_calls
     ):
         return messages
     return [
         replace(
-            m, tool_calls=[c if c.arguments is not None else replace(c, arguments="{}") for c in m.tool_calls]
+            m,
+            tool_calls=[c if c.tool_input is not None else replace(c, tool_input="{}") for c in m.tool_calls],
         )
         for m in messages
     ]

@@ -37,7 +37,7 @@ def _first_int(attributes: dict[str, Any], keys: Iterable[str]) -> int:
 
 
 def _fingerprint(message: Message) -> tuple[Any, ...]:
-    calls = tuple((c.id, c.name, c.arguments) for c in message.tool_calls)
+    calls = tuple((c.tool_call_id, c.tool_name, c.tool_input) for c in message.tool_calls)
     return (message.role, message.content or None, calls, message.tool_call_id)
 
 
@@ -57,10 +57,10 @@ def _message_lines(doc: _Document, message: Message) -> list[str]:
         lines += ["", role + extra, *doc.block(message.content)]
         extra = ""
     for call in message.tool_calls:
-        called = f"{role}{extra} → tool call {doc.code_value(call.name or '?')}"
-        if call.id:
-            called += f" (id {doc.code_value(call.id)})"
-        lines += ["", called, *doc.block(call.arguments or "")]
+        called = f"{role}{extra} → tool call {doc.code_value(call.tool_name or '?')}"
+        if call.tool_call_id:
+            called += f" (id {doc.code_value(call.tool_call_id)})"
+        lines += ["", called, *doc.block(call.tool_input or "")]
         extra = ""
     for hosted in message.hosted:
         lines += ["", f"{role} → provider tool {doc.code_value(hosted.name)}"]
