@@ -42,8 +42,11 @@ from otel_blackbox._recorder import auto
 from otel_blackbox._recorder import process_sink as companion
 from otel_blackbox._recorder.process_sink import ProcessSink
 from otel_blackbox._recorder.sinks import FlushMarker
+from otel_blackbox._store import writer as writer_module
+from otel_blackbox._store.connection import connect_writer
 from otel_blackbox._store.queries import last_seen_by_trace, recorder_of_span
 from otel_blackbox._store.snapshot import Snapshotter
+from otel_blackbox._store.writer import SpanWriter
 from otel_blackbox.errors import ConfigError
 
 AGENT = str(ROOT / "tests" / "writer_process_agent.py")
@@ -568,6 +571,68 @@ def test_open_rows_are_written_from_the_agent_until_the_writer_process_is_ready(
     assert rec.processor.writer_mode == "process"
     assert {r["name"]: r["status"] for r in rec.rows()} == {"long-tool": "unset", "short": "unset"}
     assert (rec.processor.spans_written, rec.processor.write_errors) == (2, 0)
+    assert count_rows(rec.db_path, "SELECT count(*) FROM recorders") == 1  # the bridge's run is the process's
+
+
+class _PausedAfterTheRunLookup:
+    """A writer's connection that, once it has looked for the run's row, waits for the other
+    writer to have looked too (or for ``barrier`` to time out), before going on."""
+
+    def __init__(self, conn: sqlite3.Connection, barrier: threading.Barrier) -> None:
+        self._conn, self._barrier = conn, barrier
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        cursor = self._conn.execute(sql, *args)
+        if sql.startswith("SELECT id FROM recorders"):
+            with contextlib.suppress(threading.BrokenBarrierError):
+                self._barrier.wait()
+        return cursor
+
+
+def test_two_writers_of_one_run_connecting_at_once_make_one_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bridge (open rows written from the agent while the writer process starts) and the writer
+    process connect to the file at about the same moment; on a busy host both looked for the run's
+    row before either had inserted it, and the run was shown as two (tests/test_frameworks.py saw
+    it in CI). Here each writer, once it has looked, waits for the other to have looked too (2 s
+    at most: a writer that looks under the write lock keeps the other from looking meanwhile): still
+    one run, shared by both."""
+    db = tmp_path / "bb.db"
+    config = BlackboxConfig(db_path=db)
+    started_ns = time.time_ns()
+    both_looked = threading.Barrier(2, timeout=2)
+    monkeypatch.setattr(
+        writer_module,
+        "connect_writer",
+        lambda *args, **kwargs: _PausedAfterTheRunLookup(connect_writer(*args, **kwargs), both_looked),
+    )
+    writers = [SpanWriter(config, started_ns=started_ns) for _ in range(2)]
+    tracer, snapshotter = TracerProvider().get_tracer("t"), Snapshotter()
+    for i, writer in enumerate(writers):
+        span = cast(Span, tracer.start_span(f"long-{i}"))
+        writer.receive(snapshotter.take_definitions(), [], [snapshotter.snapshot(span, is_open=True)])
+    results: list[BaseException | None] = []
+
+    def write(writer: SpanWriter) -> None:
+        try:
+            results.append(writer.write_pending())  # it connects: finds the run's row, or makes it
+        except BaseException as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in writers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    for writer in writers:
+        writer.close()
+    assert results == [None, None]
+    assert count_rows(db, "SELECT count(*) FROM recorders") == 1
+    assert count_rows(db, "SELECT count(*) FROM spans WHERE name LIKE 'long-%' AND status = 'open'") == 2
 
 
 @pytest.mark.reliability

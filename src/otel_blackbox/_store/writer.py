@@ -332,22 +332,7 @@ class SpanWriter:
             try:
                 stat = os.stat(path)
                 self._file_id = (stat.st_dev, stat.st_ino)
-                # One recorder row per run: after a reconnect, carry on with the same row if the
-                # file still has it (a replaced file gets a new one).
-                # A recording's row is found by its pid and start, so that the in-thread writer
-                # that takes over from a dead writer process carries on with the process's row.
-                found = (
-                    conn.execute("SELECT id FROM recorders WHERE run_id = ?", (self._run_id,)).fetchone()
-                    if self.source is not None
-                    else conn.execute(
-                        "SELECT id FROM recorders WHERE pid = ? AND started_ns = ?",
-                        (self.pid, self._started_ns),
-                    ).fetchone()
-                )
-                if found is not None:
-                    self._recorder_id = found[0]
-                else:
-                    self._insert_recorder(conn)
+                self._find_or_insert_recorder(conn)
             except BaseException:
                 conn.close()
                 raise
@@ -355,9 +340,26 @@ class SpanWriter:
             self._inserter = SpanInserter(conn)  # its cached ids hold only as long as this connection
         return self._conn
 
-    def _insert_recorder(self, conn: sqlite3.Connection) -> None:
-        conn.execute("BEGIN IMMEDIATE")  # a source run's pid is allocated with its row
+    def _find_or_insert_recorder(self, conn: sqlite3.Connection) -> None:
+        """The run's recorders row: after a reconnect the same one if the file still has it (a
+        replaced file gets a new one). A recording's row is found by its pid and start, so that an
+        in-thread writer (the bridge while the writer process starts, or the one taking over from a
+        dead process) shares the process's row. Looked up inside the write transaction that would
+        insert it: two writers of one run connecting at once must not both miss it and make two runs.
+        """
+        conn.execute("BEGIN IMMEDIATE")  # a source run's pid is allocated with its row, too
         try:
+            found = (
+                conn.execute("SELECT id FROM recorders WHERE run_id = ?", (self._run_id,)).fetchone()
+                if self.source is not None
+                else conn.execute(
+                    "SELECT id FROM recorders WHERE pid = ? AND started_ns = ?", (self.pid, self._started_ns)
+                ).fetchone()
+            )
+            if found is not None:
+                conn.execute("COMMIT")
+                self._recorder_id = found[0]
+                return
             if self.source is not None:
                 self.pid = self.rows.pid = next_source_pid(conn)
             run_id = secrets.token_hex(8)
