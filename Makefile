@@ -16,7 +16,7 @@ PY_ID_CODE := import hashlib, sys; print(sys.version.split()[0] + "-" + hashlib.
 PY_ID := $(shell $(PYTHON_EXE) -c '$(PY_ID_CODE)' 2>/dev/null)
 STAMP := $(VENV)/.installed-$(PY_ID)
 # pydantic-ai from before its capabilities (1.80), which --stub-tools cannot answer: one warning,
-# the tools run (tests/test_stub_tools_old_seam.py). Put first on PYTHONPATH, never imported otherwise.
+# the tools run (tests/unit/playback/test_stub_tools_old_seam.py). Put first on PYTHONPATH, never imported otherwise.
 OLD_PYDANTIC_AI := $(VENV)/old-pydantic-ai
 # What `make test-pythons` runs `make test` on, those found on PATH or in pyenv.
 PYTHONS ?= python3.10 python3.11 python3.12 python3.13
@@ -63,11 +63,11 @@ lint: setup
 typecheck: setup
 	$(VENV)/bin/mypy
 
-# Then no writer process of the run may be left behind (tests/writers_left.py). The tests run in
+# Then no writer process of the run may be left behind (tests/programs/writers_left.py). The tests run in
 # TEST_WORKERS processes (pytest-xdist): most of their time is subprocesses and loopback I/O.
 TEST_WORKERS ?= 2
 unit: setup browser node
-	BLACKBOX_TEST_RUN=$$$$ $(PY) -m pytest -q -n $(TEST_WORKERS) && $(PY) tests/writers_left.py $$$$
+	BLACKBOX_TEST_RUN=$$$$ $(PY) -m pytest -q -n $(TEST_WORKERS) && $(PY) tests/programs/writers_left.py $$$$
 
 # The release as a user gets it (scripts/check_wheel.py): the wheel built, installed into an empty
 # venv with no checkout on sys.path, and used there. Its dependencies are downloaded once into

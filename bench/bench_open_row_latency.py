@@ -7,7 +7,7 @@ Run it as a script (it is not a test and asserts nothing about timing)::
 
 Loads:
 
-* ``churn``: the agent of the SIGKILL test (``tests/stress_agent.py churn``: three threads, about
+* ``churn``: the agent of the SIGKILL test (``tests/programs/stress_agent.py churn``: three threads, about
   5,000 spans/s, a 20 MB size cap reached within seconds so eviction runs throughout, each thread
   keeping a span open 0.25 to 0.6 s), killed with SIGKILL after S seconds;
 * ``burst``: the burst test's agent (``stress_agent.py burst --long-spans``: four threads making
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-STRESS_AGENT = ROOT / "tests" / "stress_agent.py"
+STRESS_AGENT = ROOT / "tests" / "programs" / "stress_agent.py"
 PROBE = ROOT / "bench" / "open_row_probe.py"
 FLUSH_INTERVAL_MS = 200.0
 

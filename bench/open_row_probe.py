@@ -5,7 +5,7 @@ recorder's internals in the agent and, through the writer process's boot line, i
 process. Each event is one line, written unbuffered (a SIGKILL loses none) to
 ``$BLACKBOX_PROBE_DIR/<pid>.log``: ``kind time_ns fields...``.
 
-    python bench/open_row_probe.py tests/stress_agent.py churn --db PATH ...   # the agent, probed
+    python bench/open_row_probe.py tests/programs/stress_agent.py churn --db PATH ...   # the agent, probed
 
 Agent events: ``T`` an open snapshot taken from the registry (trace, span, start_ns), ``D0``/``D1``
 a delivery to the writer begins/ends (finals, opens), ``R0``/``R1`` the shipper rests on its share,

@@ -7,7 +7,7 @@ docs/cli.md is every command and subcommand of ``otel-blackbox`` with its ``--he
 formats it at a fixed width. docs/configuration.md is every setting: the ``OTEL_BLACKBOX_*``
 variables of ``otel_blackbox._config.ENV_VARS``, every field of ``BlackboxConfig`` with its type and
 default, and the few variables read elsewhere (``OTHER_VARIABLES`` below). The output depends on
-nothing but the code: no terminal width, no environment, sorted. tests/test_docs.py checks that
+nothing but the code: no terminal width, no environment, sorted. tests/integration/test_docs.py checks that
 both pages are current.
 
 Standard library and click only.
@@ -51,7 +51,7 @@ FIELD_DOCS: dict[str, str] = {
 }
 
 # Variables read outside BlackboxConfig: (variable, where it is read, default, meaning).
-# tests/test_docs.py checks that every OTEL_BLACKBOX_* name in src/ is on the page, and every name
+# tests/integration/test_docs.py checks that every OTEL_BLACKBOX_* name in src/ is on the page, and every name
 # on the page is in src/.
 OTHER_VARIABLES: tuple[tuple[str, str, str, str], ...] = (
     (

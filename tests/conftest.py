@@ -8,11 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CHROMIUM, EXAMPLES, FIGURES, STRESS, Recorder
+from helpers import CHROMIUM, EXAMPLES, FIGURES, PROGRAMS, STRESS, TESTS, Recorder
 
-sys.path.insert(0, str(EXAMPLES))
+# Test modules are named by their file name alone (pytest's default import mode, so every name is
+# unique), and a few reuse another's cases from another folder (test_readme_matrix reads the feature
+# tests' cells): every test folder is on sys.path, as the examples and the programs are.
+TEST_FOLDERS = sorted({str(path.parent) for path in TESTS.rglob("test_*.py")})
+sys.path[:0] = [str(EXAMPLES), str(PROGRAMS), *TEST_FOLDERS]
 
-from fake_llm import FakeLLMServer
+from fake_llm import FakeLLMServer  # noqa: E402 (examples/ is on sys.path from here)
 
 
 @pytest.fixture

@@ -29,14 +29,17 @@ from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import Cassette
 
 ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
+# The agents and helper programs the tests run as processes of their own (on sys.path: conftest.py).
+PROGRAMS = TESTS / "programs"
 # The HTML report and the viewer are tested in a real headless Chromium: Debian's package.
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 EXAMPLES = ROOT / "examples"
 # The Blackbox trace format v2 test vectors, copied verbatim from shared/interop/blackbox-v2.
-VECTORS_DIR = ROOT / "tests" / "vectors" / "blackbox-v2"
+VECTORS_DIR = TESTS / "vectors" / "blackbox-v2"
 VECTOR_NAMES = ("success-tool-use", "error-unknown-tool", "fork-parent", "fork-child")
 # The stand-in agent process of the reliability tests.
-STRESS_AGENT = str(ROOT / "tests" / "stress_agent.py")
+STRESS_AGENT = str(PROGRAMS / "stress_agent.py")
 
 # `make stress` sets BLACKBOX_STRESS=1: the reliability tests run their long versions (more
 # processes, more kills, more fuzzing examples) and their figures go into docs/reliability.md.
@@ -198,7 +201,7 @@ def blocked_network() -> Iterator[list[Any]]:
 
 
 # For tests under opentelemetry-instrument: it loads every installed instrumentor, and the framework
-# ones (installed for tests/test_frameworks.py) import their frameworks at start-up, 4.5 s against
+# ones (installed for tests/integration/test_frameworks.py) import their frameworks at start-up, 4.5 s against
 # 1.8 s a process here. None of them is what those tests are about.
 FRAMEWORK_INSTRUMENTORS_OFF = {
     "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "openai_agents,langchain,google_genai"

@@ -1,6 +1,6 @@
 """Writes schema_v2.db: a real schema-version-2 file, recorded by otel-blackbox as it was at commit
 fce0610 (the last with schema version 2) through the real BlackboxSpanProcessor and OpenTelemetry
-SDK. tests/test_schema_migration.py upgrades copies of it.
+SDK. tests/unit/store/test_schema_migration.py upgrades copies of it.
 
     mkdir /tmp/v2src && git archive fce0610 | tar -x -C /tmp/v2src
     PYTHONPATH=/tmp/v2src/src .venv/bin/python tests/data/make_v2_db.py tests/data/schema_v2.db

@@ -6,7 +6,7 @@ one run (``interceptor`` is the base, ``record``, ``replay``, ``fork``, ``rerun`
 ``session`` makes them); the launcher (``launch``, ``_bootstrap``) and the pytest plugin start one
 around an unmodified program; ``tool_stubs`` answers framework tools from the recording and
 ``agent`` is the built-in agent. The analysis side (``otel_blackbox._cassette``) never imports this
-package (tests/test_boundaries.py).
+package (tests/integration/test_boundaries.py).
 
 Importing this package imports nothing: the recorder reads only the active-mode flag (``active``).
 """

@@ -86,7 +86,7 @@ class BlackboxSpanProcessor(SpanProcessor):
         try:
             # Imported by name, on this path only: it loads the HTTP hook, httpcore and the provider
             # translations, which neither the package nor the analysis side may pull in by import
-            # (tests/test_boundaries.py walks every import statement reachable from the package).
+            # (tests/integration/test_boundaries.py walks every import statement reachable from the package).
             capture = importlib.import_module("otel_blackbox._recorder.capture")
             started: HttpCapture = capture.HttpCapture(self).start()
             return started

@@ -91,7 +91,7 @@ CREATE INDEX recorders_by_pid ON recorders (pid, started_ns);
 # other query has the plan it had on the table, covering indexes included. LEFT JOINs are left out
 # of plain SELECTs only: count(*), min() and GROUP BY queries paid two lookups a row, and the
 # join's columns made the covering indexes (count(*), DISTINCT trace_id) unusable
-# (tests/test_schema_migration.py compares the plans).
+# (tests/unit/store/test_schema_migration.py compares the plans).
 _V3 = """
 CREATE TABLE resources (
     id                INTEGER PRIMARY KEY,
