@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from otel_blackbox._cassette.canonical import canonical_or_none, hash_step
 from otel_blackbox._spans.messages import ToolCall
+from otel_blackbox._types import JsonObject
 
 __all__ = [
     "FORMAT_VERSION",
@@ -35,8 +36,6 @@ FORMAT_VERSION = 2
 # spans saw of the request. A replay compares only those; a payload without it saw everything.
 OBSERVED = "observed"
 STEP_TYPES = ("model_input", "model_output", "tool_call", "tool_result", "metadata")
-
-JsonObject = dict[str, Any]
 
 
 @dataclass

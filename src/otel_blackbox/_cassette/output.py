@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from otel_blackbox._cost.usage import check_usage
+from otel_blackbox._types import JsonObject
 from otel_blackbox.errors import CassetteError
 
 if TYPE_CHECKING:
@@ -55,7 +56,6 @@ __all__ = [
 ]
 
 NEUTRAL_STOP_REASONS = ("max_tokens", "content_filter", "refusal", "stop_sequence")
-JsonObject = dict[str, Any]
 
 # Reasons as the GenAI conventions and the providers spell them: a normal end (not stored), and those
 # with a neutral name. Any other reason is kept as it is spelt.

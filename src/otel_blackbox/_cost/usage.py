@@ -22,13 +22,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from otel_blackbox._types import JsonObject
+
 __all__ = ["CACHE_READ_KEYS", "CACHE_WRITE_KEYS", "REASONING_KEYS", "USAGE_FIELDS", "USAGE_KEY", "TokenUsage",
            "check_usage", "count", "token_usage", "usage_in", "usage_json", "usage_of", "with_usage",
            "without_usage"]  # fmt: skip
 
 USAGE_KEY = "tokenUsage"
 USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
-JsonObject = dict[str, Any]
 
 
 def count(value: Any) -> int | None:

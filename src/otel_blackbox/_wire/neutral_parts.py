@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_blackbox._cassette.model import tool_calls_of
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds
-from otel_blackbox._wire.protocol import JsonObject
 
 __all__ = [
     "JSON_HEADERS",

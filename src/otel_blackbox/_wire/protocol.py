@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ParamSpec, Protocol, TypeVar
 
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds
 
 __all__ = [
@@ -29,8 +30,6 @@ __all__ = [
     "tool_settings",
     "wire_errors",
 ]
-
-JsonObject = dict[str, Any]
 
 
 @dataclass

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from otel_blackbox._types import JsonObject
 
 __all__ = ["RequestFields"]
-
-JsonObject = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.request_fields import RequestFields
 
 __all__ = [
@@ -29,7 +30,6 @@ __all__ = [
     "tool_choice_of",
 ]
 
-JsonObject = dict[str, Any]
 
 # The params every translation writes in its own shape, whatever API recorded them.
 NEUTRAL_PARAMS = ("maxTokens", "temperature", "topP", "toolChoice", "responseFormat", "stop")

@@ -32,10 +32,10 @@ import otel_blackbox
 from otel_blackbox._cassette.io import load_cassette, save_cassette
 from otel_blackbox._cassette.model import Cassette
 from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.anthropic.fields import ANTHROPIC_FIELDS as REQUEST_FIELDS
 from otel_blackbox._wire.anthropic.translation import AnthropicMessages
 from otel_blackbox._wire.call_ids import CallIds
-from otel_blackbox._wire.protocol import JsonObject
 from otel_blackbox.errors import CassetteError, ReplayDivergence
 
 PROVIDER = AnthropicMessages()

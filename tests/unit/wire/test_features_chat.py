@@ -36,11 +36,11 @@ from otel_blackbox._cassette.model import terminal_outcome
 from otel_blackbox._cassette.output import check_output
 from otel_blackbox._cassette.verify import verify_cassette
 from otel_blackbox._cost.usage import without_usage
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.openai_chat.fields import CHAT_FIELDS as REQUEST_FIELDS
 from otel_blackbox._wire.openai_chat.read_request import text_of
 from otel_blackbox._wire.openai_chat.translation import OpenAIChat
-from otel_blackbox._wire.protocol import JsonObject
 from otel_blackbox.errors import ReplayDivergence
 
 CHAT = OpenAIChat()

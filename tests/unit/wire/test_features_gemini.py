@@ -29,9 +29,9 @@ from helpers import CannedProvider, Raw, blocked_network
 import otel_blackbox
 from otel_blackbox._cassette.io import load_cassette, save_cassette
 from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.gemini.translation import GeminiGenerateContent
-from otel_blackbox._wire.protocol import JsonObject
 from otel_blackbox._wire.registry import provider_for
 from otel_blackbox.errors import CassetteError, ReplayDivergence
 

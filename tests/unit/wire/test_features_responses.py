@@ -38,10 +38,10 @@ from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.output import sequence_of
 from otel_blackbox._cassette.verify import verify_cassette
 from otel_blackbox._cost.usage import without_usage
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.openai_responses.fields import RESPONSES_FIELDS as REQUEST_FIELDS
 from otel_blackbox._wire.openai_responses.translation import OpenAIResponses
-from otel_blackbox._wire.protocol import JsonObject
 from otel_blackbox.errors import ReplayDivergence
 
 RESPONSES = OpenAIResponses()

@@ -23,9 +23,10 @@ from hypothesis import strategies as st
 
 from otel_blackbox._cassette.model import Cassette
 from otel_blackbox._cassette.neutrality import audit_neutrality
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.anthropic.translation import AnthropicMessages
 from otel_blackbox._wire.call_ids import CallIds
-from otel_blackbox._wire.protocol import JsonObject, Provider
+from otel_blackbox._wire.protocol import Provider
 
 PROVIDER: Provider = AnthropicMessages()  # mypy checks it implements the protocol
 MODEL = "claude-haiku-4-5"

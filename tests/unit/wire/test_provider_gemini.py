@@ -36,9 +36,10 @@ from otel_blackbox._playback.http.hook import BlackboxHTTPInstrumentor
 from otel_blackbox._spans.semconv import ATTR_MODEL_PROVIDER, HTTP_SPAN_NAME
 from otel_blackbox._store.connection import connect_reader
 from otel_blackbox._store.queries import iter_spans
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.gemini.translation import GeminiGenerateContent
-from otel_blackbox._wire.protocol import JsonObject, Provider
+from otel_blackbox._wire.protocol import Provider
 from otel_blackbox._wire.registry import provider_for
 from otel_blackbox.errors import CredentialLeak, ReplayDivergence
 

@@ -27,10 +27,11 @@ from openai.types.chat import (
 )
 from openai.types.responses import FunctionToolParam, ResponseInputItemParam
 
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.openai_chat.translation import OpenAIChat
 from otel_blackbox._wire.openai_responses.translation import OpenAIResponses
-from otel_blackbox._wire.protocol import JsonObject, Provider
+from otel_blackbox._wire.protocol import Provider
 
 CHAT = OpenAIChat()
 RESPONSES = OpenAIResponses()

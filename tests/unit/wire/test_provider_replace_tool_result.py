@@ -23,12 +23,13 @@ from google.genai import types as genai_types
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 from openai.types.responses import FunctionToolParam, ResponseInputItemParam
 
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.anthropic.translation import AnthropicMessages
 from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.gemini.translation import GeminiGenerateContent
 from otel_blackbox._wire.openai_chat.translation import OpenAIChat
 from otel_blackbox._wire.openai_responses.translation import OpenAIResponses
-from otel_blackbox._wire.protocol import JsonObject, Provider
+from otel_blackbox._wire.protocol import Provider
 from otel_blackbox._wire.registry import provider_for
 
 CHAT: Provider = OpenAIChat()  # mypy checks each implements the protocol

@@ -27,13 +27,13 @@ from helpers import CannedProvider, LoopbackAPI, Raw
 
 from otel_blackbox._playback.agent.sdk_anthropic import AnthropicClient
 from otel_blackbox._playback.agent.sdk_gemini import GeminiClient
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.anthropic.translation import AnthropicMessages
 from otel_blackbox._wire.anthropic.write_request import DEFAULT_MAX_TOKENS
 from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.gemini.translation import GeminiGenerateContent
 from otel_blackbox._wire.openai_chat.translation import OpenAIChat
 from otel_blackbox._wire.openai_responses.translation import OpenAIResponses
-from otel_blackbox._wire.protocol import JsonObject
 from otel_blackbox._wire.settings import response_format_of, result_text, stop_list, tool_choice_of
 
 ANTHROPIC = AnthropicMessages()

@@ -28,6 +28,7 @@ from helpers import CannedProvider, LoopbackAPI, Raw
 
 from otel_blackbox._playback.agent.sdk import make_client
 from otel_blackbox._playback.agent.sdk_openai import ChatClient, ResponsesClient
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.anthropic.translation import AnthropicMessages
 from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.gemini.translation import GeminiGenerateContent
@@ -35,7 +36,7 @@ from otel_blackbox._wire.openai_chat.fields import CHAT_FIELDS
 from otel_blackbox._wire.openai_chat.translation import OpenAIChat
 from otel_blackbox._wire.openai_responses.fields import RESPONSES_FIELDS
 from otel_blackbox._wire.openai_responses.translation import OpenAIResponses
-from otel_blackbox._wire.protocol import JsonObject, Provider
+from otel_blackbox._wire.protocol import Provider
 from otel_blackbox._wire.settings import response_format_of, result_text, stop_list, tool_choice_of
 
 CHAT = OpenAIChat()

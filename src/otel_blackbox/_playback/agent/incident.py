@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_blackbox._cassette.model import Cassette
+from otel_blackbox._types import JsonObject
 from otel_blackbox.errors import CassetteError
 
 __all__ = ["API_OF_FAMILY", "Incident", "RecordedResult", "read_incident", "recorded_results"]
 
-JsonObject = dict[str, Any]
 
 # The API a model name's family is served on when the cassette does not say (--provider chooses).
 API_OF_FAMILY = (

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from otel_blackbox._cassette.model import tool_calls_of
 from otel_blackbox._playback.agent.incident import Incident
@@ -22,11 +21,10 @@ from otel_blackbox._playback.agent.sdk import ModelClient
 from otel_blackbox._playback.agent.tools import ToolBook, describe_call
 from otel_blackbox._playback.record import RunStopped
 from otel_blackbox._spans.messages import ToolCall
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.protocol import Provider
 
 __all__ = ["AgentPlan", "AgentRun", "assistant_message", "drive"]
-
-JsonObject = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,14 @@ The SDKs are an optional extra (``pip install 'otel-blackbox[agent]'``): a missi
 from __future__ import annotations
 
 import importlib
-from typing import Any, Protocol
+from typing import Protocol
 
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.apis import SDK_PACKAGES
 from otel_blackbox.errors import BlackboxError, MissingSDK
 
 __all__ = ["ModelClient", "make_client"]
 
-JsonObject = dict[str, Any]
 
 EXTRA = "otel-blackbox[agent]"
 

@@ -15,9 +15,10 @@ from typing import Any
 import anthropic
 from anthropic.resources.messages import Messages
 
+from otel_blackbox._types import JsonObject
+
 __all__ = ["AnthropicClient"]
 
-JsonObject = dict[str, Any]
 
 # The SDK's own arguments that are no body field, and those it sends as headers (a body field of
 # that name goes in the body, as built).

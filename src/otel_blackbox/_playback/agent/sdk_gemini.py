@@ -23,14 +23,14 @@ AI ``GOOGLE_VERTEX_BASE_URL``), which the SDK reads itself, unless ``base_url`` 
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from google import genai
 from google.genai import types
 
+from otel_blackbox._types import JsonObject
+
 __all__ = ["GeminiClient", "config_of"]
 
-JsonObject = dict[str, Any]
 
 # The top-level body fields GenerateContentConfig holds.
 _CONFIG_FIELDS = ("systemInstruction", "tools", "toolConfig", "safetySettings", "cachedContent")

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import openai
 
+from otel_blackbox._types import JsonObject
+
 if TYPE_CHECKING:  # the SDK's own HTTP library, for the annotation only (the SDK imports it)
     import httpx2
 
 __all__ = ["ChatClient", "ResponsesClient"]
 
-JsonObject = dict[str, Any]
 
 # The arguments of ``create`` that are the SDK's own, not the request's: a body field of that name
 # goes in extra_body, where it is sent as a field.

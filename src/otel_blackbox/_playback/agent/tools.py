@@ -14,12 +14,12 @@ from typing import Any, Literal
 
 from otel_blackbox._cassette.canonical import canonical_or_none
 from otel_blackbox._playback.agent.incident import RecordedResult
+from otel_blackbox._types import JsonObject
 from otel_blackbox.errors import SessionError
 
 __all__ = ["Answer", "ToolBook", "ToolMatch", "describe_call", "parse_stub"]
 
 ToolMatch = Literal["arguments", "name"]
-JsonObject = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ written back from them.
 from __future__ import annotations
 
 from otel_blackbox._cassette.output import Hosted, Reasoning
-from otel_blackbox._wire.protocol import JsonObject
+from otel_blackbox._types import JsonObject
 
 __all__ = [
     "HOSTED_USES",

@@ -47,10 +47,11 @@ from __future__ import annotations
 from typing import Any
 
 from otel_blackbox._cassette.output import Hosted
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.anthropic.blocks import hosted_at, reasonings
 from otel_blackbox._wire.anthropic.fields import ANTHROPIC_FIELDS as REQUEST_FIELDS
 from otel_blackbox._wire.call_ids import CallIds
-from otel_blackbox._wire.protocol import JsonObject, tool_settings
+from otel_blackbox._wire.protocol import tool_settings
 
 __all__ = ["model_input"]
 

@@ -30,10 +30,11 @@ from typing import Any
 
 from otel_blackbox._cassette.output import Extras, sequence_of, with_extras
 from otel_blackbox._cost.usage import count, usage_json
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.anthropic.blocks import hosted_at, reasonings, string_field
 from otel_blackbox._wire.anthropic.stop_reasons import DEFAULT_STOPS
 from otel_blackbox._wire.call_ids import CallIds
-from otel_blackbox._wire.protocol import JsonObject, add_piece, join_pieces
+from otel_blackbox._wire.protocol import add_piece, join_pieces
 
 __all__ = ["anthropic_usage", "model_output", "usage"]
 

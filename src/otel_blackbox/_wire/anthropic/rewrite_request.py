@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_blackbox._wire.protocol import JsonObject, replaced_content, rewritten
+from otel_blackbox._types import JsonObject
+from otel_blackbox._wire.protocol import replaced_content, rewritten
 
 __all__ = ["replace_tool_result"]
 

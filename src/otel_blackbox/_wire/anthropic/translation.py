@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.anthropic import (
     read_request,
     read_response,
@@ -24,7 +25,7 @@ from otel_blackbox._wire.anthropic import (
     write_response,
 )
 from otel_blackbox._wire.call_ids import CallIds
-from otel_blackbox._wire.protocol import JsonObject, WireRequest, WireResponse, wire_errors
+from otel_blackbox._wire.protocol import WireRequest, WireResponse, wire_errors
 
 __all__ = ["AnthropicMessages"]
 

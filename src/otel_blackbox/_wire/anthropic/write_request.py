@@ -34,9 +34,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_blackbox._cassette.output import Hosted, Reasoning, extras_of
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.anthropic.blocks import MCP_RESULT, hosted_blocks, thinking_block
 from otel_blackbox._wire.anthropic.fields import ANTHROPIC_FIELDS as REQUEST_FIELDS
-from otel_blackbox._wire.protocol import JsonObject, WireRequest
+from otel_blackbox._wire.protocol import WireRequest
 from otel_blackbox._wire.settings import (
     NEUTRAL_PARAMS,
     is_text_part,

@@ -20,9 +20,10 @@ from typing import Any
 
 from otel_blackbox._cassette.output import Extras, extras_of, ordered
 from otel_blackbox._cost.usage import without_usage
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.anthropic.blocks import HOSTED_USES, hosted_blocks, thinking_block
 from otel_blackbox._wire.anthropic.stop_reasons import DEFAULT_STOPS
-from otel_blackbox._wire.protocol import JsonObject, WireResponse
+from otel_blackbox._wire.protocol import WireResponse
 
 __all__ = ["wire_response"]
 

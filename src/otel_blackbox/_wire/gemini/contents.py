@@ -56,9 +56,9 @@ from typing import Any
 
 from otel_blackbox._cassette.output import Hosted, Reasoning
 from otel_blackbox._spans.messages import function_response_outcome
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds, call_signature
 from otel_blackbox._wire.neutral_parts import add_tool_result, tool_use
-from otel_blackbox._wire.protocol import JsonObject
 
 __all__ = [
     "CODE_EXECUTION", "Call", "ModelParts", "call_of", "fields", "objects", "part_kind", "read_contents",

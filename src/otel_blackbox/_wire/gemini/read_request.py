@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.gemini.contents import fields, objects, read_contents, texts
 from otel_blackbox._wire.gemini.fields import GEMINI_FIELDS as REQUEST_FIELDS
 from otel_blackbox._wire.gemini.fields import GENERATION_PARAMS
-from otel_blackbox._wire.protocol import JsonObject, tool_settings
+from otel_blackbox._wire.protocol import tool_settings
 
 __all__ = ["model_input"]
 

@@ -51,12 +51,12 @@ from typing import Any
 
 from otel_blackbox._cassette.output import Extras, Hosted, sequence_of, with_extras
 from otel_blackbox._cost.usage import count, usage_json
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds, call_signature
 from otel_blackbox._wire.gemini.contents import ModelParts, fields, objects
 from otel_blackbox._wire.gemini.fields import FOUND_FIELDS
 from otel_blackbox._wire.gemini.stop_reasons import BLOCKED
 from otel_blackbox._wire.neutral_parts import error_text, sse_data
-from otel_blackbox._wire.protocol import JsonObject
 
 __all__ = ["gemini_usage", "model_output", "usage"]
 

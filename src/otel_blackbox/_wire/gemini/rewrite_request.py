@@ -12,9 +12,10 @@ import copy
 from typing import Any
 
 from otel_blackbox._spans.messages import FUNCTION_OUTPUT_FIELDS
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.gemini.contents import fields, read_contents
-from otel_blackbox._wire.protocol import JsonObject, rewritten
+from otel_blackbox._wire.protocol import rewritten
 
 __all__ = ["replace_tool_result"]
 

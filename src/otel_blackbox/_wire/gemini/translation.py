@@ -24,6 +24,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.gemini import (
     read_request,
@@ -32,7 +33,7 @@ from otel_blackbox._wire.gemini import (
     write_request,
     write_response,
 )
-from otel_blackbox._wire.protocol import JsonObject, WireRequest, WireResponse, wire_errors
+from otel_blackbox._wire.protocol import WireRequest, WireResponse, wire_errors
 
 __all__ = ["GeminiGenerateContent"]
 

@@ -48,10 +48,11 @@ from collections.abc import Callable
 from typing import Any
 
 from otel_blackbox._spans.messages import FUNCTION_OUTPUT_FIELDS
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.gemini.contents import CODE_EXECUTION
 from otel_blackbox._wire.gemini.fields import GEMINI_FIELDS as REQUEST_FIELDS
 from otel_blackbox._wire.gemini.fields import GENERATION_PARAMS
-from otel_blackbox._wire.protocol import JsonObject, WireRequest
+from otel_blackbox._wire.protocol import WireRequest
 from otel_blackbox._wire.settings import (
     NEUTRAL_PARAMS,
     is_text_part,

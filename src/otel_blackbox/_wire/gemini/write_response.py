@@ -24,11 +24,12 @@ from urllib.parse import urlsplit
 from otel_blackbox._cassette.model import tool_calls_of
 from otel_blackbox._cassette.output import Hosted, Reasoning, extras_of, ordered
 from otel_blackbox._cost.usage import without_usage
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.gemini.contents import CODE_EXECUTION
 from otel_blackbox._wire.gemini.fields import FOUND_FIELDS
 from otel_blackbox._wire.gemini.stop_reasons import BLOCKED
 from otel_blackbox._wire.neutral_parts import JSON_HEADERS, SSE_HEADERS, digest, dumps, pieces
-from otel_blackbox._wire.protocol import JsonObject, WireResponse
+from otel_blackbox._wire.protocol import WireResponse
 
 __all__ = ["wire_response"]
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_blackbox._cassette.output import Hosted
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds, call_signature
 from otel_blackbox._wire.neutral_parts import (
     add_tool_result,
@@ -47,7 +48,6 @@ from otel_blackbox._wire.neutral_parts import (
 )
 from otel_blackbox._wire.openai_chat.fields import CHAT_FIELDS as REQUEST_FIELDS
 from otel_blackbox._wire.openai_chat.message import LEGACY, WEB_SEARCH, texts_and_refusal
-from otel_blackbox._wire.protocol import JsonObject
 
 __all__ = ["model_input", "text_of"]
 

@@ -29,10 +29,10 @@ from typing import Any
 
 from otel_blackbox._cassette.output import Extras, Hosted, with_extras
 from otel_blackbox._cost.usage import count, usage_json
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds, call_signature
 from otel_blackbox._wire.neutral_parts import Turn, error_text, sse_data, tool_input
 from otel_blackbox._wire.openai_chat.message import LEGACY, WEB_SEARCH, texts_and_refusal
-from otel_blackbox._wire.protocol import JsonObject
 
 __all__ = ["chat_usage", "model_output", "usage"]
 

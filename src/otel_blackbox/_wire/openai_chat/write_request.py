@@ -34,10 +34,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.neutral_parts import arguments_text, objects_of
 from otel_blackbox._wire.openai_chat.fields import CHAT_FIELDS as REQUEST_FIELDS
 from otel_blackbox._wire.openai_chat.message import WEB_SEARCH
-from otel_blackbox._wire.protocol import JsonObject, WireRequest
+from otel_blackbox._wire.protocol import WireRequest
 from otel_blackbox._wire.settings import (
     ResponseFormat,
     ToolChoice,

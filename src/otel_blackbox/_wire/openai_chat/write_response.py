@@ -19,9 +19,10 @@ from typing import Any
 
 from otel_blackbox._cassette.output import Hosted, extras_of
 from otel_blackbox._cost.usage import without_usage
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.neutral_parts import JSON_HEADERS, SSE_HEADERS, digest, dumps, pieces, wire_turn
 from otel_blackbox._wire.openai_chat.message import LEGACY, WEB_SEARCH
-from otel_blackbox._wire.protocol import JsonObject, WireResponse
+from otel_blackbox._wire.protocol import WireResponse
 
 __all__ = ["wire_response"]
 

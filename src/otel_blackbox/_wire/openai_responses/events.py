@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.neutral_parts import pieces
-from otel_blackbox._wire.protocol import JsonObject
 
 __all__ = ["Events", "events"]
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from otel_blackbox._cassette.output import Hosted, Reasoning
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.neutral_parts import objects_of
-from otel_blackbox._wire.protocol import JsonObject
 
 __all__ = [
     "HOSTED_INPUT",

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.neutral_parts import (
     add_tool_result,
@@ -58,7 +59,6 @@ from otel_blackbox._wire.openai_responses.items import (
     refusal_of,
     text_of,
 )
-from otel_blackbox._wire.protocol import JsonObject
 
 __all__ = ["model_input"]
 

@@ -31,11 +31,12 @@ from typing import Any
 
 from otel_blackbox._cassette.output import Extras, sequence_of, with_extras
 from otel_blackbox._cost.usage import count, usage_json
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.neutral_parts import Turn, error_text, objects_of, sse_data
 from otel_blackbox._wire.openai_responses.items import hosted_of, is_hosted, reasoning_of, refusal_of, text_of
 from otel_blackbox._wire.openai_responses.stop_reasons import NO_REASON, STOP_REASONS
-from otel_blackbox._wire.protocol import JsonObject, add_piece, join_pieces
+from otel_blackbox._wire.protocol import add_piece, join_pieces
 
 __all__ = ["model_output", "responses_usage", "usage"]
 

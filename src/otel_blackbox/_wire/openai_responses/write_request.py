@@ -38,6 +38,7 @@ from __future__ import annotations
 from typing import Any
 
 from otel_blackbox._cassette.output import Hosted
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.neutral_parts import arguments_text, objects_of
 from otel_blackbox._wire.openai_chat.write_request import (
     SCHEMA_NAME,
@@ -51,7 +52,7 @@ from otel_blackbox._wire.openai_chat.write_request import (
 )
 from otel_blackbox._wire.openai_responses.fields import RESPONSES_FIELDS as REQUEST_FIELDS
 from otel_blackbox._wire.openai_responses.items import HOSTED_INPUT, PROGRAM_CALLS, hosted_item
-from otel_blackbox._wire.protocol import JsonObject, WireRequest
+from otel_blackbox._wire.protocol import WireRequest
 from otel_blackbox._wire.settings import (
     ResponseFormat,
     own_params,

@@ -27,11 +27,12 @@ import copy
 
 from otel_blackbox._cassette.output import Extras, Reasoning, extras_of, ordered
 from otel_blackbox._cost.usage import without_usage
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.neutral_parts import JSON_HEADERS, SSE_HEADERS, digest, dumps, wire_turn
 from otel_blackbox._wire.openai_responses.events import events
 from otel_blackbox._wire.openai_responses.items import hosted_item
 from otel_blackbox._wire.openai_responses.stop_reasons import NO_REASON, STOP_REASONS
-from otel_blackbox._wire.protocol import JsonObject, WireResponse
+from otel_blackbox._wire.protocol import WireResponse
 
 __all__ = ["wire_response"]
 
