@@ -12,6 +12,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -145,6 +146,10 @@ def test_database_deleted_while_open(db_path: Path, deleted: str) -> None:
     assert agent.steps("before", 10)["flushed"]
     for suffix in ("", "-wal", "-shm") if "-wal" in deleted else ("",):
         Path(f"{db_path}{suffix}").unlink()
+    # Five ticks with nothing to write: the writer lets go of the file and makes no new one (its
+    # upkeep once re-created it, empty, a tick after the deletion).
+    time.sleep(0.5)
+    assert not db_path.exists()
     assert_one_line_error(run_cli("stats", db=db_path), "database not found")
 
     assert agent.steps("after", 10)["flushed"]  # noticed within a tick: a new file

@@ -1,9 +1,10 @@
 """Retention and the size cap, done a bounded share at a time so span writes never wait long.
 
-Retention runs at start and every cleanup interval. The size is checked once a second; over the
-cap, the oldest complete traces go (about _BUDGET_S of work a tick, three times that past the cap
-itself) until the data is down to 90 % of it, then the freed pages go back to the filesystem.
-The writer (writer.py) calls ``tick`` once a tick and handles its faults as it handles a write's.
+Retention runs once the writer has the file open (its first write) and every cleanup interval.
+The size is checked once a second; over the cap, the oldest complete traces go (about _BUDGET_S of
+work a tick, three times that past the cap itself) until the data is down to 90 % of it, then the
+freed pages go back to the filesystem. The writer (writer.py) calls ``tick`` once a tick and
+handles its faults as it handles a write's.
 """
 
 from __future__ import annotations
@@ -44,19 +45,21 @@ class Maintenance:
         connected: bool,
         between: Callable[[], None] | None = None,
     ) -> None:
-        """What is due now. ``connection`` opens the file (only when work is due: a file is never
-        re-created just to be looked at); ``between`` is called between two steps (an eviction
-        step, or eviction and giving space back), as the writer's write_pending does."""
+        """What is due now, on the writer's open file. ``connection`` gives that file; nothing is
+        done until the writer has one (``connected``): upkeep never creates a file, nor opens again
+        one that was deleted while recording, before a span is written to it. ``between`` is called
+        between two steps (an eviction step, or eviction and giving space back), as the writer's
+        write_pending does."""
         config = self.config
         cap = config.max_db_bytes
-        if config.retention_seconds is None and cap is None:
+        if not connected or (config.retention_seconds is None and cap is None):
             return
         now = time.monotonic()
         retention_due = config.retention_seconds is not None and (
             self._last_cleanup == 0.0 or now - self._last_cleanup >= config.cleanup_interval_s
         )
         size_check_due = cap is not None and not self.evicting and now - self._last_size_check >= 1.0
-        if not (retention_due or self.evicting or self.freed or (size_check_due and connected)):
+        if not (retention_due or self.evicting or self.freed or size_check_due):
             return
         conn = connection()
         if retention_due and config.retention_seconds is not None:
