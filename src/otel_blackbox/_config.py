@@ -115,8 +115,8 @@ class BlackboxConfig:
     flush_interval_ms: int = 200
     max_queue_size: int = 20_000
     max_batch_size: int = 2_000
-    # The queue's memory, estimated (store.snapshot.queued_bytes), and the shipper thread's share of
-    # the agent's interpreter (store.share): both chosen from bench/bench_host_load.py.
+    # The queue's memory, estimated (_store.snapshot.queued_bytes), and the shipper thread's share of
+    # the agent's interpreter (_recorder.cpu_share): both chosen from bench/bench_host_load.py.
     max_queue_mb: float = 32.0
     shipper_share: float = 0.25
     retention: str | float | None = "7d"
@@ -127,13 +127,15 @@ class BlackboxConfig:
     max_attribute_bytes: int = 256 * 1024
     busy_timeout_ms: int = 5_000
     cleanup_interval_s: float = 300.0
-    # The processor observes every httpx / httpx2 exchange of the process (capture.py); off by default.
+    # The processor observes every httpx / httpx2 exchange of the process (_recorder/capture.py);
+    # off by default.
     capture_http: bool = False
     # With capture_http: the capture spans also go to the provider's other span processors, their
-    # attributes redacted as the database stores them (replay/capture_export.py); off by default.
+    # attributes redacted as the database stores them (_recorder/capture_export.py); off by default.
     capture_http_export: bool = False
-    # "process": a companion process builds and writes the rows, off the agent's GIL (store/companion.py);
-    # "thread": a thread of the agent's process does (the fallback where no process can be started).
+    # "process": a companion process builds and writes the rows, off the agent's GIL
+    # (_recorder/process_sink.py); "thread": a thread of the agent's process does (the fallback
+    # where no process can be started).
     writer: str = "process"
     retention_seconds: float | None = field(init=False, repr=False, default=None)
 

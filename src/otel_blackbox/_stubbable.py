@@ -1,6 +1,6 @@
 """``stubbable``: a plain function a stubbing session may answer from the recording instead of running.
 
-A framework's tools are answered through the framework's own seam (replay/tool_stubs/). A
+A framework's tools are answered through the framework's own seam (_playback/tool_stubs/). A
 hand-written loop on a plain SDK has no seam: its tool functions are plain Python. Wrapping one::
 
     @otel_blackbox.stubbable

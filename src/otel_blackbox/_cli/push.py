@@ -1,6 +1,6 @@
 """push: send recorded spans to an OTLP/HTTP receiver (a Collector, Jaeger, Tempo, Phoenix...).
 
-The spans are rebuilt as SDK spans (formats.otlp) and sent by the OpenTelemetry project's own
+The spans are rebuilt as SDK spans (_spans.otlp_out) and sent by the OpenTelemetry project's own
 ``OTLPSpanExporter`` (protobuf over HTTP), with its retries. The exporter, ``requests`` and
 protobuf are imported inside the command: the analysis commands never load an HTTP client.
 """

@@ -2,7 +2,7 @@
 
 Each opens the database read-only (``connect_reader``) for the call and closes it: nothing here
 writes, and an older file is read as it is, never migrated. The queries and renderings are the
-CLI's own (``store.queries``, ``store.runs``, ``store.llm_calls``, ``render.text``).
+CLI's own (``_store.queries``, ``_store.runs``, ``_cost.llm_calls``, ``_render.text``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``rerun --max-cost USD``: a budget that stops a rerun before the model call it can no longer afford.
 
-Before each model call the child's calls so far are priced (cassette/cost.py: each model_output's
+Before each model call the child's calls so far are priced (_cost/cassettes.py: each model_output's
 ``tokenUsage``, for the model its request named, which is ``--model`` when given, at its API's
 provider). Once that reaches the budget, or once a call cannot be priced (its response carried no
 token counts, or genai-prices knows no price for its model), the call is not made: the rerun stops

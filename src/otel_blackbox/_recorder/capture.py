@@ -12,7 +12,7 @@ is on: then they get it too, its attributes redacted as the database stores them
 
 The caller pays for the two timestamps and one object. What costs (bodies to text or base64, the
 provider translation to the neutral model_input / model_output) runs the first time the span's
-attributes are read: on the shipper thread (store.shipper), or with the export on an exporter's
+attributes are read: on the shipper thread (_recorder.shipper), or with the export on an exporter's
 thread, whichever reads first (once: a lock), never the caller's (unless a SimpleSpanProcessor
 exports there). Redaction and the max_attribute_bytes bound are the writer's, as for every span.
 No request header is kept, so no Authorization, API key or cookie.

@@ -10,7 +10,7 @@ from otel_blackbox._cassette.output import extras_of
 from otel_blackbox._cost.cassettes import cassette_cost
 from otel_blackbox._render.text import safe
 
-__all__ = ["render_timeline"]
+__all__ = ["describe_step", "render_timeline"]
 
 
 def _short(value: Any, limit: int) -> str:
@@ -60,7 +60,7 @@ def _extras_note(payload: dict[str, Any], limit: int) -> str:
     return f"  ({'; '.join(notes)})" if notes else ""
 
 
-def _describe(step: Step, limit: int) -> str:
+def describe_step(step: Step, limit: int) -> str:
     payload = step.payload if isinstance(step.payload, dict) else {}
     if step.type == "model_input":
         messages = _list(payload.get("messages"))
@@ -136,7 +136,7 @@ def render_timeline(cassette: Cassette, *, limit: int = 160) -> list[str]:
         delta = step.timestamp - start
         # Timestamps are any JSON numbers: 1e308 - (-1e308) is infinity, which int() refuses.
         offset = f"+{int(delta)}ms" if abs(delta) < 1e15 else "+?ms"
-        described = _describe(step, limit)
+        described = describe_step(step, limit)
         lines.append(f"#{step.index:<4} {offset:>9}  {step.type:<12}  {described}  [{safe(step.hash[:8])}]")
     if cassette.head:
         lines.append(f"head {safe(cassette.head)}")

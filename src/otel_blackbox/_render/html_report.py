@@ -23,7 +23,7 @@ from openinference.semconv.trace import SpanAttributes
 
 from otel_blackbox._cassette.model import Cassette, terminal_outcome, tool_calls_of
 from otel_blackbox._cost.spans import span_price
-from otel_blackbox._render.cassette_text import _describe
+from otel_blackbox._render.cassette_text import describe_step
 from otel_blackbox._spans.messages import (
     Message,
     input_messages,
@@ -332,7 +332,7 @@ def cassette_data(cassette: Cassette) -> dict[str, Any]:
                 "type": step.type,
                 "timestamp": step.timestamp,
                 "offsetMs": step.timestamp - first,
-                "description": _describe(step, 200),
+                "description": describe_step(step, 200),
                 "hash": step.hash,
                 "hashShort": step.hash[:8],
                 "prevHash": step.prev_hash,

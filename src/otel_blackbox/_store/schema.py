@@ -161,7 +161,7 @@ FROM span_rows;
 
 # A run that no recorder made: `import` (its files, or a Phoenix URL) or `serve` (its address). A
 # recording's source is NULL. Imported spans carry a negative pid, one per import, so no process's
-# spans are ever attributed to an import's run (store.imports).
+# spans are ever attributed to an import's run (_store.ingest).
 _V4 = """
 ALTER TABLE recorders ADD COLUMN source TEXT;      -- NULL: a BlackboxSpanProcessor's recording
 """

@@ -1,8 +1,8 @@
 """The writer: span snapshots in, rows written in batched transactions.
 
-It runs wherever the rows are built: in the companion writer process (store.writer_process), or
-on the agent's own shipper thread when no process can be started (store.shipper). It receives
-snapshots (store.snapshot) in batches and:
+It runs wherever the rows are built: in the companion writer process (_store.writer_process), or
+on the agent's own shipper thread when no process can be started (_recorder.shipper). It receives
+snapshots (_store.snapshot) in batches and:
 
 * a span that has ended gets its final row (an upsert on trace id + span id);
 * a span that is still open gets an open row (insert-if-absent), so a process killed now still
@@ -20,6 +20,10 @@ or corrupted), the batch is kept and tried again next tick, up to max_queue_size
 fault loses nothing, a lasting one loses the oldest spans, counted in ``write_errors``. Each kind
 of fault is warned about once. A file deleted or replaced under the writer is noticed within a
 tick and recording goes on in a new file.
+
+Past 400 lines, on purpose: receiving, batching, the retry queue and its bounds, the run's row and
+its heartbeat, and reconnecting after a fault are one state (what is held, what is on disk, which
+connection and run row); split, each part would reach into the others' fields.
 """
 
 from __future__ import annotations

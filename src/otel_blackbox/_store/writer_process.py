@@ -1,6 +1,6 @@
 """The writer process: reads batches of span snapshots from its stdin and writes them to SQLite.
 
-Started by the agent (store.companion) and fed by its shipper thread. A thread of its own reads
+Started by the agent (_recorder.process_sink) and fed by its shipper thread. A thread of its own reads
 the pipe as fast as it fills (the shipper bounds what it sends ahead of the writer's progress), so
 open rows that arrive while a batch of final rows or a step of eviction is being written are
 committed between two transactions, not after them all. It outlives the agent only
@@ -73,7 +73,7 @@ def main() -> None:
 class _Inbox:
     """What the agent sent, read off the pipe as it comes by a thread of its own: the pipe never
     backs up behind a long transaction. Bounded by the shipper, which sends no more final rows
-    while a batch's worth is unconfirmed (store.companion)."""
+    while a batch's worth is unconfirmed (_recorder.process_sink)."""
 
     def __init__(self) -> None:
         self.messages: deque[tuple[Any, ...]] = deque()

@@ -15,7 +15,7 @@ from otel_blackbox._render.text import bidi_escaped, fmt_duration, fmt_time
 from otel_blackbox._store import queries
 from otel_blackbox._web.filters import TraceFilter
 
-__all__ = ["list_page", "message_page", "summary_json"]
+__all__ = ["list_page", "message_page", "row_cells", "summary_json"]
 
 REFRESH_SECONDS = 3
 
@@ -24,7 +24,7 @@ def summary_json(t: queries.TraceSummary, cost_usd: float | None = None) -> dict
     return {**t.__dict__, "status": t.status, "duration_ns": t.duration_ns, "cost_usd": cost_usd}
 
 
-def _row_cells(t: queries.TraceSummary, cost_usd: float | None) -> list[str]:
+def row_cells(t: queries.TraceSummary, cost_usd: float | None) -> list[str]:
     return [
         fmt_time(t.start_ns),
         t.status,
@@ -95,7 +95,7 @@ def list_page(
     e = html.escape
     rows: list[str] = []
     for t in traces:
-        cells = _row_cells(t, (costs or {}).get(t.trace_id))
+        cells = row_cells(t, (costs or {}).get(t.trace_id))
         tds = []
         for i, cell in enumerate(cells[:-1]):
             cls = f' class="{e(cell)}"' if i == 1 else (' class="root"' if i == 6 else "")

@@ -24,7 +24,7 @@ from otel_blackbox._render.html_report import trace_report
 from otel_blackbox._store import queries
 from otel_blackbox._store.connection import connect_reader, describe_sqlite_error
 from otel_blackbox._web.filters import BadRequest, parse_filter
-from otel_blackbox._web.pages import _row_cells, list_page, message_page, summary_json
+from otel_blackbox._web.pages import list_page, message_page, row_cells, summary_json
 from otel_blackbox._web.trace_list import find_traces
 from otel_blackbox.errors import AmbiguousTraceId, ConfigError, StoreError, TraceNotFound
 
@@ -104,7 +104,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
                     costs = llm_calls.trace_costs(conn, [t.trace_id for t in traces])
                 payload = {
                     "traces": [
-                        {**summary_json(t, costs[t.trace_id]), "cells": _row_cells(t, costs[t.trace_id])}
+                        {**summary_json(t, costs[t.trace_id]), "cells": row_cells(t, costs[t.trace_id])}
                         for t in traces
                     ]
                 }

@@ -20,7 +20,7 @@ from otel_blackbox._cassette.diff.json_paths import PathDifference, first_differ
 from otel_blackbox._cassette.model import OBSERVED, Cassette, Step, observed_view
 from otel_blackbox._cost.usage import without_usage
 
-__all__ = ["Mode"]
+__all__ = ["Mode", "first_divergent_index", "step_difference"]
 
 Mode = Literal["hash", "semantic"]
 
@@ -64,7 +64,7 @@ def _same_step(parent: Step, child: Step, mode: Mode) -> bool:
     return parent.type == child.type and _same_payload(*_compared(parent, child))
 
 
-def _first_divergent_index(parent: Cassette, child: Cassette, mode: Mode) -> int | None:
+def first_divergent_index(parent: Cassette, child: Cassette, mode: Mode) -> int | None:
     for index, (p, c) in enumerate(zip(parent.steps, child.steps, strict=False)):
         if not _same_step(p, c, mode):
             return index
@@ -86,7 +86,7 @@ def _hashed_fields(step: Step, mode: Mode) -> dict[str, Any]:
     }
 
 
-def _step_difference(parent: Step, child: Step, mode: Mode) -> PathDifference | None:
+def step_difference(parent: Step, child: Step, mode: Mode) -> PathDifference | None:
     p_fields, c_fields = _hashed_fields(parent, mode), _hashed_fields(child, mode)
     if mode == "semantic":
         p_fields["payload"], c_fields["payload"] = _compared(parent, child)

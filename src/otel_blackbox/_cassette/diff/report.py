@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from otel_blackbox._cassette.diff.divergence import Mode, _first_divergent_index, _step_difference
+from otel_blackbox._cassette.diff.divergence import Mode, first_divergent_index, step_difference
 from otel_blackbox._cassette.diff.json_paths import PathDifference
 from otel_blackbox._cassette.diff.outcome import OutcomeDiff, diff_outcome
 from otel_blackbox._cassette.model import Cassette, Step
@@ -62,10 +62,10 @@ class DiffReport:
 def diff_cassettes(parent: Cassette, child: Cassette, *, semantic: bool = False) -> DiffReport:
     """The first divergence (by hash, or by type and payload when ``semantic``) and the outcome diff."""
     mode: Mode = "semantic" if semantic else "hash"
-    index = _first_divergent_index(parent, child, mode)
+    index = first_divergent_index(parent, child, mode)
     p_step = parent.steps[index] if index is not None and index < len(parent.steps) else None
     c_step = child.steps[index] if index is not None and index < len(child.steps) else None
-    difference = _step_difference(p_step, c_step, mode) if p_step is not None and c_step is not None else None
+    difference = step_difference(p_step, c_step, mode) if p_step is not None and c_step is not None else None
     return DiffReport(
         parent_id=parent.id,
         child_id=child.id,

@@ -12,17 +12,17 @@ from typing import Any
 
 from openinference.semconv.trace import SpanAttributes
 
-from otel_blackbox._cassette.from_spans.calls import _Calls, _json_or_text, _renumbered
-from otel_blackbox._cassette.from_spans.model_input import _model_input
-from otel_blackbox._cassette.from_spans.model_output import _model_output
-from otel_blackbox._cassette.from_spans.sources import _api_of_llm, _api_of_wire
+from otel_blackbox._cassette.from_spans.calls import CallNumbering, json_or_text, renumbered
+from otel_blackbox._cassette.from_spans.model_input import model_input_of
+from otel_blackbox._cassette.from_spans.model_output import model_output_of
+from otel_blackbox._cassette.from_spans.sources import api_of_llm, api_of_wire
 from otel_blackbox._cassette.model import Cassette
 from otel_blackbox._cassette.tool_output import tool_output
 from otel_blackbox._spans.messages import GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_CALL_RESULT
 from otel_blackbox._store.queries import SpanRecord
 
 
-def _ms(ns: int | None) -> int:
+def ms_of(ns: int | None) -> int:
     return 0 if ns is None else ns // 1_000_000
 
 
@@ -31,17 +31,17 @@ def _first_of(attributes: dict[str, Any], *keys: str) -> Any:
     return next((attributes[key] for key in keys if attributes.get(key) is not None), None)
 
 
-def _error_of(span: SpanRecord) -> str:
+def error_of(span: SpanRecord) -> str:
     for event in span.exception_events:
         ev = event.get("attributes", {})
         return f"{ev.get('exception.type', 'Error')}: {ev.get('exception.message', '')}"
     return span.status_message or "error"
 
 
-class _Builder:
+class Builder:
     def __init__(self, cassette: Cassette) -> None:
         self.cassette = cassette
-        self.calls = _Calls()
+        self.calls = CallNumbering()
         self.pending: list[dict[str, Any]] = []  # calls of the last model output not yet executed
         self.final_answer: str | None = None
         self.model_calls = 0
@@ -53,21 +53,21 @@ class _Builder:
         self.model_calls += 1
 
     def llm(self, span: SpanRecord) -> None:
-        self.first_call(_api_of_llm(span))
-        model_input = _model_input(span, self.calls)
-        self.flush_pending(model_input["messages"], _ms(span.start_ns))
-        self.cassette.append("model_input", model_input, _ms(span.start_ns))
+        self.first_call(api_of_llm(span))
+        model_input = model_input_of(span, self.calls)
+        self.flush_pending(model_input["messages"], ms_of(span.start_ns))
+        self.cassette.append("model_input", model_input, ms_of(span.start_ns))
         if span.status == "open":
             return
-        self.model_output(_model_output(span, self.calls), _ms(span.end_ns))
+        self.model_output(model_output_of(span, self.calls), ms_of(span.end_ns))
 
     def wire(self, span: SpanRecord, model_input: dict[str, Any], output: dict[str, Any]) -> None:
         """A model call as HTTP capture saw it on the wire: the whole request, no `observed` needed."""
-        self.first_call(_api_of_wire(span))
-        model_input = _renumbered(model_input, self.calls)
-        self.flush_pending(model_input.get("messages", []), _ms(span.start_ns))
-        self.cassette.append("model_input", model_input, _ms(span.start_ns))
-        self.model_output(_renumbered(output, self.calls), _ms(span.end_ns))
+        self.first_call(api_of_wire(span))
+        model_input = renumbered(model_input, self.calls)
+        self.flush_pending(model_input.get("messages", []), ms_of(span.start_ns))
+        self.cassette.append("model_input", model_input, ms_of(span.start_ns))
+        self.model_output(renumbered(output, self.calls), ms_of(span.end_ns))
 
     def model_output(self, output: dict[str, Any] | None, at: int) -> None:
         if output is None:
@@ -92,19 +92,19 @@ class _Builder:
                 SpanAttributes.INPUT_VALUE,
                 GEN_AI_TOOL_CALL_ARGUMENTS,
             )
-            tool_input = _json_or_text(raw) if raw is not None else {}
+            tool_input = json_or_text(raw) if raw is not None else {}
         head = {"toolCallId": call_id, "toolName": name}
-        self.cassette.append("tool_call", {**head, "toolInput": tool_input}, _ms(span.start_ns))
+        self.cassette.append("tool_call", {**head, "toolInput": tool_input}, ms_of(span.start_ns))
         if span.status == "open":
             return
         if span.status == "error":
-            self.cassette.append("tool_result", {**head, "error": _error_of(span)}, _ms(span.end_ns))
+            self.cassette.append("tool_result", {**head, "error": error_of(span)}, ms_of(span.end_ns))
         else:
             output = tool_output(
                 _first_of(span.attributes, SpanAttributes.OUTPUT_VALUE, GEN_AI_TOOL_CALL_RESULT)
             )
             self.cassette.append(
-                "tool_result", {**head, "result": output if output is not None else ""}, _ms(span.end_ns)
+                "tool_result", {**head, "result": output if output is not None else ""}, ms_of(span.end_ns)
             )
 
     def flush_pending(self, next_messages: list[Any], at: int) -> None:
@@ -128,4 +128,4 @@ class _Builder:
         self.pending = []
 
     def exchange(self, span: SpanRecord, payload: dict[str, Any]) -> None:
-        self.cassette.append("metadata", payload, _ms(span.end_ns))
+        self.cassette.append("metadata", payload, ms_of(span.end_ns))

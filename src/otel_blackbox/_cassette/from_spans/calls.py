@@ -17,7 +17,7 @@ from otel_blackbox._spans.messages import Message, ToolCall
 from otel_blackbox._wire.call_ids import CallIds, call_signature
 
 
-def _json_or_text(value: Any) -> Any:
+def json_or_text(value: Any) -> Any:
     """Tool arguments arrive as JSON text; keep the parsed value, or the text when it is not JSON."""
     if not isinstance(value, str):
         return value
@@ -28,7 +28,7 @@ def _json_or_text(value: Any) -> Any:
 
 
 @dataclass
-class _Calls:
+class CallNumbering:
     """Provider tool-call ids -> neutral ids, numbered in the order the model produced them (the
     wire translations' ``CallIds``, so a call without an id is numbered as a replay numbers it),
     and the tool name of each."""
@@ -58,17 +58,17 @@ class _Calls:
 
 
 def _signature(call: ToolCall) -> str:
-    return call_signature(call.tool_name or "unknown", _json_or_text(call.tool_input))
+    return call_signature(call.tool_name or "unknown", json_or_text(call.tool_input))
 
 
-def _renumbered(payload: Any, calls: _Calls) -> Any:
+def renumbered(payload: Any, calls: CallNumbering) -> Any:
     """A captured payload's ids (the recording process's ``call-N``, counted over all its runs)
     renumbered in this cassette's order, as a replay will number them."""
     if isinstance(payload, list):
-        return [_renumbered(item, calls) for item in payload]
+        return [renumbered(item, calls) for item in payload]
     if not isinstance(payload, dict):
         return payload
-    out = {key: _renumbered(value, calls) for key, value in payload.items()}
+    out = {key: renumbered(value, calls) for key, value in payload.items()}
     if isinstance(payload.get("toolCallId"), str):
         name = payload.get("toolName")
         # Prefixed: CallIds keeps a "call-N" as it is, and these must be numbered anew.

@@ -17,15 +17,15 @@ from typing import Any
 from openinference.semconv.trace import SpanAttributes
 
 from otel_blackbox._cassette.captured import captured_exchange, captured_model_call
-from otel_blackbox._cassette.from_spans.builder import _Builder, _error_of, _ms
+from otel_blackbox._cassette.from_spans.builder import Builder, error_of, ms_of
 from otel_blackbox._cassette.from_spans.order import (
-    _ancestors,
-    _around,
-    _calls_in_asked_order,
-    _ordered,
-    _roots,
+    ancestors_of,
+    around_calls,
+    calls_in_asked_order,
+    ordered_spans,
+    root_spans,
 )
-from otel_blackbox._cassette.from_spans.sources import _LLM, _TOOL, _is_handoff
+from otel_blackbox._cassette.from_spans.sources import LLM_KIND, TOOL_KIND, is_handoff
 from otel_blackbox._cassette.model import Cassette
 from otel_blackbox._spans.semconv import ATTR_MODEL_PROVIDER
 from otel_blackbox._store.queries import SpanRecord
@@ -40,24 +40,24 @@ def cassette_from_spans(spans: list[SpanRecord], *, cassette_id: str | None = No
     session's: pass ``cassette_id``), their model and tool rounds in time order."""
     if not spans:
         raise ValueError("a cassette needs at least one span")
-    ordered = _ordered(spans)
-    roots = _roots(ordered)
-    cassette = Cassette(id=cassette_id or roots[0].trace_id, created_at=_ms(roots[0].start_ns))
-    builder = _Builder(cassette)
+    ordered = ordered_spans(spans)
+    roots = root_spans(ordered)
+    cassette = Cassette(id=cassette_id or roots[0].trace_id, created_at=ms_of(roots[0].start_ns))
+    builder = Builder(cassette)
     wire = {(s.trace_id, s.span_id): call for s in ordered if (call := captured_model_call(s)) is not None}
     # An LLM span around a captured call, or around another LLM span, is not a round of its own.
-    outer = _ancestors(
-        ordered, [s for s in ordered if s.oi_span_kind == _LLM or (s.trace_id, s.span_id) in wire]
-    ) | _around(ordered, [s for s in ordered if (s.trace_id, s.span_id) in wire])
-    for span in _calls_in_asked_order(ordered, builder):
+    outer = ancestors_of(
+        ordered, [s for s in ordered if s.oi_span_kind == LLM_KIND or (s.trace_id, s.span_id) in wire]
+    ) | around_calls(ordered, [s for s in ordered if (s.trace_id, s.span_id) in wire])
+    for span in calls_in_asked_order(ordered, builder):
         key = (span.trace_id, span.span_id)
         if key in wire:
             builder.wire(span, *wire[key])
-        elif span.oi_span_kind == _LLM and key not in outer:
+        elif span.oi_span_kind == LLM_KIND and key not in outer:
             builder.llm(span)
-        elif _is_handoff(span):
+        elif is_handoff(span):
             continue  # the model's transfer call and its result are the steps
-        elif span.oi_span_kind == _TOOL:
+        elif span.oi_span_kind == TOOL_KIND:
             builder.tool(span)
         elif (exchange := captured_exchange(span)) is not None and ATTR_MODEL_PROVIDER not in span.attributes:
             builder.exchange(span, exchange)
@@ -65,18 +65,18 @@ def cassette_from_spans(spans: list[SpanRecord], *, cassette_id: str | None = No
     return cassette
 
 
-def _close(cassette: Cassette, builder: _Builder, spans: list[SpanRecord], roots: list[SpanRecord]) -> None:
+def _close(cassette: Cassette, builder: Builder, spans: list[SpanRecord], roots: list[SpanRecord]) -> None:
     """How the run ended: killed if anything is still open, else as its last root span ended."""
     last_seen = max((s.end_ns or s.written_ns) for s in spans)
     root = max(roots, key=lambda s: (s.end_ns or s.written_ns, s.start_ns))
     if any(s.status == "open" for s in spans):
         payload: dict[str, Any] = {"event": "run_failed", "status": "error", "reason": PROCESS_EXIT}
-        cassette.append("metadata", payload, _ms(last_seen))
+        cassette.append("metadata", payload, ms_of(last_seen))
     elif root.status == "error":
         cassette.append(
             "metadata",
-            {"event": "run_failed", "status": "error", "reason": _error_of(root)},
-            _ms(root.end_ns),
+            {"event": "run_failed", "status": "error", "reason": error_of(root)},
+            ms_of(root.end_ns),
         )
     else:
         answer = builder.final_answer
@@ -84,5 +84,5 @@ def _close(cassette: Cassette, builder: _Builder, spans: list[SpanRecord], roots
             output = root.attributes.get(SpanAttributes.OUTPUT_VALUE)
             answer = str(output) if output is not None else ""
         cassette.append(
-            "metadata", {"event": "run_completed", "status": "success", "result": answer}, _ms(root.end_ns)
+            "metadata", {"event": "run_completed", "status": "success", "result": answer}, ms_of(root.end_ns)
         )

@@ -13,12 +13,12 @@ from typing import Any
 
 from openinference.semconv.trace import SpanAttributes
 
-from otel_blackbox._cassette.from_spans.calls import _Calls, _json_or_text
+from otel_blackbox._cassette.from_spans.calls import CallNumbering, json_or_text
 from otel_blackbox._cassette.from_spans.sources import (
-    _ECHOING_SCOPES,
-    _GOOGLE_GENAI_SCOPE,
-    _table_for,
-    _with_arguments,
+    ECHOING_SCOPES,
+    GOOGLE_GENAI_SCOPE,
+    table_for,
+    with_arguments,
 )
 from otel_blackbox._cassette.model import OBSERVED
 from otel_blackbox._spans.messages import (
@@ -50,7 +50,7 @@ _GEN_AI_PARAMS = {
 
 
 def _neutral_messages(
-    messages: list[Message], calls: _Calls, *, function_responses: bool = False
+    messages: list[Message], calls: CallNumbering, *, function_responses: bool = False
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Provider-flavoured messages -> v2 messages and the system prompt. ``function_responses``:
     a tool message holds a Gemini functionResponse's ``response`` as JSON (google-genai's spans)."""
@@ -84,7 +84,7 @@ def _neutral_messages(
                     "type": "tool_use",
                     "toolCallId": next(history_ids),
                     "toolName": c.tool_name or "unknown",
-                    "toolInput": _json_or_text(c.tool_input),
+                    "toolInput": json_or_text(c.tool_input),
                 }
                 for c in message.tool_calls
             ]
@@ -104,10 +104,10 @@ def _neutral_messages(
 def _outcome(content: str | None, function_response: bool) -> dict[str, Any]:
     if not function_response or content is None:
         return {"result": content if content is not None else ""}
-    return function_response_outcome(_json_or_text(content))
+    return function_response_outcome(json_or_text(content))
 
 
-def _answered(message: Message, calls: _Calls, unanswered: list[tuple[str, str | None]]) -> str:
+def _answered(message: Message, calls: CallNumbering, unanswered: list[tuple[str, str | None]]) -> str:
     """The call a tool message answers: by its id, else the first unanswered call of the last turn
     with its name (Gemini's function responses carry a name, rarely an id)."""
     if message.tool_call_id:
@@ -146,11 +146,11 @@ def _neutral_tools(attributes: dict[str, Any]) -> list[dict[str, Any]]:
     return tools
 
 
-def _model_input(span: SpanRecord, calls: _Calls) -> dict[str, Any]:
+def model_input_of(span: SpanRecord, calls: CallNumbering) -> dict[str, Any]:
     attrs = span.attributes
-    gemini = span.scope.get("name") == _GOOGLE_GENAI_SCOPE
+    gemini = span.scope.get("name") == GOOGLE_GENAI_SCOPE
     messages, system = _neutral_messages(
-        _with_arguments(span, input_messages(attrs)), calls, function_responses=gemini
+        with_arguments(span, input_messages(attrs)), calls, function_responses=gemini
     )
     payload: dict[str, Any] = {"messages": messages, "tools": _neutral_tools(attrs)}
     if not messages and SpanAttributes.INPUT_VALUE in attrs:
@@ -159,13 +159,13 @@ def _model_input(span: SpanRecord, calls: _Calls) -> dict[str, Any]:
     if system is not None:
         payload["systemPrompt"] = system
     observed = ["messages", "systemPrompt"]
-    invocation = _json_or_text(attrs.get(SpanAttributes.LLM_INVOCATION_PARAMETERS))
+    invocation = json_or_text(attrs.get(SpanAttributes.LLM_INVOCATION_PARAMETERS))
     if GEN_AI_REQUEST_MODEL in attrs:  # GenAI conventions: the request's own model and settings
         payload["model"] = str(attrs[GEN_AI_REQUEST_MODEL])
         params = {name: attrs[key] for key, name in _GEN_AI_PARAMS.items() if attrs.get(key) is not None}
         observed += ["model", *(f"params.{name}" for name in _GEN_AI_PARAMS.values())]
         observed += ["tools"] if GEN_AI_TOOL_DEFINITIONS in attrs else []
-    elif isinstance(invocation, dict) and span.scope.get("name") not in _ECHOING_SCOPES:
+    elif isinstance(invocation, dict) and span.scope.get("name") not in ECHOING_SCOPES:
         payload["model"] = str(invocation.get("model") or span.model or "") or None
         params, seen = _invocation_params(span, invocation)
         observed += ["model", *seen, "tools"]  # the request's arguments, tools among them
@@ -187,7 +187,7 @@ def _invocation_params(span: SpanRecord, invocation: dict[str, Any]) -> tuple[di
     recorded. An SDK instrumentor records the SDK's arguments (not ``extra_body``'s fields, which it
     never sees: so a setting absent from the span is not taken as absent from the request); a
     framework's (LangChain) records its own settings beside them, so only the table's fields count."""
-    table = _table_for(span)
+    table = table_for(span)
     arguments = {k: v for k, v in invocation.items() if k not in _SDK_ONLY}
     if span.scope.get("name") not in _SDK_ARGUMENTS:
         known = table.fields()

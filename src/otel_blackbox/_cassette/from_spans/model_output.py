@@ -11,16 +11,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from otel_blackbox._cassette.from_spans.calls import _Calls, _json_or_text
-from otel_blackbox._cassette.from_spans.sources import _with_arguments
+from otel_blackbox._cassette.from_spans.calls import CallNumbering, json_or_text
+from otel_blackbox._cassette.from_spans.sources import with_arguments
 from otel_blackbox._cassette.output import Extras, Hosted, Reasoning, neutral_stop_reason, with_extras
 from otel_blackbox._cost.usage import usage_json, usage_of, with_usage
 from otel_blackbox._spans.messages import GEN_AI_RESPONSE_FINISH_REASONS, HostedCall, Message, output_messages
 from otel_blackbox._store.queries import SpanRecord
 
 
-def _model_output(span: SpanRecord, calls: _Calls) -> dict[str, Any] | None:
-    messages = _with_arguments(span, output_messages(span.attributes))
+def model_output_of(span: SpanRecord, calls: CallNumbering) -> dict[str, Any] | None:
+    messages = with_arguments(span, output_messages(span.attributes))
     if not messages:
         return None
     return with_usage(with_extras(_turn_of(messages, calls), _extras_of(span, messages)), _usage_of(span))
@@ -38,7 +38,7 @@ def _usage_of(span: SpanRecord) -> dict[str, Any] | None:
 def _extras_of(span: SpanRecord, messages: list[Message]) -> Extras:
     """What the spans saw beyond text and calls: why the model stopped, its reasoning texts (spans
     record no signatures), and the tools the provider ran (GenAI's builtin calls)."""
-    reasons = _json_or_text(span.attributes.get(GEN_AI_RESPONSE_FINISH_REASONS))
+    reasons = json_or_text(span.attributes.get(GEN_AI_RESPONSE_FINISH_REASONS))
     recorded = [m.finish_reason for m in messages if m.finish_reason]
     if isinstance(reasons, list | tuple):
         recorded += [str(r) for r in reasons]
@@ -52,11 +52,11 @@ def _extras_of(span: SpanRecord, messages: list[Message]) -> Extras:
 def _hosted(call: HostedCall) -> Hosted:
     hosted = Hosted(call.name)
     if call.arguments is not None:
-        hosted = replace(hosted, tool_input=_json_or_text(call.arguments))
+        hosted = replace(hosted, tool_input=json_or_text(call.arguments))
     return hosted if call.result is None else replace(hosted, result=call.result)
 
 
-def _turn_of(messages: list[Message], calls: _Calls) -> dict[str, Any]:
+def _turn_of(messages: list[Message], calls: CallNumbering) -> dict[str, Any]:
     text = "\n".join(m.content for m in messages if m.content)
     tool_calls = [c for m in messages for c in m.tool_calls]
     if not tool_calls:
@@ -67,7 +67,7 @@ def _turn_of(messages: list[Message], calls: _Calls) -> dict[str, Any]:
             {
                 "toolCallId": calls.made(c),
                 "toolName": c.tool_name or "unknown",
-                "toolInput": _json_or_text(c.tool_input),
+                "toolInput": json_or_text(c.tool_input),
             }
             for c in tool_calls
         ],

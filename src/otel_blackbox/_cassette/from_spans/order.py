@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from otel_blackbox._cassette.from_spans.builder import _Builder
-from otel_blackbox._cassette.from_spans.sources import _LLM, _TOOL
+from otel_blackbox._cassette.from_spans.builder import Builder
+from otel_blackbox._cassette.from_spans.sources import LLM_KIND, TOOL_KIND
 from otel_blackbox._store.queries import SpanRecord
 
 
-def _ordered(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
+def ordered_spans(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
     return sorted(spans, key=lambda s: (s.start_ns, s.end_ns or 0))
 
 
-def _calls_in_asked_order(ordered: list[SpanRecord], builder: _Builder) -> Iterator[SpanRecord]:
+def calls_in_asked_order(ordered: list[SpanRecord], builder: Builder) -> Iterator[SpanRecord]:
     """The spans in time order, except TOOL spans that started at the same moment: those come in
     the order the model asked for the calls. A clock of millisecond precision (the JavaScript SDK's)
     gives tools run together one start time, and their ends would otherwise decide."""
@@ -26,9 +26,11 @@ def _calls_in_asked_order(ordered: list[SpanRecord], builder: _Builder) -> Itera
     while i < len(ordered):
         span = ordered[i]
         j = i + 1
-        if span.oi_span_kind == _TOOL:
+        if span.oi_span_kind == TOOL_KIND:
             while (
-                j < len(ordered) and ordered[j].oi_span_kind == _TOOL and ordered[j].start_ns == span.start_ns
+                j < len(ordered)
+                and ordered[j].oi_span_kind == TOOL_KIND
+                and ordered[j].start_ns == span.start_ns
             ):
                 j += 1
         if j - i > 1:
@@ -44,13 +46,13 @@ def _position(asked: list[str], name: str) -> int:
     return asked.index(name) if name in asked else len(asked)
 
 
-def _roots(spans: list[SpanRecord]) -> list[SpanRecord]:
+def root_spans(spans: list[SpanRecord]) -> list[SpanRecord]:
     """The spans whose parent is not among them: one per trace, or more for a trace cut short."""
     ids = {(s.trace_id, s.span_id) for s in spans}
     return [s for s in spans if (s.trace_id, s.parent_span_id) not in ids] or spans[:1]
 
 
-def _ancestors(spans: list[SpanRecord], of: list[SpanRecord]) -> set[tuple[str, str]]:
+def ancestors_of(spans: list[SpanRecord], of: list[SpanRecord]) -> set[tuple[str, str]]:
     """(trace id, span id) of every ancestor of the spans ``of``."""
     parents = {(s.trace_id, s.span_id): s.parent_span_id for s in spans}
     found: set[tuple[str, str]] = set()
@@ -64,13 +66,13 @@ def _ancestors(spans: list[SpanRecord], of: list[SpanRecord]) -> set[tuple[str, 
     return found
 
 
-def _around(spans: list[SpanRecord], calls: list[SpanRecord]) -> set[tuple[str, str]]:
+def around_calls(spans: list[SpanRecord], calls: list[SpanRecord]) -> set[tuple[str, str]]:
     """LLM spans whose time holds a captured call of their process though it is not their child:
     LangChain's OpenInference spans are never made current, so the wire call has no parent."""
     return {
         (s.trace_id, s.span_id)
         for s in spans
-        if s.oi_span_kind == _LLM
+        if s.oi_span_kind == LLM_KIND
         and s.end_ns is not None
         and any(
             c.pid == s.pid and s.start_ns <= c.start_ns and c.end_ns is not None and c.end_ns <= s.end_ns

@@ -15,7 +15,7 @@ from typing import Any
 
 from openinference.semconv.trace import OpenInferenceSpanKindValues, SpanAttributes
 
-from otel_blackbox._cassette.from_spans.calls import _json_or_text
+from otel_blackbox._cassette.from_spans.calls import json_or_text
 from otel_blackbox._spans.messages import Message
 from otel_blackbox._spans.semconv import (
     ATTR_HTTP_REQUEST_BODY,
@@ -29,17 +29,17 @@ from otel_blackbox._wire.openai_chat.fields import CHAT_FIELDS
 from otel_blackbox._wire.openai_responses.fields import RESPONSES_FIELDS
 from otel_blackbox._wire.request_fields import RequestFields
 
-_LLM = OpenInferenceSpanKindValues.LLM.value
-_TOOL = OpenInferenceSpanKindValues.TOOL.value
+LLM_KIND = OpenInferenceSpanKindValues.LLM.value
+TOOL_KIND = OpenInferenceSpanKindValues.TOOL.value
 
 
 # Instrumentors whose llm.invocation_parameters are the response's echo (the Agents SDK's spans
 # carry the temperature, top_p and tool_choice the Responses API answered with), not the request.
 _AGENTS_SCOPE = "openinference.instrumentation.openai_agents"
-_ECHOING_SCOPES = frozenset({_AGENTS_SCOPE})
+ECHOING_SCOPES = frozenset({_AGENTS_SCOPE})
 _OPENAI_SCOPE = "openinference.instrumentation.openai"
 _ANTHROPIC_SCOPE = "openinference.instrumentation.anthropic"
-_GOOGLE_GENAI_SCOPE = "openinference.instrumentation.google_genai"
+GOOGLE_GENAI_SCOPE = "openinference.instrumentation.google_genai"
 _LANGCHAIN_SCOPE = "openinference.instrumentation.langchain"
 # The API of a span, by its instrumentor's span name (OpenInference's OpenAI instrumentor names a
 # span after the SDK's response type; its google-genai one after the method).
@@ -66,7 +66,7 @@ GEN_AI_RESPONSE_ID = "gen_ai.response.id"
 GEN_AI_TIME_TO_FIRST_CHUNK = "gen_ai.client.operation.time_to_first_chunk"
 
 
-def _table_for(span: SpanRecord) -> RequestFields:
+def table_for(span: SpanRecord) -> RequestFields:
     provider = span.attributes.get(
         SpanAttributes.LLM_PROVIDER, span.attributes.get(SpanAttributes.LLM_SYSTEM)
     )
@@ -76,7 +76,7 @@ def _table_for(span: SpanRecord) -> RequestFields:
     return RESPONSES_FIELDS if responses else CHAT_FIELDS
 
 
-def _with_arguments(span: SpanRecord, messages: list[Message]) -> list[Message]:
+def with_arguments(span: SpanRecord, messages: list[Message]) -> list[Message]:
     """The Agents SDK's instrumentor leaves out a call's arguments when they are ``{}`` (a handoff's
     ``transfer_to_<agent>``, a tool with no parameters): the model sent ``{}``, not nothing."""
     if span.scope.get("name") != _AGENTS_SCOPE or all(
@@ -92,7 +92,7 @@ def _with_arguments(span: SpanRecord, messages: list[Message]) -> list[Message]:
     ]
 
 
-def _is_handoff(span: SpanRecord) -> bool:
+def is_handoff(span: SpanRecord) -> bool:
     """The Agents SDK's span of a handoff: a TOOL span named ``handoff to <agent>`` with no tool
     name, beside the model's own ``transfer_to_<agent>`` call and its result, which are the steps.
     (A function tool's span always carries its name, and a function's name holds no space.)"""
@@ -112,17 +112,17 @@ def _api(name: str | None, stream: bool | None) -> dict[str, Any] | None:
     return {"name": name} if stream is None else {"name": name, "stream": stream}
 
 
-def _api_of_llm(span: SpanRecord) -> dict[str, Any] | None:
+def api_of_llm(span: SpanRecord) -> dict[str, Any] | None:
     """The API an LLM span's call went to, where its instrumentor tells it; ``stream`` where the span
     tells that too (an SDK's own arguments do: no ``stream`` there is a call that did not stream)."""
     scope, attrs = span.scope.get("name"), span.attributes
-    invocation = _json_or_text(attrs.get(SpanAttributes.LLM_INVOCATION_PARAMETERS))
+    invocation = json_or_text(attrs.get(SpanAttributes.LLM_INVOCATION_PARAMETERS))
     invocation = invocation if isinstance(invocation, dict) else {}
     if scope == _OPENAI_SCOPE:
         return _api(_OPENAI_SPAN_APIS.get(span.name), invocation.get("stream") is True)
     if scope == _ANTHROPIC_SCOPE and span.name.removeprefix("beta.").startswith("messages."):
         return _api("anthropic", span.name.endswith(".stream") or invocation.get("stream") is True)
-    if scope == _GOOGLE_GENAI_SCOPE and span.name in _GEMINI_SPAN_STREAMS:
+    if scope == GOOGLE_GENAI_SCOPE and span.name in _GEMINI_SPAN_STREAMS:
         return _api("gemini", _GEMINI_SPAN_STREAMS[span.name])
     if scope == _AGENTS_SCOPE:  # a "response" span is the Responses API's; a "generation" any model's
         return _api("openai-responses" if span.name == "response" else None, None)
@@ -143,7 +143,7 @@ def _api_of_llm(span: SpanRecord) -> dict[str, Any] | None:
     return _api(_GEN_AI_APIS.get(str(provider)), streamed)
 
 
-def _api_of_wire(span: SpanRecord) -> dict[str, Any] | None:
+def api_of_wire(span: SpanRecord) -> dict[str, Any] | None:
     """The API of a model call HTTP capture saw: the translation that read it, and whether the
     request asked for a stream (Gemini says so in the URL, the others in the body)."""
     attrs = span.attributes
@@ -156,5 +156,5 @@ def _api_of_wire(span: SpanRecord) -> dict[str, Any] | None:
     body = attrs.get(ATTR_HTTP_REQUEST_BODY)
     if attrs.get(ATTR_HTTP_REQUEST_BODY_ENCODING) == "base64" or not isinstance(body, str):
         return _api(name, None)
-    request = _json_or_text(body)
+    request = json_or_text(body)
     return _api(name, request.get("stream") is True if isinstance(request, dict) else None)

@@ -11,8 +11,8 @@ from openinference.semconv.trace import SpanAttributes
 
 from otel_blackbox._cost.prices import Price, format_usd
 from otel_blackbox._cost.usage import REASONING_KEYS, usage_of
-from otel_blackbox._render.markdown.document import _LAST_LINE_ROOM, _Document, _utc
-from otel_blackbox._render.markdown.tree import _exceptions, _kind, _Numbered
+from otel_blackbox._render.markdown.document import LAST_LINE_ROOM, Document, utc_text
+from otel_blackbox._render.markdown.tree import Numbered, exceptions_of, kind_label
 from otel_blackbox._render.md_escape import inline
 from otel_blackbox._render.text import fmt_duration, status_marker
 from otel_blackbox._spans.messages import (
@@ -41,7 +41,7 @@ def _fingerprint(message: Message) -> tuple[Any, ...]:
     return (message.role, message.content or None, calls, message.tool_call_id)
 
 
-def _message_lines(doc: _Document, message: Message) -> list[str]:
+def _message_lines(doc: Document, message: Message) -> list[str]:
     role = f"**{doc.name(message.role)}**"
     extra = ""
     if message.name:
@@ -72,7 +72,7 @@ def _message_lines(doc: _Document, message: Message) -> list[str]:
 
 
 def _messages(
-    doc: _Document, label: str, messages: list[Message], skip: int = 0, skipped_from: int = 0
+    doc: Document, label: str, messages: list[Message], skip: int = 0, skipped_from: int = 0
 ) -> list[str]:
     if not messages:
         return []
@@ -84,7 +84,7 @@ def _messages(
     return lines
 
 
-def _tokens_line(doc: _Document, span: SpanRecord, price: Price | None) -> str | None:
+def _tokens_line(doc: Document, span: SpanRecord, price: Price | None) -> str | None:
     as_model = doc.as_model
     if span.model is None and span.total_tokens is None and span.prompt_tokens is None:
         return None
@@ -112,10 +112,12 @@ def _tokens_line(doc: _Document, span: SpanRecord, price: Price | None) -> str |
     return "- " + " · ".join(parts)
 
 
-def _details(doc: _Document, item: _Numbered, heading: str) -> list[str]:
+def _details(doc: Document, item: Numbered, heading: str) -> list[str]:
     """The details of one span, as lines."""
     span, attrs = item.span, item.span.attributes
-    title = f"{heading} {item.number}. {status_marker(span.status)} {doc.name(span.name)} {_kind(doc, span)}"
+    title = (
+        f"{heading} {item.number}. {status_marker(span.status)} {doc.name(span.name)} {kind_label(doc, span)}"
+    )
     lines = ["", title.rstrip(), ""]
     if span.status == "open":
         status = "OPEN: still open when the recording stopped (killed, crashed or still running)"
@@ -123,7 +125,7 @@ def _details(doc: _Document, item: _Numbered, heading: str) -> list[str]:
         status = "ERROR" + (f": {doc.inline_value(span.status_message)}" if span.status_message else "")
     else:
         status = inline(span.status.upper())
-    lines.append(f"- Status: {status} · {fmt_duration(span.duration_ns)} · started {_utc(span.start_ns)}")
+    lines.append(f"- Status: {status} · {fmt_duration(span.duration_ns)} · started {utc_text(span.start_ns)}")
     ids = f"- Span {doc.code_value(span.span_id)}"
     if span.parent_span_id:
         ids += f" · parent {doc.code_value(span.parent_span_id)}"
@@ -169,14 +171,14 @@ def _details(doc: _Document, item: _Numbered, heading: str) -> list[str]:
     params = attrs.get(SpanAttributes.LLM_INVOCATION_PARAMETERS)
     if params:
         lines += ["", "**Parameters**", *doc.block(params)]
-    for kind, message, stack in _exceptions(span):
+    for kind, message, stack in exceptions_of(span):
         lines += ["", f"**Exception** {doc.code_value(kind)}: {doc.inline_value(message)}"]
         if stack:
             lines += doc.block(stack.rstrip())
     return lines
 
 
-def _add_details(doc: _Document, items: list[_Numbered], heading: str, span_heading: str) -> None:
+def add_details(doc: Document, items: list[Numbered], heading: str, span_heading: str) -> None:
     if not items:
         return
     doc.add("", heading)
@@ -190,7 +192,7 @@ def _add_details(doc: _Document, items: list[_Numbered], heading: str, span_head
                 before = (doc.left.values, doc.previous_llm)
                 lines = _details(doc, item, span_heading)
                 size = sum(len(line) + 1 for line in lines)
-                if limits.total_chars is not None and doc.size + size > limits.total_chars - _LAST_LINE_ROOM:
+                if limits.total_chars is not None and doc.size + size > limits.total_chars - LAST_LINE_ROOM:
                     doc.details_stopped = True
                     doc.left.values, doc.previous_llm = before  # what was not shown was not shortened
                 else:

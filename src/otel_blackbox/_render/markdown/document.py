@@ -23,10 +23,10 @@ from typing import Any
 
 from otel_blackbox._render.md_escape import code, fenced, inline
 
-__all__ = ["Limits"]
+__all__ = ["LAST_LINE_ROOM", "Document", "Limits", "plural", "utc_text"]
 
 _MARKER = "… [+{} chars, --full]"
-_LAST_LINE_ROOM = 1000  # characters kept for the line that says what was left out
+LAST_LINE_ROOM = 1000  # characters kept for the line that says what was left out
 _ONE_LINE_JSON = 100  # JSON up to this long stays on one line; longer is indented
 
 
@@ -50,13 +50,13 @@ class Limits:
 # --- values ------------------------------------------------------------------------------------
 
 
-def _utc(ns: int | None) -> str:
+def utc_text(ns: int | None) -> str:
     if ns is None:
         return "-"
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _plural(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
@@ -113,7 +113,7 @@ class _Left:
 
 
 @dataclass
-class _Document:
+class Document:
     limits: Limits
     as_model: str | None
     again: str  # the command that shows everything
@@ -156,7 +156,7 @@ class _Document:
     def room(self) -> bool:
         """Whether the document is still short of its bound (less what the last line needs)."""
         total = self.limits.total_chars
-        return total is None or self.size < total - _LAST_LINE_ROOM
+        return total is None or self.size < total - LAST_LINE_ROOM
 
     def block(self, value: Any) -> list[str]:
         body, info = _as_body(value)
@@ -187,5 +187,5 @@ class _Document:
             )
             said = f"Left out{bound}: " + ", ".join(parts) + "."
         if left.values:
-            said += f" {_plural(left.values, 'value')} shortened (the marker says by how much)."
+            said += f" {plural(left.values, 'value')} shortened (the marker says by how much)."
         return f"*{inline(said.strip())} All of it: {code(self.again)}*"

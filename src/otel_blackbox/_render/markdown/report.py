@@ -13,9 +13,9 @@ import shlex
 from decimal import Decimal
 
 from otel_blackbox._cost.prices import format_usd, prices_version, total_usd
-from otel_blackbox._render.markdown.details import _add_details
-from otel_blackbox._render.markdown.document import Limits, _Document, _plural, _utc
-from otel_blackbox._render.markdown.tree import _errors, _Numbered, _numbered, _tree
+from otel_blackbox._render.markdown.details import add_details
+from otel_blackbox._render.markdown.document import Document, Limits, plural, utc_text
+from otel_blackbox._render.markdown.tree import Numbered, errors_section, numbered_spans, tree_section
 from otel_blackbox._render.md_escape import inline
 from otel_blackbox._render.text import fmt_duration
 from otel_blackbox._store.queries import SpanRecord, TraceSummary
@@ -24,8 +24,8 @@ __all__ = ["group_markdown", "trace_markdown"]
 
 
 def _header(
-    doc: _Document,
-    items: list[_Numbered],
+    doc: Document,
+    items: list[Numbered],
     status: str,
     start_ns: int,
     duration_ns: int,
@@ -34,10 +34,10 @@ def _header(
     spans = [i.span for i in items]
     failed = sum(1 for s in spans if s.status == "error")
     opened = sum(1 for s in spans if s.status == "open")
-    notes = [_plural(n, word) for n, word in ((failed, "failed span"), (opened, "open span")) if n]
+    notes = [plural(n, word) for n, word in ((failed, "failed span"), (opened, "open span")) if n]
     doc.add("", f"- Status: **{status.upper()}**" + (f" ({', '.join(notes)})" if notes else ""))
-    doc.add(f"- Started: {_utc(start_ns)} · duration {fmt_duration(duration_ns)}")
-    doc.add(f"- Spans: {len(spans)}" + ("" if traces is None else f" in {_plural(traces, 'trace')}"))
+    doc.add(f"- Started: {utc_text(start_ns)} · duration {fmt_duration(duration_ns)}")
+    doc.add(f"- Spans: {len(spans)}" + ("" if traces is None else f" in {plural(traces, 'trace')}"))
     sessions = list(dict.fromkeys(s.session_id for s in spans if s.session_id))
     if sessions:
         shown = ", ".join(doc.code_value(s) for s in sessions[:5])
@@ -48,7 +48,7 @@ def _header(
         prompt = sum(s.prompt_tokens or 0 for s in counted)
         completion = sum(s.completion_tokens or 0 for s in counted)
         total = sum(s.total_tokens or (s.prompt_tokens or 0) + (s.completion_tokens or 0) for s in counted)
-        calls = _plural(len(counted), "LLM call")
+        calls = plural(len(counted), "LLM call")
         doc.add(f"- Tokens: {total} (prompt {prompt}, completion {completion}) in {calls}")
     prices = [i.price for i in llm if _has_usage(i.span)]  # what can be priced: calls with a usage
     if prices:
@@ -57,7 +57,7 @@ def _header(
         if doc.as_model:
             cost += f" as if {doc.code_value(doc.as_model)} had answered"
         unpriced = sum(1 for p in prices if p is None)
-        without = f"; {_plural(unpriced, 'LLM call')} with no price" if unpriced else ""
+        without = f"; {plural(unpriced, 'LLM call')} with no price" if unpriced else ""
         doc.add(f"- Cost: {cost} ({inline(prices_version())}{without})")
 
 
@@ -79,15 +79,15 @@ def trace_markdown(
     limits: Limits | None = None,
 ) -> str:
     """One trace as a Markdown document."""
-    doc = _Document(
+    doc = Document(
         Limits.unbounded() if full else limits or Limits(), as_model, _command("trace", summary.trace_id)
     )
-    items = _numbered(doc, spans, summary.end_ns, 1)
+    items = numbered_spans(doc, spans, summary.end_ns, 1)
     doc.add(f"# Trace {doc.code_value(summary.trace_id)}: {doc.name(summary.root_name)}")
     _header(doc, items, summary.status, summary.start_ns, summary.duration_ns)
-    _errors(doc, items, "## Failures")
-    _tree(doc, items, "## Span tree")
-    _add_details(doc, items, "## Spans", "###")
+    errors_section(doc, items, "## Failures")
+    tree_section(doc, items, "## Span tree")
+    add_details(doc, items, "## Spans", "###")
     return doc.text()
 
 
@@ -102,13 +102,13 @@ def group_markdown(
 ) -> str:
     """Every trace of a run or a session (``kind``), in time order, as one Markdown document: a
     header for all of them, then each trace's failures, tree and details, spans numbered across."""
-    doc = _Document(
+    doc = Document(
         Limits.unbounded() if full else limits or Limits(), as_model, _command(kind, ident), several=True
     )
-    numbered: list[tuple[TraceSummary, list[_Numbered]]] = []
+    numbered: list[tuple[TraceSummary, list[Numbered]]] = []
     for summary, spans in traces:
         first = 1 + (numbered[-1][1][-1].number if numbered and numbered[-1][1] else 0)
-        numbered.append((summary, _numbered(doc, spans, summary.end_ns, first)))
+        numbered.append((summary, numbered_spans(doc, spans, summary.end_ns, first)))
     every = [item for _, items in numbered for item in items]
     start = min((s.start_ns for s, _ in traces), default=0)
     end = max((s.end_ns for s, _ in traces), default=start)
@@ -116,7 +116,7 @@ def group_markdown(
     status = "open" if "open" in statuses else "error" if "error" in statuses else "ok"
     doc.add(f"# {kind.capitalize()} {doc.code_value(ident)}")
     _header(doc, every, status, start, max(0, end - start), len(traces))
-    _errors(doc, every, "## Failures")
+    errors_section(doc, every, "## Failures")
     for n, (summary, items) in enumerate(numbered):
         if not doc.room():  # the rest of the traces: counted, not shown
             doc.left.traces, doc.left.trace_total = len(numbered) - n, len(numbered)
@@ -129,9 +129,9 @@ def group_markdown(
         opened = f", {summary.open_count} open" if summary.open_count else ""
         doc.add(
             "",
-            f"{summary.status.upper()} · started {_utc(summary.start_ns)} · "
-            f"{fmt_duration(summary.duration_ns)} · {_plural(summary.span_count, 'span')}{opened}",
+            f"{summary.status.upper()} · started {utc_text(summary.start_ns)} · "
+            f"{fmt_duration(summary.duration_ns)} · {plural(summary.span_count, 'span')}{opened}",
         )
-        _tree(doc, items, "### Span tree")
-        _add_details(doc, items, "### Spans", "####")
+        tree_section(doc, items, "### Span tree")
+        add_details(doc, items, "### Spans", "####")
     return doc.text()

@@ -7,19 +7,19 @@ from dataclasses import dataclass
 
 from otel_blackbox._cost.prices import Price, format_usd
 from otel_blackbox._cost.spans import span_price
-from otel_blackbox._render.markdown.document import _Document
+from otel_blackbox._render.markdown.document import Document
 from otel_blackbox._render.md_escape import inline
 from otel_blackbox._render.text import fmt_duration, status_marker
 from otel_blackbox._store.queries import SpanRecord
 
 
-def _kind(doc: _Document, span: SpanRecord) -> str:
+def kind_label(doc: Document, span: SpanRecord) -> str:
     if span.oi_span_kind:
         return doc.code_value(span.oi_span_kind)
     return "" if span.span_kind == "INTERNAL" else doc.code_value(span.span_kind)
 
 
-def _exceptions(span: SpanRecord) -> list[tuple[str, str, str | None]]:
+def exceptions_of(span: SpanRecord) -> list[tuple[str, str, str | None]]:
     """(type, message, stack trace) of each exception event of the span."""
     found = []
     for event in span.exception_events:
@@ -36,7 +36,7 @@ def _exceptions(span: SpanRecord) -> list[tuple[str, str, str | None]]:
 
 
 @dataclass
-class _Numbered:
+class Numbered:
     number: int
     span: SpanRecord
     depth: int
@@ -66,11 +66,11 @@ def _tree_order(spans: list[SpanRecord]) -> list[tuple[SpanRecord, int]]:
     return ordered
 
 
-def _span_facts(doc: _Document, item: _Numbered) -> str:
+def _span_facts(doc: Document, item: Numbered) -> str:
     """The tree entry of a span: marker, name, kind, duration or open, model, tokens, cost."""
     span = item.span
     parts = [f"{status_marker(span.status)} {doc.name(span.name)}"]
-    kind = _kind(doc, span)
+    kind = kind_label(doc, span)
     if kind:
         parts.append(kind)
     if span.status == "open":
@@ -90,7 +90,7 @@ def _span_facts(doc: _Document, item: _Numbered) -> str:
     return " · ".join(parts) + f" (span {item.number})"
 
 
-def _tree(doc: _Document, items: list[_Numbered], heading: str) -> None:
+def tree_section(doc: Document, items: list[Numbered], heading: str) -> None:
     doc.add("", heading, "")
     limit = doc.limits.tree_spans
     before = doc.left.tree
@@ -107,7 +107,7 @@ def _tree(doc: _Document, items: list[_Numbered], heading: str) -> None:
         doc.add("- " + inline(f"… {doc.left.tree - before} more spans (--full)"))
 
 
-def _errors(doc: _Document, items: list[_Numbered], heading: str) -> None:
+def errors_section(doc: Document, items: list[Numbered], heading: str) -> None:
     failed = [i for i in items if i.span.status == "error" or i.span.exception_events]
     if not failed:
         return
@@ -119,20 +119,22 @@ def _errors(doc: _Document, items: list[_Numbered], heading: str) -> None:
             continue
         doc.errors_shown += 1
         span = item.span
-        head = f"- {status_marker(span.status)} {doc.name(span.name)} {_kind(doc, span)}".rstrip()
-        reasons = [f"{doc.code_value(kind)}: {doc.inline_value(text)}" for kind, text, _ in _exceptions(span)]
+        head = f"- {status_marker(span.status)} {doc.name(span.name)} {kind_label(doc, span)}".rstrip()
+        reasons = [
+            f"{doc.code_value(kind)}: {doc.inline_value(text)}" for kind, text, _ in exceptions_of(span)
+        ]
         if not reasons and span.status_message:
             reasons = [doc.inline_value(span.status_message)]
         doc.add(f"{head} (span {item.number}): " + ("; ".join(reasons) or "failed, with no message"))
 
 
-def _llm_price(doc: _Document, span: SpanRecord) -> Price | None:
+def _llm_price(doc: Document, span: SpanRecord) -> Price | None:
     """An LLM span's price (as the other views: only a span of kind LLM is a priced call)."""
     return span_price(span, as_model=doc.as_model) if span.oi_span_kind == "LLM" else None
 
 
-def _numbered(doc: _Document, spans: list[SpanRecord], last_seen_ns: int, start: int) -> list[_Numbered]:
+def numbered_spans(doc: Document, spans: list[SpanRecord], last_seen_ns: int, start: int) -> list[Numbered]:
     return [
-        _Numbered(start + n, span, depth, last_seen_ns, _llm_price(doc, span))
+        Numbered(start + n, span, depth, last_seen_ns, _llm_price(doc, span))
         for n, (span, depth) in enumerate(_tree_order(spans))
     ]

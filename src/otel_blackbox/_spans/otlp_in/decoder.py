@@ -18,17 +18,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_blackbox._spans.otlp_in.json_fields import (
-    _get,
-    _has,
-    _items,
-    _json_attributes,
-    _json_span,
-    _object,
-    _resource_spans,
-    _text,
+    array_of,
+    field_value,
+    has_field,
+    json_attributes,
+    json_span,
+    object_of,
+    resource_spans_of,
+    text_of,
 )
-from otel_blackbox._spans.otlp_in.protobuf_fields import _pb_attributes, _pb_span
-from otel_blackbox._spans.otlp_in.span import OtlpError, _Span
+from otel_blackbox._spans.otlp_in.protobuf_fields import pb_attributes, pb_span
+from otel_blackbox._spans.otlp_in.span import OtlpError, Span
 from otel_blackbox._store.snapshot import Definition, Snapshot
 
 __all__ = ["Decoded", "OtlpDecoder"]
@@ -63,35 +63,41 @@ class OtlpDecoder:
 
     def from_json(self, document: object, *, strict: bool = True) -> Decoded:
         decoded = Decoded()
-        where, batches = _resource_spans(document)
-        for i, resource_spans in enumerate(_items(batches, where)):
+        where, batches = resource_spans_of(document)
+        for i, resource_spans in enumerate(array_of(batches, where)):
             path = f"{where}[{i}]"
-            resource_spans = _object(resource_spans, path)
-            resource = _object(_get(resource_spans, "resource") or {}, f"{path}.resource")
+            resource_spans = object_of(resource_spans, path)
+            resource = object_of(field_value(resource_spans, "resource") or {}, f"{path}.resource")
             resource_ref = self._ref(
                 decoded,
                 "resource",
-                _json_attributes(resource.get("attributes"), f"{path}.resource.attributes"),
+                json_attributes(resource.get("attributes"), f"{path}.resource.attributes"),
             )
-            scope_key = "scopeSpans" if _has(resource_spans, "scopeSpans") else "instrumentationLibrarySpans"
-            for j, scope_spans in enumerate(_items(_get(resource_spans, scope_key), f"{path}.{scope_key}")):
+            scope_key = (
+                "scopeSpans" if has_field(resource_spans, "scopeSpans") else "instrumentationLibrarySpans"
+            )
+            for j, scope_spans in enumerate(
+                array_of(field_value(resource_spans, scope_key), f"{path}.{scope_key}")
+            ):
                 scope_path = f"{path}.{scope_key}[{j}]"
-                scope_spans = _object(scope_spans, scope_path)
-                scope = _object(
-                    _get(scope_spans, "scope") or _get(scope_spans, "instrumentationLibrary") or {},
+                scope_spans = object_of(scope_spans, scope_path)
+                scope = object_of(
+                    field_value(scope_spans, "scope")
+                    or field_value(scope_spans, "instrumentationLibrary")
+                    or {},
                     f"{scope_path}.scope",
                 )
                 scope_ref = self._ref(
                     decoded,
                     "scope",
-                    _scope(_text(scope.get("name"), f"{scope_path}.scope.name"),
-                           _text(scope.get("version"), f"{scope_path}.scope.version"),
-                           _text(_get(scope_spans, "schemaUrl"), f"{scope_path}.schemaUrl")),
+                    _scope(text_of(scope.get("name"), f"{scope_path}.scope.name"),
+                           text_of(scope.get("version"), f"{scope_path}.scope.version"),
+                           text_of(field_value(scope_spans, "schemaUrl"), f"{scope_path}.schemaUrl")),
                 )  # fmt: skip
-                for k, span in enumerate(_items(_get(scope_spans, "spans"), f"{scope_path}.spans")):
+                for k, span in enumerate(array_of(field_value(scope_spans, "spans"), f"{scope_path}.spans")):
                     span_path = f"{scope_path}.spans[{k}]"
                     try:
-                        _add(decoded, _json_span(span, span_path), resource_ref, scope_ref)
+                        _add(decoded, json_span(span, span_path), resource_ref, scope_ref)
                     except OtlpError as exc:
                         if strict:
                             raise
@@ -112,7 +118,7 @@ class OtlpDecoder:
         decoded = Decoded()
         for i, resource_spans in enumerate(request.resource_spans):
             path = f"resourceSpans[{i}]"
-            resource_ref = self._ref(decoded, "resource", _pb_attributes(resource_spans.resource.attributes))
+            resource_ref = self._ref(decoded, "resource", pb_attributes(resource_spans.resource.attributes))
             for j, scope_spans in enumerate(resource_spans.scope_spans):
                 scope_path = f"{path}.scopeSpans[{j}]"
                 scope = scope_spans.scope
@@ -121,7 +127,7 @@ class OtlpDecoder:
                 )
                 for k, span in enumerate(scope_spans.spans):
                     try:
-                        _add(decoded, _pb_span(span, f"{scope_path}.spans[{k}]"), resource_ref, scope_ref)
+                        _add(decoded, pb_span(span, f"{scope_path}.spans[{k}]"), resource_ref, scope_ref)
                     except OtlpError as exc:
                         if strict:
                             raise
@@ -144,7 +150,7 @@ class OtlpDecoder:
         return ref
 
 
-def _add(decoded: Decoded, span: _Span, resource_ref: int, scope_ref: int) -> None:
+def _add(decoded: Decoded, span: Span, resource_ref: int, scope_ref: int) -> None:
     fields, seen_ns = span
     decoded.snapshots.append((*fields, resource_ref, scope_ref))
     if seen_ns is not None:

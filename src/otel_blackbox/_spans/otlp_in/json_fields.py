@@ -19,42 +19,42 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from otel_blackbox._spans.otlp_in.span import _KINDS, _MAX_DEPTH, _STATUSES, OtlpError, _finish, _Span
+from otel_blackbox._spans.otlp_in.span import KINDS, MAX_DEPTH, STATUSES, OtlpError, Span, finish
 
 _U64 = 2**64
 _I64 = range(-(2**63), 2**63)
 _DOUBLES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
-def _resource_spans(document: object) -> tuple[str, object]:
+def resource_spans_of(document: object) -> tuple[str, object]:
     """Where the list of ResourceSpans is, whichever body holds it."""
     if not isinstance(document, dict):
         raise OtlpError("", f"expected a JSON object with resourceSpans, got {_type(document)}")
     if "batches" in document:  # Tempo's /api/traces/<id>
         return "batches", document["batches"]
     for wrapper in ("result", "trace"):  # Jaeger's /api/v3/traces, Tempo's /api/v2/traces/<id>
-        if wrapper in document and not _has(document, "resourceSpans"):
-            inner = _object(document[wrapper], wrapper)
-            if not _has(inner, "resourceSpans"):
+        if wrapper in document and not has_field(document, "resourceSpans"):
+            inner = object_of(document[wrapper], wrapper)
+            if not has_field(inner, "resourceSpans"):
                 raise OtlpError(wrapper, "expected an object with resourceSpans")
-            return f"{wrapper}.resourceSpans", _get(inner, "resourceSpans")
-    if not _has(document, "resourceSpans"):
+            return f"{wrapper}.resourceSpans", field_value(inner, "resourceSpans")
+    if not has_field(document, "resourceSpans"):
         keys = ", ".join(sorted(map(str, document))[:5]) or "none"
         raise OtlpError(
             "", f"not OTLP: no resourceSpans (nor a Jaeger result, Tempo batches or trace); keys: {keys}"
         )
-    return "resourceSpans", _get(document, "resourceSpans")
+    return "resourceSpans", field_value(document, "resourceSpans")
 
 
 def _snake(name: str) -> str:
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
 
 
-def _has(obj: dict[str, Any], name: str) -> bool:
+def has_field(obj: dict[str, Any], name: str) -> bool:
     return name in obj or _snake(name) in obj
 
 
-def _get(obj: dict[str, Any], name: str) -> Any:
+def field_value(obj: dict[str, Any], name: str) -> Any:
     """A field by its ProtoJSON name or its proto name (parsers accept both)."""
     value = obj.get(name)
     return obj.get(_snake(name)) if value is None else value
@@ -66,13 +66,13 @@ def _type(value: object) -> str:
     )
 
 
-def _object(value: object, path: str) -> dict[str, Any]:
+def object_of(value: object, path: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise OtlpError(path, f"expected an object, got {_type(value)}")
     return value
 
 
-def _items(value: object, path: str) -> list[Any]:
+def array_of(value: object, path: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -80,7 +80,7 @@ def _items(value: object, path: str) -> list[Any]:
     return value
 
 
-def _text(value: object, path: str) -> str:
+def text_of(value: object, path: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -164,20 +164,20 @@ def _enum(value: object, names: tuple[str, ...], prefix: str, path: str) -> int:
 
 def _json_value(value: object, path: str, depth: int = 0) -> Any:
     """An AnyValue: the Python value the SDK would hold (arrays as lists, kvlists as dicts)."""
-    if depth > _MAX_DEPTH:
-        raise OtlpError(path, f"nested deeper than {_MAX_DEPTH} levels")
-    obj = _object(value, path)
+    if depth > MAX_DEPTH:
+        raise OtlpError(path, f"nested deeper than {MAX_DEPTH} levels")
+    obj = object_of(value, path)
     if not obj:
         return None
     for name, read in _VALUE_READERS:
-        found = _get(obj, name)
+        found = field_value(obj, name)
         if found is not None:
             return read(found, f"{path}.{name}", depth)
     raise OtlpError(path, f"not an AnyValue (keys: {', '.join(sorted(map(str, obj))[:5])})")
 
 
 def _string_value(value: object, path: str, depth: int) -> str:
-    return _text(value, path)
+    return text_of(value, path)
 
 
 def _bool_value(value: object, path: str, depth: int) -> bool:
@@ -205,16 +205,16 @@ def _double_value(value: object, path: str, depth: int) -> float:
 
 
 def _array_value(value: object, path: str, depth: int) -> list[Any]:
-    values = _items(_get(_object(value, path), "values"), f"{path}.values")
+    values = array_of(field_value(object_of(value, path), "values"), f"{path}.values")
     return [_json_value(v, f"{path}.values[{i}]", depth + 1) for i, v in enumerate(values)]
 
 
 def _kvlist_value(value: object, path: str, depth: int) -> dict[str, Any]:
-    return _json_attributes(_get(_object(value, path), "values"), f"{path}.values", depth + 1)
+    return json_attributes(field_value(object_of(value, path), "values"), f"{path}.values", depth + 1)
 
 
 def _bytes_value(value: object, path: str, depth: int) -> str:
-    text = _text(value, path)
+    text = text_of(value, path)
     try:
         base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
@@ -233,10 +233,10 @@ _VALUE_READERS: tuple[tuple[str, Callable[[object, str, int], Any]], ...] = (
 )
 
 
-def _json_attributes(values: object, path: str, depth: int = 0) -> dict[str, Any]:
+def json_attributes(values: object, path: str, depth: int = 0) -> dict[str, Any]:
     attributes: dict[str, Any] = {}
-    for i, item in enumerate(_items(values, path)):
-        item = _object(item, f"{path}[{i}]")
+    for i, item in enumerate(array_of(values, path)):
+        item = object_of(item, f"{path}[{i}]")
         key = item.get("key")
         if not isinstance(key, str):
             raise OtlpError(f"{path}[{i}].key", f"expected a string, got {_type(key)}")
@@ -245,26 +245,26 @@ def _json_attributes(values: object, path: str, depth: int = 0) -> dict[str, Any
     return attributes
 
 
-def _json_span(value: object, path: str) -> _Span:
-    span = _object(value, path)
-    trace_id = _id(_get(span, "traceId"), 16, f"{path}.traceId")
-    span_id = _id(_get(span, "spanId"), 8, f"{path}.spanId")
+def json_span(value: object, path: str) -> Span:
+    span = object_of(value, path)
+    trace_id = _id(field_value(span, "traceId"), 16, f"{path}.traceId")
+    span_id = _id(field_value(span, "spanId"), 8, f"{path}.spanId")
     assert trace_id is not None and span_id is not None  # required
-    parent = _id(_get(span, "parentSpanId"), 8, f"{path}.parentSpanId", required=False)
-    status = _object(_get(span, "status") or {}, f"{path}.status")
-    events = _items(_get(span, "events"), f"{path}.events")
-    links = _items(_get(span, "links"), f"{path}.links")
-    return _finish(
+    parent = _id(field_value(span, "parentSpanId"), 8, f"{path}.parentSpanId", required=False)
+    status = object_of(field_value(span, "status") or {}, f"{path}.status")
+    events = array_of(field_value(span, "events"), f"{path}.events")
+    links = array_of(field_value(span, "links"), f"{path}.links")
+    return finish(
         trace_id,
         span_id,
         parent,
-        _text(_get(span, "name"), f"{path}.name"),
-        _KINDS[_enum(_get(span, "kind"), _KINDS, "SPAN_KIND_", f"{path}.kind")],
-        _STATUSES[_enum(_get(status, "code"), _STATUSES, "STATUS_CODE_", f"{path}.status.code")],
-        _text(_get(status, "message"), f"{path}.status.message"),
-        _uint64(_get(span, "startTimeUnixNano"), f"{path}.startTimeUnixNano"),
-        _uint64(_get(span, "endTimeUnixNano"), f"{path}.endTimeUnixNano"),
-        _json_attributes(_get(span, "attributes"), f"{path}.attributes"),
+        text_of(field_value(span, "name"), f"{path}.name"),
+        KINDS[_enum(field_value(span, "kind"), KINDS, "SPAN_KIND_", f"{path}.kind")],
+        STATUSES[_enum(field_value(status, "code"), STATUSES, "STATUS_CODE_", f"{path}.status.code")],
+        text_of(field_value(status, "message"), f"{path}.status.message"),
+        _uint64(field_value(span, "startTimeUnixNano"), f"{path}.startTimeUnixNano"),
+        _uint64(field_value(span, "endTimeUnixNano"), f"{path}.endTimeUnixNano"),
+        json_attributes(field_value(span, "attributes"), f"{path}.attributes"),
         tuple(_json_event(event, f"{path}.events[{i}]") for i, event in enumerate(events)),
         tuple(_json_link(link, f"{path}.links[{i}]") for i, link in enumerate(links)),
         path,
@@ -272,17 +272,17 @@ def _json_span(value: object, path: str) -> _Span:
 
 
 def _json_event(value: object, path: str) -> tuple[str, int, dict[str, Any]]:
-    event = _object(value, path)
+    event = object_of(value, path)
     return (
-        _text(_get(event, "name"), f"{path}.name"),
-        _uint64(_get(event, "timeUnixNano"), f"{path}.timeUnixNano"),
-        _json_attributes(_get(event, "attributes"), f"{path}.attributes"),
+        text_of(field_value(event, "name"), f"{path}.name"),
+        _uint64(field_value(event, "timeUnixNano"), f"{path}.timeUnixNano"),
+        json_attributes(field_value(event, "attributes"), f"{path}.attributes"),
     )
 
 
 def _json_link(value: object, path: str) -> tuple[int, int, dict[str, Any]]:
-    link = _object(value, path)
-    trace_id = _id(_get(link, "traceId"), 16, f"{path}.traceId")
-    span_id = _id(_get(link, "spanId"), 8, f"{path}.spanId")
+    link = object_of(value, path)
+    trace_id = _id(field_value(link, "traceId"), 16, f"{path}.traceId")
+    span_id = _id(field_value(link, "spanId"), 8, f"{path}.spanId")
     assert trace_id is not None and span_id is not None  # required
-    return trace_id, span_id, _json_attributes(_get(link, "attributes"), f"{path}.attributes")
+    return trace_id, span_id, json_attributes(field_value(link, "attributes"), f"{path}.attributes")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from otel_blackbox._spans.otlp_in.span import _KINDS, _MAX_DEPTH, _STATUSES, OtlpError, _finish, _Span
+from otel_blackbox._spans.otlp_in.span import KINDS, MAX_DEPTH, STATUSES, OtlpError, Span, finish
 
 
 def _pb_id(raw: bytes, size: int, path: str, *, required: bool = True) -> int | None:
@@ -31,34 +31,34 @@ def _pb_value(value: Any, depth: int = 0) -> Any:
     if which == "array_value":
         return [_pb_value(v, depth + 1) for v in _deep(value.array_value.values, depth)]
     if which == "kvlist_value":
-        return _pb_attributes(_deep(value.kvlist_value.values, depth), depth + 1)
+        return pb_attributes(_deep(value.kvlist_value.values, depth), depth + 1)
     if which == "bytes_value":
         return base64.b64encode(value.bytes_value).decode("ascii")
     return getattr(value, which)
 
 
 def _deep(values: Any, depth: int) -> Any:
-    if depth > _MAX_DEPTH:
-        raise OtlpError("attributes", f"a value nested deeper than {_MAX_DEPTH} levels")
+    if depth > MAX_DEPTH:
+        raise OtlpError("attributes", f"a value nested deeper than {MAX_DEPTH} levels")
     return values
 
 
-def _pb_attributes(values: Any, depth: int = 0) -> dict[str, Any]:
+def pb_attributes(values: Any, depth: int = 0) -> dict[str, Any]:
     return {kv.key: _pb_value(kv.value, depth) for kv in values}
 
 
-def _pb_span(span: Any, path: str) -> _Span:
+def pb_span(span: Any, path: str) -> Span:
     trace_id = _pb_id(span.trace_id, 16, f"{path}.traceId")
     span_id = _pb_id(span.span_id, 8, f"{path}.spanId")
     assert trace_id is not None and span_id is not None  # required
     parent = _pb_id(span.parent_span_id, 8, f"{path}.parentSpanId", required=False)
-    kind = span.kind if 0 <= span.kind < len(_KINDS) else 0  # an enum value from a newer proto
-    code = span.status.code if 0 <= span.status.code < len(_STATUSES) else 0
-    events = tuple((e.name, e.time_unix_nano, _pb_attributes(e.attributes)) for e in span.events)
+    kind = span.kind if 0 <= span.kind < len(KINDS) else 0  # an enum value from a newer proto
+    code = span.status.code if 0 <= span.status.code < len(STATUSES) else 0
+    events = tuple((e.name, e.time_unix_nano, pb_attributes(e.attributes)) for e in span.events)
     links = tuple(_pb_link(link, f"{path}.links[{i}]") for i, link in enumerate(span.links))
-    return _finish(
-        trace_id, span_id, parent, span.name, _KINDS[kind], _STATUSES[code], span.status.message,
-        span.start_time_unix_nano, span.end_time_unix_nano, _pb_attributes(span.attributes), events, links,
+    return finish(
+        trace_id, span_id, parent, span.name, KINDS[kind], STATUSES[code], span.status.message,
+        span.start_time_unix_nano, span.end_time_unix_nano, pb_attributes(span.attributes), events, links,
         path,
     )  # fmt: skip
 
@@ -67,4 +67,4 @@ def _pb_link(link: Any, path: str) -> tuple[int, int, dict[str, Any]]:
     trace_id = _pb_id(link.trace_id, 16, f"{path}.traceId")
     span_id = _pb_id(link.span_id, 8, f"{path}.spanId")
     assert trace_id is not None and span_id is not None  # required
-    return trace_id, span_id, _pb_attributes(link.attributes)
+    return trace_id, span_id, pb_attributes(link.attributes)

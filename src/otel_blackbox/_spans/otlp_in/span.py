@@ -9,11 +9,11 @@ from typing import Any
 
 from otel_blackbox._spans.semconv import ATTR_SPAN_OPEN
 
-__all__ = ["OtlpError"]
+__all__ = ["KINDS", "MAX_DEPTH", "STATUSES", "OtlpError", "Span", "finish"]
 
-_KINDS = ("INTERNAL", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")  # 0 is UNSPECIFIED
-_STATUSES = ("unset", "ok", "error")
-_MAX_DEPTH = 64  # nested arrays / kvlists in one attribute value
+KINDS = ("INTERNAL", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")  # 0 is UNSPECIFIED
+STATUSES = ("unset", "ok", "error")
+MAX_DEPTH = 64  # nested arrays / kvlists in one attribute value
 
 
 class OtlpError(ValueError):
@@ -26,14 +26,14 @@ class OtlpError(ValueError):
 
 # A span before its resource and scope are known: the snapshot's fields, and when it was last seen
 # if `export` ended it only to export it.
-_Span = tuple[tuple[Any, ...], int | None]
+Span = tuple[tuple[Any, ...], int | None]
 
 
-def _finish(
+def finish(
     trace_id: int, span_id: int, parent: int | None, name: str, kind: str, status: str, message: str | None,
     start_ns: int, end_ns: int, attributes: dict[str, Any], events: tuple[Any, ...], links: tuple[Any, ...],
     path: str,
-) -> _Span:  # fmt: skip
+) -> Span:  # fmt: skip
     """The snapshot fields of a decoded span: open when it has no end, or `export` marked it open."""
     if not start_ns:
         raise OtlpError(f"{path}.startTimeUnixNano", "missing: a span has a start time")
