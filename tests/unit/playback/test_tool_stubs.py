@@ -92,6 +92,22 @@ def record(directory: Path, calls: list[Call], name: str = "tool-stubs") -> list
     return recorded_results(load_cassette(path))
 
 
+@pytest.fixture(autouse=True)
+def no_event_loop_left_open() -> Iterator[None]:
+    """pydantic-ai's ``run_sync`` makes an event loop the thread's current one and leaves it open; a
+    later ``asyncio.run`` in this process drops it, and the garbage collector warns of it in
+    whatever test runs then (a ResourceWarning, an error under ``filterwarnings = error``)."""
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:  # not the main thread, or no loop and none to be made
+            return
+    loop.close()
+    asyncio.set_event_loop(None)
+
+
 @pytest.fixture(scope="module")
 def ledger(tmp_path_factory: pytest.TempPathFactory) -> list[RecordedResult]:
     results = record(tmp_path_factory.mktemp("cassettes"), LEDGER_CALLS)
