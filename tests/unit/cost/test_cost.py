@@ -22,10 +22,8 @@ from otel_blackbox._render.html_report import trace_data
 from otel_blackbox._store import queries
 from otel_blackbox._store.connection import connect_reader
 
-START_NS = time.time_ns()  # now: inside its run's window, priced as of today
-WHEN = datetime.fromtimestamp(START_NS / 1e9, tz=timezone.utc).replace(
-    hour=0, minute=0, second=0, microsecond=0
-)
+# Priced as of today (the day the spans are recorded, but for a run that crosses midnight UTC).
+WHEN = datetime.now(tz=timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 def _openinference(model: str, provider: str, prompt: int, completion: int, **details: int) -> dict[str, Any]:
@@ -84,11 +82,14 @@ def _expected(usage: Usage, model: str, provider: str | None = None) -> float:
 
 
 def _record(db: Path, spans: list[tuple[str, dict[str, Any]]], *, root: str = "agent") -> str:
-    """One trace: a root span and one child span per (name, attributes), at START_NS."""
+    """One trace: a root span and one child span per (name, attributes), all starting now: inside
+    the run's window (a start taken when the module was imported can be minutes older than the run
+    on a slow machine, past the window's slack, and the run would not count them)."""
     recorder = Recorder(db)
-    with recorder.tracer.start_as_current_span(root, start_time=START_NS) as parent:
+    start_ns = time.time_ns()
+    with recorder.tracer.start_as_current_span(root, start_time=start_ns) as parent:
         for name, attributes in spans:
-            recorder.tracer.start_span(name, attributes=attributes, start_time=START_NS).end(START_NS + 1_000)
+            recorder.tracer.start_span(name, attributes=attributes, start_time=start_ns).end(start_ns + 1_000)
         trace_id = format(parent.get_span_context().trace_id, "032x")
     recorder.flush()
     recorder.processor.shutdown()
