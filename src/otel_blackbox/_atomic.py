@@ -4,7 +4,8 @@ A crash or an error mid-write leaves the old file (or none), never half of a new
 killed mid-write (SIGKILL runs no cleanup) leaves its temporary file, ``.<name>.<pid>.<random>.tmp``;
 the next save over the same file removes it once that process is gone and the file a minute old.
 Only a save over an existing file looks (one listing of the directory): a folder of thousands of
-new files, such as the cassette exporter's, is never listed once per file.
+new files, such as the cassette exporter's, is never listed once per file. An error names the
+target, never the temporary file.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ def atomic_text_writer(path: str | Path) -> Iterator[TextIO]:
     # The replaced file's mode, or what open() would give a new file (0666 less the umask).
     mode = stat.S_IMODE(replaced.st_mode) if replaced is not None else 0o666 & ~_umask()
     prefix = f".{target.name}.{os.getpid()}."
-    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=target.parent or ".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=target.parent or ".")
+    except OSError as exc:
+        raise _naming(exc, target) from None
     try:
         os.fchmod(fd, mode)  # mkstemp makes 0600 files: give the usual mode instead
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
@@ -40,12 +44,23 @@ def atomic_text_writer(path: str | Path) -> Iterator[TextIO]:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if exc.filename in (None, tmp):  # the write's own failure: name the user's file, not ours
+            raise _naming(exc, target) from None
+        raise
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
     if replaced is not None:
         _remove_abandoned_temporaries(target)
+
+
+def _naming(exc: OSError, target: Path) -> OSError:
+    """The same error about ``target``: a message never names the temporary file the user never saw."""
+    return OSError(exc.errno, exc.strerror or str(exc), str(target))
 
 
 # mkstemp's random part: 8 characters of this alphabet.

@@ -14,15 +14,20 @@ Hierarchy::
     ├── PullError                 pulling spans from a backend failed (arguments, network, HTTP, shape)
     │   └── SpanShapeError        a span of the answer is not what the API documents
     ├── BadArgument               an MCP tool argument the caller can correct
+    ├── OutputError               a file a command would write cannot be written there
+    │   └── ResultKept            the work was done but its file could not be written: kept elsewhere
     └── StoreError                a database that cannot be used
         ├── DatabaseNotFound      no file at the path
         ├── NotABlackboxDatabase  not SQLite, or SQLite without our schema, or a newer schema
         ├── DatabaseLocked        another process holds a lock longer than the busy timeout
-        ├── TraceLookupError      a trace id prefix that is unknown or ambiguous
+        ├── TraceLookupError      a trace id prefix that is unknown, malformed or ambiguous
         │   ├── TraceNotFound
+        │   │   └── MalformedTraceId  not hex, or too long: no trace can have it
         │   └── AmbiguousTraceId
-        ├── RunLookupError        a run id prefix that is unknown or ambiguous, or a run without spans
+        ├── RunLookupError        a run id prefix that is unknown, malformed or ambiguous, or a run
+        │   │                     without spans
         │   ├── RunNotFound
+        │   │   └── MalformedRunId
         │   └── AmbiguousRunId
         └── SessionIdNotFound     no recorded span carries that session id
 """
@@ -40,11 +45,15 @@ __all__ = [
     "DatabaseLocked",
     "DatabaseNotFound",
     "ImportInputError",
+    "MalformedRunId",
+    "MalformedTraceId",
     "MissingSDK",
     "NotABlackboxDatabase",
+    "OutputError",
     "PullError",
     "ReplayDivergence",
     "ReplayIncomplete",
+    "ResultKept",
     "RunLookupError",
     "RunNotFound",
     "SessionError",
@@ -108,6 +117,10 @@ class TraceNotFound(TraceLookupError):
     pass
 
 
+class MalformedTraceId(TraceNotFound):
+    """Not an id at all (a usage error, exit 2), though no trace has it either."""
+
+
 class AmbiguousTraceId(TraceLookupError):
     pass
 
@@ -118,6 +131,10 @@ class RunLookupError(StoreError):
 
 class RunNotFound(RunLookupError):
     pass
+
+
+class MalformedRunId(RunNotFound):
+    """Not a run id at all (a usage error, exit 2), though no run has it either."""
 
 
 class AmbiguousRunId(RunLookupError):
@@ -142,6 +159,21 @@ class PullError(BlackboxError):
 
 class SpanShapeError(PullError):
     """A span of an answer that is not what the API documents; str() names the field."""
+
+
+class OutputError(BlackboxError):
+    """A file a command would write: a missing or unwritable folder, a folder, a database."""
+
+
+class ResultKept(OutputError):
+    """The work is done (a rerun paid for, a program run) but its file could not be written where
+    asked: it is kept at ``kept``, which the message names. ``exit_code`` is the program's, for a
+    command that passes it through."""
+
+    def __init__(self, message: str, kept: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.kept = kept
+        self.exit_code = exit_code
 
 
 class BadArgument(BlackboxError):

@@ -19,7 +19,10 @@ from otel_blackbox._version import __version__
 from otel_blackbox.errors import (
     BlackboxError,
     ConfigError,
-    RunLookupError,
+    MalformedRunId,
+    MalformedTraceId,
+    ResultKept,
+    RunNotFound,
     SessionError,
     SessionIdNotFound,
     StoreError,
@@ -200,7 +203,11 @@ def main(argv: list[str] | None = None) -> None:
         _fail("aborted", 130)
     except click.ClickException as exc:
         _fail(exc.format_message(), exc.exit_code)
-    except (TraceNotFound, RunLookupError, SessionIdNotFound) as exc:  # not found (or not one run): 1
+    except ResultKept as exc:  # the work is done and kept elsewhere: a program's own exit code stands
+        _fail(str(exc), 2 if exc.exit_code is None else exc.exit_code)
+    except (MalformedTraceId, MalformedRunId) as exc:  # not an id at all: usage, 2
+        _fail(str(exc), 2)
+    except (TraceNotFound, RunNotFound, SessionIdNotFound) as exc:  # not found: 1 (ambiguous: 2, below)
         _fail(str(exc), 1)
     except SessionError as exc:  # a divergence, a missing call, a refused recording
         _fail(str(exc), 1)

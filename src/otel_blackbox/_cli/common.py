@@ -15,7 +15,7 @@ import click
 from otel_blackbox._render.text import safe_json
 from otel_blackbox._store.connection import connect_reader, connect_writer, describe_sqlite_error
 from otel_blackbox._store.schema import SCHEMA_VERSION
-from otel_blackbox.errors import RunNotFound, StoreError
+from otel_blackbox.errors import OutputError, RunNotFound, StoreError
 
 if TYPE_CHECKING:
     from otel_blackbox._store.queries import SpanRecord
@@ -26,6 +26,7 @@ __all__ = [
     "echo_json",
     "exactly_one",
     "group_spans",
+    "output_file",
     "progress",
     "reader",
     "style",
@@ -49,6 +50,20 @@ def utf8_text(ctx: click.Context, param: click.Parameter, value: str | None) -> 
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise click.BadParameter(f"not UTF-8 text: {value!r}", ctx, param) from None
+    return value
+
+
+def output_file(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """An -o callback: the file checked before the command does any work (a missing folder, a
+    folder, the database: one line naming it, exit 2); ``-`` (stdout) passes."""
+    if value is None or str(value) == "-":
+        return value
+    from otel_blackbox._output_file import check_output_file
+
+    try:
+        check_output_file(value, database=db_path(ctx))
+    except OutputError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
     return value
 
 

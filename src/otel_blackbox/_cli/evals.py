@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from otel_blackbox._cli.app import cli
-from otel_blackbox._cli.common import style
+from otel_blackbox._cli.common import output_file, style
 from otel_blackbox._render.text import safe
 
 __all__: list[str] = []
@@ -27,7 +27,13 @@ def eval_group() -> None:
 @eval_group.command("generate")
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
-    "-o", "--output", default="-", show_default=True, metavar="FILE", help="Contract file, or - for stdout."
+    "-o",
+    "--output",
+    default="-",
+    show_default=True,
+    metavar="FILE",
+    callback=output_file,
+    help="Contract file, or - for stdout.",
 )
 @click.option("--name", help="A name for the contract (default: from the cassette id).")
 def generate(path: Path, output: str, name: str | None) -> None:

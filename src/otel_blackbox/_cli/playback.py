@@ -14,6 +14,7 @@ import click
 
 from otel_blackbox._cassette.io import loads_json, read_text
 from otel_blackbox._cli.app import cli
+from otel_blackbox._cli.common import output_file
 from otel_blackbox.errors import SessionError
 
 __all__: list[str] = []
@@ -75,6 +76,7 @@ def program_command(command: tuple[str, ...]) -> tuple[str, ...]:
     "--output",
     required=True,
     type=click.Path(dir_okay=False, path_type=Path),
+    callback=output_file,
     help="Cassette to write.",
 )
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
@@ -153,7 +155,12 @@ def _json_option(text: str, option: str) -> Any:
 )
 @click.option("--live", is_flag=True, help="After the fork, send model calls to the real upstream.")
 @click.option(
-    "-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Child cassette."
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    callback=output_file,
+    help="Child cassette.",
 )
 @click.option("--match", type=click.Choice(["exact", "sequence"]), default="exact", show_default=True)
 @stub_tools_option(unrecorded=True)

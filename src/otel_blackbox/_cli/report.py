@@ -9,7 +9,7 @@ import click
 from otel_blackbox._atomic import atomic_text_writer
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cli.app import cli
-from otel_blackbox._cli.common import exactly_one, group_spans, progress, reader, utf8_text
+from otel_blackbox._cli.common import exactly_one, group_spans, output_file, progress, reader, utf8_text
 from otel_blackbox._render.html_report import SpanGroup, cassette_report, group_report, trace_report
 from otel_blackbox._render.text import safe
 from otel_blackbox._store import queries, runs
@@ -33,7 +33,12 @@ _BAR_FROM = 1000
     help="Every trace with a span of this session id.",
 )
 @click.option(
-    "-o", "--output", required=True, metavar="FILE.html", help="Where to write the page (atomically)."
+    "-o",
+    "--output",
+    required=True,
+    metavar="FILE.html",
+    callback=output_file,
+    help="Where to write the page (atomically).",
 )
 @click.pass_context
 def report(

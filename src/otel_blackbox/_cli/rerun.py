@@ -13,6 +13,7 @@ import click
 
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cli.app import cli
+from otel_blackbox._cli.common import output_file
 from otel_blackbox._cli.playback import (
     PASS_THROUGH,
     read_script,
@@ -82,7 +83,12 @@ __all__: list[str] = []
 )
 @stub_tools_option(unrecorded=True)
 @click.option(
-    "-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Child cassette."
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    callback=output_file,
+    help="Child cassette.",
 )
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def rerun(

@@ -24,7 +24,7 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 from otel_blackbox._render.text import safe
-from otel_blackbox.errors import CassetteError, SessionError
+from otel_blackbox.errors import CassetteError, ResultKept, SessionError
 
 if TYPE_CHECKING:
     from otel_blackbox._playback.interceptor import Session
@@ -138,6 +138,8 @@ def bootstrap_from_env() -> None:
         try:
             session.finish(failure[0] if failure else None)
             report: dict[str, Any] = {"ok": True}
+        except ResultKept as exc:
+            report = {"ok": False, "error": str(exc), "kept": exc.kept}
         except SessionError as exc:
             report = {"ok": False, "error": str(exc)}
         except Exception as exc:  # never a traceback at exit: the launcher prints one line
@@ -211,6 +213,8 @@ def run_program(
             ) from None
     for note in report.get("notes", []):
         print(safe(note), file=sys.stderr)
+    if report.get("kept"):  # the cassette is written, elsewhere: the program's exit code still holds
+        raise ResultKept(str(report.get("error")), str(report["kept"]), completed.returncode)
     if not report.get("ok"):
         raise SessionError(str(report.get("error")))
     if report.get("nothing_rerun") and completed.returncode == 0:

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 from otel_blackbox._cassette.io import save_cassette
 from otel_blackbox._cassette.model import Cassette, choice_calls
 from otel_blackbox._cost.usage import with_usage
+from otel_blackbox._output_file import write_keeping
 from otel_blackbox._playback import tool_spans
 from otel_blackbox._playback.exchanges import HTTP_EXCHANGE, body_value, stored_request_body
 from otel_blackbox._playback.http.exchange import HttpRequest, HttpResponse
@@ -239,7 +240,8 @@ class Recorder:
         self.cassette.append("metadata", end, now_ms())
         self._refuse_leaks()
         self._mask_steps()
-        save_cassette(self.cassette, self.path)
+        # The run is done (paid for, its side effects made): a failed write keeps it elsewhere.
+        write_keeping(lambda path: save_cassette(self.cassette, path), self.path, "cassette")
 
     def _mask_steps(self) -> None:
         """Mask the steps this run recorded, re-hashing the chain from the first one that changed."""

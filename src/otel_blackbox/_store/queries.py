@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_blackbox._store.schema import SCHEMA_VERSION
-from otel_blackbox.errors import AmbiguousTraceId, TraceNotFound
+from otel_blackbox.errors import AmbiguousTraceId, MalformedTraceId, TraceNotFound
 
 __all__ = [
     "NOT_OK",
@@ -191,7 +191,7 @@ def resolve_trace_id(conn: sqlite3.Connection, prefix: str) -> str:
     """A full trace id from a unique prefix; TraceNotFound / AmbiguousTraceId otherwise."""
     wanted = prefix.strip().lower()
     if not _HEX.match(wanted):
-        raise TraceNotFound(f"not a trace id (expected 1 to 32 hex digits): {prefix!r}")
+        raise MalformedTraceId(f"not a trace id (expected 1 to 32 hex digits): {prefix!r}")
     upper = wanted + "g"  # every id with the prefix sorts between prefix and prefix + 'g'
     found = [
         r[0]

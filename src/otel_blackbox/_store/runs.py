@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
 from otel_blackbox._store.queries import SpanRecord, last_seen_by_trace, recorder_of_span
-from otel_blackbox.errors import AmbiguousRunId, RunNotFound, SessionIdNotFound, StoreError
+from otel_blackbox.errors import AmbiguousRunId, MalformedRunId, RunNotFound, SessionIdNotFound, StoreError
 
 __all__ = [
     "ROOT_NAMES_SHOWN",
@@ -161,7 +161,7 @@ def resolve_run_id(conn: sqlite3.Connection, prefix: str) -> str:
     _require_run_ids(conn)
     wanted = prefix.strip().lower()
     if not _HEX.match(wanted):
-        raise RunNotFound(f"not a run id (expected 1 to 16 hex digits): {prefix!r}")
+        raise MalformedRunId(f"not a run id (expected 1 to 16 hex digits): {prefix!r}")
     found = [
         str(r[0])
         for r in conn.execute(

@@ -36,7 +36,7 @@ from otel_blackbox._render.text import safe
 from otel_blackbox._wire.apis import API_NAMES
 from otel_blackbox._wire.protocol import Provider
 from otel_blackbox._wire.registry import PROVIDERS
-from otel_blackbox.errors import BlackboxError, ReplayDivergence
+from otel_blackbox.errors import BlackboxError, ReplayDivergence, ResultKept
 
 __all__ = ["BuiltInRerun", "BuiltInRerunSession", "replay_built_in", "rerun_built_in"]
 
@@ -132,19 +132,26 @@ def rerun_built_in(incident_path: Path, plan: BuiltInRerun) -> int:
         return 130
     finally:
         client.close()
-    session.finish(stopped)
+    kept: ResultKept | None = None
+    try:
+        session.finish(stopped)
+    except ResultKept as exc:  # paid for: the summary still says what it cost, and where it is
+        kept = exc
     _say_dropped(api, run)
     tools = f"{_count(book.answered, 'tool result')} from the incident"
     stubs = f", {_count(book.stubbed, 'stub')}" if book.stubbed else ""
     cost = f"(cost {cassette_cost(session.cassette).describe()})"
     head = f"[blackbox] rerun of {incident.id} by the built-in agent on {api} (model {model})"
     calls = _count(run.turns, "model call")
+    written = plan.output if kept is None else kept.kept
     if stopped is not None:
         _say(str(stopped))
-        _say(f"{head}: failed ({stopped.reason}) after {calls}, {tools}{stubs} -> {plan.output} {cost}")
-        return 1
-    _say(f"{head}: completed in {calls}, {tools}{stubs} -> {plan.output} {cost}")
-    return 0
+        _say(f"{head}: failed ({stopped.reason}) after {calls}, {tools}{stubs} -> {written} {cost}")
+    else:
+        _say(f"{head}: completed in {calls}, {tools}{stubs} -> {written} {cost}")
+    if kept is not None:
+        raise kept
+    return 0 if stopped is None else 1
 
 
 def replay_built_in(child_path: Path) -> int:
