@@ -135,10 +135,43 @@ class _LazyCommands(MutableMapping[str, click.Command]):
         return self._loaded.get(name)
 
 
+# Commands whose arguments may end with a program's own (which may have a --db of its own): a --db
+# after them is theirs to refuse, never moved. None of them reads the database.
+_RUNS_A_PROGRAM = frozenset({"record", "replay", "fork", "rerun"})
+
+
+def db_after_the_command(args: list[str]) -> list[str]:
+    """``--db PATH`` given after the command name is the group's option as if given before it (and
+    wins over one before, as a later option does); up to a ``--``, and never for a command that runs
+    a program."""
+    position = 0
+    while position < len(args) and args[position].startswith("-") and args[position] != "--":
+        position += 2 if args[position] == "--db" else 1
+    if position >= len(args) or args[position] in _RUNS_A_PROGRAM:
+        return args
+    moved: list[str] = []
+    kept: list[str] = []
+    rest = iter(args[position + 1 :])
+    for arg in rest:
+        if arg == "--":
+            kept += [arg, *rest]
+        elif arg == "--db":
+            moved += [arg, next(rest, "")]
+        elif arg.startswith("--db="):
+            moved.append(arg)
+        else:
+            kept.append(arg)
+    return [*args[:position], *moved, args[position], *kept]
+
+
 class _Group(click.Group):
-    """A group whose help lists the commands without importing their modules."""
+    """A group whose help lists the commands without importing their modules, and whose --db may
+    also follow the command."""
 
     commands: _LazyCommands
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, db_after_the_command(args))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # click's Group.format_commands, with a command not loaded yet described by a stand-in that
@@ -165,7 +198,7 @@ class _Group(click.Group):
     default=DEFAULT_DB_PATH,
     show_default=True,
     metavar="PATH",
-    help="The SQLite file to read (env OTEL_BLACKBOX_DB).",
+    help="The SQLite file to read (env OTEL_BLACKBOX_DB); before or after the command.",
 )
 @click.version_option(__version__, prog_name="otel-blackbox")
 def cli(db: str) -> None:

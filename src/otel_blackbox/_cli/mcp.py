@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import db_path
+from otel_blackbox._store.connection import connect_reader
 from otel_blackbox.errors import BlackboxError
 
 __all__: list[str] = []
@@ -16,14 +15,8 @@ INSTALL = "pip install 'otel-blackbox[mcp]'"
 
 
 @cli.command("mcp")
-@click.option(
-    "--db",
-    "db",
-    metavar="PATH",
-    help="The SQLite file to read (default: the group's --db, env OTEL_BLACKBOX_DB).",
-)
 @click.pass_context
-def mcp_command(ctx: click.Context, db: str | None) -> None:
+def mcp_command(ctx: click.Context) -> None:
     """A Model Context Protocol server over stdio, for a coding agent to read the black box.
 
     Tools: list_traces, list_runs, errors, show_trace, get_span, stats, write_cassette,
@@ -38,7 +31,8 @@ def mcp_command(ctx: click.Context, db: str | None) -> None:
       otel-blackbox mcp --db ./blackbox.db
       claude mcp add blackbox -- otel-blackbox mcp --db /abs/path/blackbox.db
     """
-    path = Path(db) if db is not None else db_path(ctx)
+    path = db_path(ctx)  # --db, before the command or after it, as for every command
+    connect_reader(path).close()  # a missing or non-SQLite file: one line, exit 2, before serving
     try:  # the SDK (and its HTTP stack): only when the server runs, and an extra
         from otel_blackbox._mcp.server import serve
     except ImportError as exc:

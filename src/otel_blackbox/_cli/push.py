@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlunsplit
 
 import click
 
@@ -22,6 +22,7 @@ from otel_blackbox._cli.common import progress, reader
 from otel_blackbox._config import parse_duration
 from otel_blackbox._spans.semconv import ATTR_SPAN_OPEN
 from otel_blackbox._store import queries
+from otel_blackbox._urls import http_url
 from otel_blackbox.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -36,12 +37,9 @@ _EXPORTER_LOGGER = "opentelemetry.exporter.otlp"
 def _endpoint(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """http(s)://host[:port][/path]; a bare base URL gets the OTLP traces path /v1/traces."""
     try:
-        parts = urlsplit(value.strip())
-        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-    except ValueError:  # a port that is not a number or out of range, a broken [IPv6] host
-        valid = False
-    if not valid:
-        raise click.BadParameter(f"expected http(s)://host[:port][/path], got {value!r}", ctx, param)
+        parts = http_url(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
     if parts.path in ("", "/"):
         parts = parts._replace(path="/v1/traces")
     return urlunsplit(parts)

@@ -21,10 +21,21 @@ from otel_blackbox._cli.playback import (
     stub_plan,
     stub_tools_option,
 )
+from otel_blackbox._urls import http_url
 from otel_blackbox._wire.apis import API_NAMES
 from otel_blackbox.errors import SessionError
 
 __all__: list[str] = []
+
+
+def _http_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--base-url: http(s)://host[:port][/path] (exit 2 otherwise, before anything runs)."""
+    if value is not None:
+        try:
+            http_url(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), ctx, param) from None
+    return value
 
 
 @cli.command(context_settings=PASS_THROUGH)
@@ -43,6 +54,7 @@ __all__: list[str] = []
 @click.option(
     "--base-url",
     metavar="URL",
+    callback=_http_url,
     help="Built-in agent: the provider's base URL (default: the SDK's own variable).",
 )
 @click.option(

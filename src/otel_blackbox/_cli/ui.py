@@ -26,7 +26,7 @@ class _UsageExit(click.ClickException):
     "--host",
     default=LOCAL_HOST,
     show_default=True,
-    help=f"The address to bind: only {LOCAL_HOST} is accepted (the viewer is local-only).",
+    help=f"The address to bind: {LOCAL_HOST} or localhost (the viewer is local-only).",
 )
 @click.option("--verbose", "-v", is_flag=True, help="Log each request to stderr.")
 @click.pass_context
@@ -41,8 +41,9 @@ def ui(ctx: click.Context, port: int, host: str, verbose: bool) -> None:
       otel-blackbox ui
       otel-blackbox --db run.db ui --port 9000
     """
-    if host != LOCAL_HOST:
-        raise _UsageExit(f"--host {host}: the viewer is local-only and binds to {LOCAL_HOST} only")
+    if host.strip().lower() not in (LOCAL_HOST, "localhost"):
+        raise _UsageExit(f"--host {host}: the viewer is local-only: give {LOCAL_HOST} or localhost")
+    host = LOCAL_HOST  # localhost may also name ::1, which this IPv4 server does not bind
     path = db_path(ctx)
     connect_reader(path).close()  # a missing or non-SQLite file: one line, exit 2, before serving
     try:

@@ -9,8 +9,9 @@ import urllib.error
 import urllib.request
 import zlib
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlunsplit
 
+from otel_blackbox._urls import http_url
 from otel_blackbox._version import __version__
 from otel_blackbox.errors import PullError
 
@@ -21,14 +22,10 @@ _MESSAGE_CHARS = 300  # of the server's answer, in an error line
 
 def base_url(value: str) -> str:
     """http(s)://host[:port][/prefix] without a trailing slash, query or fragment; PullError otherwise."""
-    text = value.strip()
     try:
-        parts = urlsplit(text)
-        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-    except ValueError:  # a port that is not a number or out of range, a broken [IPv6] host
-        valid = False
-    if not valid or any(c.isspace() for c in text):
-        raise PullError(f"expected a URL like http://localhost:6006, got {value!r}")
+        parts = http_url(value)
+    except ValueError:
+        raise PullError(f"expected a URL like http://localhost:6006, got {value!r}") from None
     if parts.username is not None or parts.password is not None:
         raise PullError("the URL holds a user name or password: give an API key in PHOENIX_API_KEY instead")
     return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))

@@ -149,11 +149,11 @@ def test_bad_inputs_one_line_and_exit_code(recorded: tuple[Path, str, str], tmp_
         (("list", "--limit", "0"), db, 2, "Invalid value for '--limit'"),
         (("list", "--limit", "many"), db, 2, "'many' is not a valid integer"),
         (("show", "deadbeef"), db, 1, "no trace with id 'deadbeef'"),
-        (("show", "not-hex!"), db, 1, "not a trace id"),
+        (("show", "not-hex!"), db, 2, "not a trace id"),
         (("show",), db, 2, "give exactly one of TRACE_ID, --run, --session"),
         (("export", "--format", "csv"), db, 2, "Invalid value for '--format'"),
         (("frobnicate",), db, 2, "No such command 'frobnicate'"),
-        (("export", "-o", str(tmp_path / "no-dir" / "x.jsonl")), db, 2, "No such file or directory"),
+        (("export", "-o", str(tmp_path / "no-dir" / "x.jsonl")), db, 2, "no-dir does not exist"),
     ]
     for args, path, code, message in cases:
         result = run_cli(*args, db=path)

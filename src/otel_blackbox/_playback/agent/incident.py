@@ -41,12 +41,22 @@ class RecordedResult:
 
 
 @dataclass(frozen=True)
+class UnansweredCall:
+    """A ``tool_call`` step with no ``tool_result``: the run ended (was killed) before the tool returned."""
+
+    step: int
+    tool_name: str
+    tool_input: Any
+
+
+@dataclass(frozen=True)
 class Incident:
     id: str
     source: str  # the file, for messages
     model_inputs: list[JsonObject]
     user_turns: list[list[JsonObject]]  # the user messages each later turn of the conversation adds
     results: list[RecordedResult]
+    unanswered: list[UnansweredCall]
     model: str | None  # the model the first call named
     api: str | None  # the API the first call went to, where the cassette says
     stream: bool | None
@@ -55,6 +65,16 @@ class Incident:
         """The system prompt, tools and params of model turn ``turn`` (from 0)."""
         source = self.model_inputs[min(turn, len(self.model_inputs) - 1)]
         return {key: source[key] for key in ("systemPrompt", "tools", "params") if key in source}
+
+    def offered_tools(self) -> set[str]:
+        """The names of the tools any model call of the incident offered, and of those it called."""
+        names = {
+            str(tool["name"])
+            for source in self.model_inputs
+            for tool in source.get("tools") or []
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str)
+        }
+        return names | {result.tool_name for result in self.results}
 
     def first_messages(self) -> list[JsonObject]:
         return [dict(m) for m in self.model_inputs[0].get("messages", [])]
@@ -90,6 +110,7 @@ def read_incident(cassette: Cassette, source: str) -> Incident:
         model_inputs=model_inputs,
         user_turns=user_turns,
         results=recorded_results(cassette),
+        unanswered=unanswered_calls(cassette),
         model=model if isinstance(model, str) and model else None,
         api=api.get("name") if isinstance(api.get("name"), str) else None,
         stream=api.get("stream") if isinstance(api.get("stream"), bool) else None,
@@ -135,6 +156,20 @@ def recorded_results(cassette: Cassette) -> list[RecordedResult]:
                 )
             )
     return found
+
+
+def unanswered_calls(cassette: Cassette) -> list[UnansweredCall]:
+    """The tool_call steps no tool_result answers, in recorded order."""
+    calls: dict[str, UnansweredCall] = {}
+    for step in cassette.steps:
+        payload = step.payload if isinstance(step.payload, dict) else {}
+        call_id = str(payload.get("toolCallId", ""))
+        if step.type == "tool_call":
+            name = str(payload.get("toolName", ""))
+            calls[call_id] = UnansweredCall(step.index, name, payload.get("toolInput"))
+        elif step.type == "tool_result":
+            calls.pop(call_id, None)
+    return list(calls.values())
 
 
 def _ids_in(messages: list[JsonObject]) -> list[str]:

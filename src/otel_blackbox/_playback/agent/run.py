@@ -102,6 +102,13 @@ def rerun_built_in(incident_path: Path, plan: BuiltInRerun) -> int:
     """Rerun the incident with the built-in agent; 0 when the child completed, else 1."""
     cassette = load_cassette(incident_path)
     incident = read_incident(cassette, str(incident_path))
+    offered = incident.offered_tools()
+    for name in plan.stubs:  # a typo would otherwise stub nothing, silently
+        if name not in offered:
+            known = ", ".join(sorted(offered)) or "none"
+            raise BlackboxError(
+                f"--stub {name}: the incident never offered a tool of that name (it offered: {known})"
+            )
     api = choose_api(incident, plan.provider, plan.model)
     model = plan.model or incident.model
     if not model:
@@ -118,7 +125,7 @@ def rerun_built_in(incident_path: Path, plan: BuiltInRerun) -> int:
     agent = {"kind": "built-in", "provider": api, "model": model, "toolMatch": plan.tool_match}
     session = BuiltInRerunSession(cassette, plan.output, agent)
     session.ids.start = incident.next_call_index()  # new calls are numbered after the history's
-    book = ToolBook(incident.results, match=plan.tool_match, stubs=plan.stubs)
+    book = ToolBook(incident.results, match=plan.tool_match, stubs=plan.stubs, unanswered=incident.unanswered)
     agent_plan = AgentPlan(api, model, stream, native=incident.api == api, max_turns=max_turns)
 
     def before_call(call: int) -> None:

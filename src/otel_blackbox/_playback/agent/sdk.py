@@ -14,9 +14,11 @@ The SDKs are an optional extra (``pip install 'otel-blackbox[agent]'``): a missi
 from __future__ import annotations
 
 import importlib
+import socket
 from typing import Protocol
 
 from otel_blackbox._types import JsonObject
+from otel_blackbox._urls import http_url
 from otel_blackbox._wire.apis import SDK_PACKAGES
 from otel_blackbox.errors import BlackboxError, MissingSDK
 
@@ -24,6 +26,7 @@ __all__ = ["ModelClient", "make_client"]
 
 
 EXTRA = "otel-blackbox[agent]"
+_CONNECT_TIMEOUT_S = 10.0
 
 
 class ModelClient(Protocol):
@@ -54,4 +57,25 @@ def make_client(api: str, *, base_url: str | None) -> ModelClient:
         client: ModelClient = getattr(loaded, factory)(base_url=base_url)
     except Exception as exc:  # the SDK refuses to start: no API key set, a malformed base URL
         raise BlackboxError(f"--provider {api}: the {SDK_PACKAGES[api]} SDK could not start: {exc}") from None
+    if base_url is not None:
+        try:
+            _check_listening(base_url)
+        except BlackboxError:
+            client.close()
+            raise
     return client
+
+
+def _check_listening(base_url: str) -> None:
+    """A --base-url nothing listens at is refused before any call (exit 2), as a missing key is,
+    instead of a connection error after the SDK's retries."""
+    try:
+        parts = http_url(base_url)
+    except ValueError as exc:
+        raise BlackboxError(f"--base-url: {exc}") from None
+    host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=_CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise BlackboxError(f"--base-url {base_url}: nothing answers at {host}:{port} ({reason})") from None

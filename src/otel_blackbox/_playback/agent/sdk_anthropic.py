@@ -34,6 +34,11 @@ class AnthropicClient:
 
     def __init__(self, *, base_url: str | None) -> None:
         self._client = anthropic.Anthropic(base_url=base_url)
+        client = self._client
+        if client.api_key is None and client.auth_token is None and client.credentials is None:
+            # The SDK would fail only at the first call, with a TypeError: refuse here, as openai does.
+            client.close()
+            raise ValueError("no credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)")
 
     def send(self, body: JsonObject, *, model: str, stream: bool) -> None:
         kwargs: dict[str, Any] = {k: v for k, v in body.items() if k in _ARGUMENTS}

@@ -9,11 +9,12 @@ call is a miss, named with the closest recorded call. Nothing here runs a tool, 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from otel_blackbox._cassette.canonical import canonical_or_none
-from otel_blackbox._playback.agent.incident import RecordedResult
+from otel_blackbox._playback.agent.incident import RecordedResult, UnansweredCall
 from otel_blackbox._types import JsonObject
 from otel_blackbox.errors import SessionError
 
@@ -51,9 +52,15 @@ class ToolBook:
     """The recorded results a run's calls are answered from, each once."""
 
     def __init__(
-        self, results: list[RecordedResult], *, match: ToolMatch, stubs: dict[str, Any] | None = None
+        self,
+        results: list[RecordedResult],
+        *,
+        match: ToolMatch,
+        stubs: dict[str, Any] | None = None,
+        unanswered: Sequence[UnansweredCall] = (),
     ) -> None:
         self._unused = list(results)
+        self._unanswered = list(unanswered)  # recorded calls with no result, for what a miss says
         self.match = match
         self.stubs = dict(stubs or {})
         self.answered = 0
@@ -79,10 +86,18 @@ class ToolBook:
     ) -> str:
         """Why a call has no answer: the call, and the closest recorded one (``hint``: what to do)."""
         call = describe_call(name, arguments)
+        hint = f" ({hint if hint is not None else f'--stub {name}=JSON answers it'})"
+        wanted = canonical_or_none(arguments)
+        for cut in self._unanswered:  # the incident made this call, but ended before its result
+            same_input = self.match == "name" or canonical_or_none(cut.tool_input) == wanted
+            if cut.tool_name == name and same_input:
+                return (
+                    f"[blackbox] the model called {call}; {recording} recorded that call (step {cut.step}) "
+                    f"but no result for it: the run ended before the tool returned{hint}"
+                )
         same_name = [r for r in self._unused if r.tool_name == name]
         closest = same_name[0] if same_name else (self._unused[0] if self._unused else None)
         head = f"[blackbox] the model called {call}, which {recording} did not record"
-        hint = f" ({hint if hint is not None else f'--stub {name}=JSON answers it'})"
         if closest is None:
             return f"{head}, and every recorded result was already used{hint}"
         recorded = describe_call(closest.tool_name, closest.tool_input)
