@@ -101,6 +101,25 @@ def test_a_call_the_incident_did_not_record_stops_the_run_naming_it_and_the_clos
     assert [s.type for s in written.steps] == ["model_input", "model_output", "tool_call", "metadata"]
 
 
+def test_a_call_the_killed_incident_made_without_a_result_is_named_as_such(
+    llm: FakeLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run killed during its tool call recorded the call and no result: the message says so, not
+    that the call was never recorded."""
+    whole = incident(42)
+    killed = Cassette(id="killed", created_at=1, api=whole.api)
+    for step in whole.steps[:3]:  # model_input, model_output, tool_call: killed before the tool returned
+        killed.append(step.type, step.payload, step.timestamp)
+    assert rerun(llm, saved(tmp_path, killed), tmp_path / "child.json") == 1
+    err = capsys.readouterr().err
+    assert (
+        '[blackbox] the model called lookup_order({"order_id":42}); the incident recorded that call '
+        "(step 2) but no result for it: the run ended before the tool returned "
+        "(--stub lookup_order=JSON answers it)"
+    ) in err
+    assert "did not record" not in err
+
+
 def test_a_stub_answers_an_unrecorded_call_and_the_child_marks_it(llm: FakeLLMServer, tmp_path: Path) -> None:
     child = tmp_path / "child.json"
     stub = {"order_id": 42, "status": "shipped"}

@@ -6,6 +6,8 @@ import itertools
 import json
 import os
 import random
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -179,12 +181,29 @@ def test_cli_refuses_other_host_and_missing_db(tmp_path: Path) -> None:
     result = run_cli("ui", "--host", "0.0.0.0", db=tmp_path / "x.db")
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1 and "local-only" in result.stderr
+    result = run_cli("ui", "--host", "example.com", db=tmp_path / "x.db")
+    assert result.returncode == 2 and "local-only" in result.stderr
     result = run_cli("ui", "--port", "0", db=tmp_path / "missing.db")
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1 and "not found" in result.stderr
     (tmp_path / "junk.db").write_text("not sqlite at all, " * 100)
     result = run_cli("ui", "--port", "0", db=tmp_path / "junk.db")
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_cli_takes_localhost_for_the_loopback_address(traces: dict[str, str], recorder: Recorder) -> None:
+    argv = [sys.executable, "-m", "otel_blackbox.cli", "--db", str(recorder.db_path), "ui", "--host",
+            "localhost", "--port", "0"]  # fmt: skip
+    with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True) as viewer:
+        try:
+            assert viewer.stderr is not None
+            line = viewer.stderr.readline()
+            assert "viewer on http://127.0.0.1:" in line, line
+            url = line.split(" on ")[1].split()[0]
+            with urllib.request.urlopen(url, timeout=10) as answer:
+                assert answer.status == 200
+        finally:
+            viewer.terminate()
 
 
 def test_cli_port_in_use(server: ViewerServer, recorder: Recorder) -> None:
