@@ -108,10 +108,11 @@ def serve(
 
     POST /v1/traces, as every OTLP/HTTP exporter sends it (gzip too), is stored in the database
     through the recorder's own writer: the same redaction, bounds and columns as recorded spans.
-    A request is answered 200 once its spans are committed; a partial success counts the spans
-    rejected (malformed, or past the queue: OTEL_BLACKBOX_MAX_QUEUE_SIZE, shown as dropped by
-    stats). The whole serve process is one run. SIGTERM or Ctrl-C answers the requests in flight,
-    writes everything received and exits 0.
+    A request is answered 200 once its spans are committed (a partial success counts the malformed
+    spans skipped), or taken not at all: 503 with Retry-After, for the exporter to send it again,
+    while the queue is full (OTEL_BLACKBOX_MAX_QUEUE_SIZE spans waiting for the database). The
+    whole serve process is one run, starting at its earliest span. SIGTERM or Ctrl-C answers the
+    requests in flight, writes everything received and exits 0.
 
     \b
     Example:
@@ -169,13 +170,18 @@ def serve(
     server.stop()  # nothing more accepted; the requests in flight answered
     serving.join()
     written = intake.stop()
-    assert server.service is not None
-    summary = (
-        f"otel-blackbox: stopped: {intake.stored} spans stored from {server.service.requests} requests; "
-        f"rejected: {server.service.rejected} malformed, {intake.dropped} dropped (queue full)"
-    )
+    receiver = server.service
+    assert receiver is not None
+    # Counts after labels, so that no word needs a plural. A span sent again (an exporter's retry)
+    # or ending a span stored open is not stored anew: it is counted apart.
+    again = max(0, intake.committed - intake.stored)
+    spans = f"{intake.stored} stored, {again} already stored, {receiver.rejected} malformed"
     if intake.lost:
-        summary += f"; {intake.lost} could not be stored"
+        spans += f", {intake.lost} could not be stored"
+    summary = (
+        f"otel-blackbox: stopped (spans: {spans}; requests: {receiver.requests} answered, "
+        f"{receiver.refused} refused while the queue was full)"
+    )
     if not written:
         summary += "; the writer did not finish in time"
     click.echo(summary, err=True)

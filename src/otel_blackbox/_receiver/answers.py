@@ -1,7 +1,8 @@
 """What the receiver answers, as the OTLP/HTTP specification says, in the request's encoding.
 
 * 200 with an ``ExportTraceServiceResponse``: ``partial_success`` unset when every span was taken,
-  else set with the count of rejected spans and why;
+  else set with the count of rejected spans and why, or with 0 rejected and a warning (the
+  specification's way to say something of a request taken whole);
 * every 4xx / 5xx with a ``google.rpc.Status`` (its ``code`` the closest gRPC code, which clients
   may log; the HTTP status is what they act on).
 
@@ -50,16 +51,17 @@ class Answer:
 
 
 def success(encoding: str, rejected: int = 0, message: str = "") -> Answer:
-    """200: every span taken, or (``rejected`` > 0) a partial success saying why the rest was not."""
+    """200: every span taken, or (``rejected`` > 0) a partial success saying why the rest was not;
+    a ``message`` with nothing rejected is a warning."""
     message = _bounded(message)
     if encoding == JSON:
         document: dict[str, object] = {}
-        if rejected:  # proto3 JSON writes an int64 as a string
+        if rejected or message:  # proto3 JSON writes an int64 as a string
             document["partialSuccess"] = {"rejectedSpans": str(rejected), "errorMessage": message}
         body = json.dumps(document).encode()
     else:
         response = ExportTraceServiceResponse()
-        if rejected:
+        if rejected or message:
             response.partial_success.rejected_spans = rejected
             response.partial_success.error_message = message
         body = response.SerializeToString()

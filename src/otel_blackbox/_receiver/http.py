@@ -8,7 +8,8 @@ Every request is checked in this order, and the first failed check is the answer
    Content-Encoding: 415;
 4. the body's framing (Content-Length or chunked): 411 / 400; its size, as sent and decompressed:
    413;
-5. the body itself (TraceService): 400 if malformed, else 200 once committed (or 503).
+5. the body itself (TraceService): 400 if malformed, else 200 once committed (or 503 when the
+   queue is full or the database late, 413 for more spans than the whole queue holds).
 
 A client that sends ``Expect: 100-continue`` is refused before it sends the body. After an answer
 given without reading the body, the body is read and thrown away (up to a bound) so that the client
@@ -348,9 +349,7 @@ class OtlpHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(answer.body)
         if self.server.verbose:
-            detail = f" ({answer.rejected} spans rejected)" if answer.rejected else ""
-            if answer.status != 200:
-                detail = f": {answer.message}"
+            detail = f": {answer.message}" if answer.message else ""  # an error, a rejection, a warning
             logger.info(
                 "otel-blackbox serve: %s %s %s -> %d%s",
                 self.client_address[0], _shown(getattr(self, "command", "") or "-"),

@@ -1,14 +1,17 @@
 """The intake: decoded spans from the handler threads, written by one writer thread.
 
 Handler threads ``admit`` the spans of a request into a queue bounded by ``max_queue_size`` spans
-(the spans queued plus those the writer holds for a retry, none of them committed yet); what does
-not fit is rejected, counted as dropped (``stats`` shows it) and answered as a partial success.
+(the spans queued plus those the writer holds for a retry, none of them committed yet). A request
+is taken whole or refused whole: one that does not fit now raises QueueFull (answered 503 with
+Retry-After: the exporter sends it again), one larger than the whole queue raises LargerThanQueue
+(413: it never could fit). Nothing admitted is dropped for want of room.
 
 The writer thread owns the one ``SpanWriter`` of the process (one run): woken by each request, or
 every flush interval, it takes everything queued and writes it in one transaction, as the
 recorder's in-thread writer does (check_file, write_pending, heartbeat, maintain). Each request
 gets a ``Ticket``, set once its spans are committed, so that it is answered 200 only then; a
-batch the database refused is held and tried again next tick, its tickets left waiting.
+batch the database refused is held and tried again next tick, its tickets left waiting (unless the
+writer had to let some of it go: then they are told to send it again).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from otel_blackbox._config import BlackboxConfig
 from otel_blackbox._store.snapshot import STATUS, Definition, Snapshot
 from otel_blackbox._store.writer import SpanWriter
 
-__all__ = ["Admission", "Intake", "IntakeClosed", "Ticket"]
+__all__ = ["Intake", "IntakeClosed", "LargerThanQueue", "QueueFull", "Ticket"]
 
 logger = logging.getLogger("otel_blackbox")
 
@@ -34,6 +37,14 @@ class IntakeClosed(RuntimeError):
     """The receiver is shutting down: nothing more is admitted."""
 
 
+class QueueFull(RuntimeError):
+    """The request's spans do not fit the queue now: none of them is taken."""
+
+
+class LargerThanQueue(RuntimeError):
+    """The request holds more spans than the whole queue: it is never taken."""
+
+
 @dataclass
 class Ticket:
     """The spans of one request, until the writer has committed them (or lost them)."""
@@ -42,13 +53,6 @@ class Ticket:
     done: threading.Event = field(default_factory=threading.Event)
     error: str | None = None  # set with ``done`` when the spans could not be stored
     retryable: bool = True  # whether sending them again may help
-
-
-@dataclass(frozen=True)
-class Admission:
-    ticket: Ticket | None  # None when no span was taken
-    accepted: int
-    rejected: int  # spans that did not fit the queue
 
 
 @dataclass
@@ -75,10 +79,9 @@ class Intake:
         self._wake = threading.Event()
         self._closed = False
         self._warned: set[str] = set()
-        self.dropped = 0  # spans rejected because the queue was full
-        self.stored = 0  # spans committed
+        self.committed = 0  # spans committed, a span sent again (or ending an open one) included
         self.lost = 0  # spans admitted that could not be stored
-        self.writer = SpanWriter(config, dropped=lambda: self.dropped, source=source)
+        self.writer = SpanWriter(config, source=source)
         self._thread = threading.Thread(target=self._run, name="otel-blackbox-serve-writer", daemon=True)
 
     def start(self) -> None:
@@ -86,15 +89,25 @@ class Intake:
 
     # -- the handler threads' side -----------------------------------------------------------------
 
-    def admit(self, definitions: Sequence[Definition], snapshots: Sequence[Snapshot]) -> Admission:
-        """Queue what fits of ``snapshots``; the definitions always go (later spans may use them)."""
+    def admit(self, definitions: Sequence[Definition], snapshots: Sequence[Snapshot]) -> Ticket | None:
+        """Queue every one of ``snapshots``, or none (QueueFull, LargerThanQueue); the definitions
+        always go (a later request's spans may use them: the decoder sends each only once)."""
+        limit = self.config.max_queue_size
         with self._lock:
             if self._closed:
                 raise IntakeClosed("the receiver is shutting down")
-            room = max(0, self.config.max_queue_size - self._in_flight)
-            taken = snapshots[:room]
-            rejected = len(snapshots) - len(taken)
-            self.dropped += rejected
+            refusal: Exception | None = None
+            if len(snapshots) > limit:
+                refusal = LargerThanQueue(
+                    f"the request holds {len(snapshots)} spans, more than the whole queue "
+                    f"(OTEL_BLACKBOX_MAX_QUEUE_SIZE={limit}): send smaller batches or raise it"
+                )
+            elif self._in_flight + len(snapshots) > limit:
+                refusal = QueueFull(
+                    f"the queue is full ({self._in_flight} of {limit} spans waiting for the database, "
+                    "OTEL_BLACKBOX_MAX_QUEUE_SIZE): nothing of the request was taken; send it again"
+                )
+            taken = () if refusal is not None else snapshots
             self._in_flight += len(taken)
             ticket = Ticket(len(taken)) if taken else None
             if definitions or taken:
@@ -102,7 +115,14 @@ class Intake:
                 opens = [s for s in taken if s[STATUS] is None]
                 self._entries.append(_Entry(list(definitions), finals, opens, ticket))
         self._wake.set()
-        return Admission(ticket, len(taken), rejected)
+        if refusal is not None:
+            raise refusal
+        return ticket
+
+    @property
+    def stored(self) -> int:
+        """Spans stored that were not stored before (a span sent again is not counted twice)."""
+        return self.writer.rows_added
 
     # -- the writer thread -------------------------------------------------------------------------
 
@@ -159,23 +179,33 @@ class Intake:
     def _write(self) -> bool:
         """One transaction; the held tickets settled unless the batch is kept for a retry."""
         writer = self.writer
+        errors = writer.write_errors
         error = writer.write_pending()
         if error is None:
             self._settle(None)
             return True
         if not writer.pending:  # not retryable (the batch's content): the writer counted it lost
             self._settle(f"the spans could not be stored: {error}", retryable=False)
+        elif writer.write_errors > errors:
+            # Past its memory bound (OTEL_BLACKBOX_MAX_QUEUE_MB) the writer let the oldest spans
+            # held for the retry go: which requests they came from is not known, so every waiting
+            # request is told to send its spans again (a span stored twice is one row).
+            self._settle(
+                f"the database refused the spans ({error}) and some could not be held; send them again",
+                lost=writer.write_errors - errors,
+            )
         return False
 
-    def _settle(self, error: str | None, *, retryable: bool = True) -> None:
+    def _settle(self, error: str | None, *, retryable: bool = True, lost: int | None = None) -> None:
+        """Answer the held tickets; on an error, ``lost`` of their spans are lost (all, unless told)."""
         held, self._held = self._held, []
         spans = sum(ticket.spans for ticket in held)
         with self._lock:
             self._in_flight -= spans
             if error is None:
-                self.stored += spans
+                self.committed += spans
             else:
-                self.lost += spans
+                self.lost += spans if lost is None else lost
         for ticket in held:
             ticket.error, ticket.retryable = error, retryable
             ticket.done.set()

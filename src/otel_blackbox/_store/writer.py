@@ -85,8 +85,11 @@ class SpanWriter:
         self._max_held_bytes = int(config.max_queue_mb * 1024 * 1024)
         # What the run is when no recorder made it (`serve`): recorders.source. Such a run's spans
         # get a pid of their own, negative, allocated with its row (store.runs.next_source_pid),
-        # and the run starts at the earliest span it wrote: an agent's clock and start are its own.
+        # and the run starts at the earliest span it wrote, not when its writer was made: an
+        # agent's clock and start are its own.
         self.source = source
+        self._run_has_spans = False  # a source run: its row's start is a span's, not a placeholder
+        self.rows_added = 0  # a source run: rows that were new (not a span sent again), for `serve`
         self.pid = (0 if source is not None else os.getpid()) if pid is None else pid
         self._run_id: str | None = None
         self._dropped = dropped
@@ -242,16 +245,20 @@ class SpanWriter:
             open_rows = self._rows((s for k, s in opens.items() if k not in finals), now)
             conn.execute("BEGIN IMMEDIATE")
             try:
+                last_id = self._last_row_id(conn)
                 inserter.insert(final_rows, final=True)
                 inserter.insert(open_rows, final=False)
                 self.spans_written += len(final_rows)
                 starts = [r[ROW_START_NS] for r in final_rows] + [r[ROW_START_NS] for r in open_rows]
                 self._update_recorder(conn, now, min(starts, default=None))
+                added = self._rows_since(conn, last_id)
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+            self.rows_added += added
+            self._run_has_spans = self._run_has_spans or bool(starts)
             self._track_open(opens, finals)
             if self._failing:
                 self._failing = False
@@ -260,6 +267,21 @@ class SpanWriter:
         except (sqlite3.Error, StoreError, OSError) as exc:
             self._fault(exc)
             return exc
+
+    def _last_row_id(self, conn: sqlite3.Connection) -> int | None:
+        """For a source run, the highest row id before this transaction's inserts (None otherwise)."""
+        if self.source is None:
+            return None
+        (last,) = conn.execute("SELECT coalesce(max(id), 0) FROM span_rows").fetchone()
+        return int(last)
+
+    def _rows_since(self, conn: sqlite3.Connection, last_id: int | None) -> int:
+        """The rows this transaction added: a new row's id is past every id before it (no
+        AUTOINCREMENT), and a final row replacing a stored one keeps its id."""
+        if last_id is None:
+            return 0
+        (added,) = conn.execute("SELECT count(*) FROM span_rows WHERE id > ?", (last_id,)).fetchone()
+        return int(added)
 
     def _fault(self, exc: Exception) -> None:
         """The database cannot be written: warn once, and reopen it on the next try."""
@@ -366,6 +388,7 @@ class SpanWriter:
                 return
             if self.source is not None:
                 self.pid = self.rows.pid = next_source_pid(conn)
+                self._run_has_spans = False
             run_id = secrets.token_hex(8)
             cursor = conn.execute(
                 "INSERT INTO recorders (run_id, pid, started_ns, last_seen_ns, source) "
@@ -381,15 +404,22 @@ class SpanWriter:
 
     def _update_recorder(self, conn: sqlite3.Connection, now: int, earliest_ns: int | None = None) -> None:
         dropped = self._dropped()
+        first = later = None  # a source run's start: set by its first spans, then only moved back
+        if self.source is not None and earliest_ns is not None:
+            if self._run_has_spans:
+                later = earliest_ns
+            else:  # not after now: a row written before its run started would belong to no run
+                first = min(earliest_ns, now)
         conn.execute(
             "UPDATE recorders SET last_seen_ns = ?, spans_written = ?, spans_dropped = ?, write_errors = ?, "
-            "started_ns = min(started_ns, coalesce(?, started_ns)) WHERE id = ?",
+            "started_ns = coalesce(?, min(started_ns, coalesce(?, started_ns))) WHERE id = ?",
             (
                 now,
                 self.spans_written,
                 dropped,
                 self.write_errors + self.outside_errors,
-                earliest_ns if self.source is not None else None,
+                first,
+                later,
                 self._recorder_id,
             ),
         )

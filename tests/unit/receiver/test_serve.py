@@ -3,7 +3,9 @@
 What goes in through the OpenTelemetry project's own OTLP/HTTP exporter (protobuf, gzip) or as
 OTLP/JSON must come out of the ``spans`` view exactly as the recorder itself stores the same spans;
 every error answer is the one the OTLP/HTTP specification gives, with a google.rpc.Status body, and
-leaves the database as it was; the server keeps serving after anything a client sends.
+leaves the database as it was; the server keeps serving after anything a client sends. A request is
+stored whole or refused whole (a full queue is a 503 the exporter retries), and the closing line
+counts new rows, not spans sent again.
 """
 
 from __future__ import annotations
@@ -26,13 +28,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from google.protobuf import json_format  # type: ignore[import-untyped]  # no types-protobuf here
 from google.rpc.status_pb2 import Status  # type: ignore[import-untyped]
 from helpers import run_cli
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExportResult
@@ -390,6 +396,24 @@ def test_the_run_takes_spans_that_started_before_serve_did(tmp_path: Path) -> No
     assert "a day ago" in shown and "now" in shown
 
 
+def test_the_run_starts_at_its_earliest_span_not_when_serve_started(tmp_path: Path) -> None:
+    """Spans that all started after `serve` did: the run starts at the earliest of them, as
+    documented, not at the moment the receiver started (the old code's start)."""
+    db = tmp_path / "served.db"
+    with Serve(db) as serve:
+        first = time.time_ns()  # serve's writer was made before it printed where it listens
+        spans = [
+            {"traceId": f"{i + 1:032x}", "spanId": f"{i + 1:016x}", "name": f"step-{i}", "kind": 1,
+             "startTimeUnixNano": str(first + i * 1000), "endTimeUnixNano": str(first + i * 1000 + 500)}
+            for i in range(3)
+        ]  # fmt: skip
+        body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).encode()
+        assert post(serve.port, body, JSON_TYPE).status == 200
+        assert serve.stop() == 0
+    (run,) = json.loads(run_cli("runs", "--json", db=db, check=True).stdout)
+    assert run["started_ns"] == first and run["spans"] == 3
+
+
 # -- the error answers -----------------------------------------------------------------------------
 
 
@@ -465,7 +489,6 @@ _REFUSED: list[tuple[str, dict[str, Any], int, str]] = [
     ("json-not-utf8", {"body": b'{"a": "\xff\xfe"}', "content_type": JSON_TYPE}, 400, "not UTF-8"),
     ("json-deep-10000", {"body": _deep_json(10_000), "content_type": JSON_TYPE}, 400, "nested too deeply"),
     ("json-a-list", {"body": b"[1, 2]", "content_type": JSON_TYPE}, 400, "expected a JSON object"),
-    ("json-no-spans", {"body": b'{"spans": []}', "content_type": JSON_TYPE}, 400, "no resourceSpans"),
     ("json-resource-spans-a-string", {"body": b'{"resourceSpans": "x"}', "content_type": JSON_TYPE}, 400,
      "resourceSpans: expected a list"),
     ("json-attributes-an-object", {"body": b'{"resourceSpans": [{"resource": {"attributes": {"a": 1}}}]}',
@@ -527,7 +550,7 @@ def test_bad_spans_in_a_valid_request_are_a_partial_success_with_their_count(
         reply = post(shared.port, json.dumps(document).encode(), JSON_TYPE)
     response = reply.export_response()
     assert response.partial_success.rejected_spans == 2
-    assert "2 spans rejected" in response.partial_success.error_message
+    assert "spans rejected as malformed: 2" in response.partial_success.error_message
     assert "spans[3].spanId" in response.partial_success.error_message
     assert keys(shared.db) == before | span_keys(good)
 
@@ -539,6 +562,31 @@ def test_json_nested_past_the_decoder_s_depth_rejects_that_span_only(shared: Ser
     assert response.partial_success.rejected_spans == 1
     assert "nested deeper" in response.partial_success.error_message
     assert count(shared.db) == before
+    _still_serving(shared)
+
+
+def test_an_empty_request_gets_the_same_answer_in_either_encoding(shared: Serve) -> None:
+    """An ExportTraceServiceRequest with no spans is valid: an empty protobuf body, ``{}``, no
+    resourceSpans (OTLP/JSON receivers ignore unknown fields), or resources without spans. Each is
+    answered 200 with a warning (0 rejected), in its own encoding, and nothing is stored."""
+    with_a_resource = ExportTraceServiceRequest()
+    with_a_resource.resource_spans.add().resource.attributes.add(key="service.name").value.string_value = "x"
+    requests_sent = [
+        (b"", PROTOBUF),
+        (with_a_resource.SerializeToString(), PROTOBUF),
+        (b"{}", JSON_TYPE),
+        (b'{"resourceSpans": []}', JSON_TYPE),
+        (b'{"spans": []}', JSON_TYPE),
+        (json_format.MessageToJson(with_a_resource).encode(), JSON_TYPE),
+    ]
+    before = rows(shared.db)
+    replies = [post(shared.port, body, content_type) for body, content_type in requests_sent]
+    assert [(r.status, r.headers["content-type"]) for r in replies] == [(200, t) for _, t in requests_sent]
+    responses = [r.export_response() for r in replies]
+    assert all(response == responses[0] for response in responses)
+    assert responses[0].partial_success.rejected_spans == 0
+    assert responses[0].partial_success.error_message == "the request holds no spans: nothing was stored"
+    assert rows(shared.db) == before
     _still_serving(shared)
 
 
@@ -717,27 +765,22 @@ def test_concurrent_exporters_store_exactly_what_they_sent(tmp_path: Path) -> No
     no_traceback(serve)
 
 
-def _rejected(reply: Reply) -> int:
-    response = reply.export_response()
-    return int(response.partial_success.rejected_spans) if response.HasField("partial_success") else 0
-
-
-def test_a_full_queue_rejects_with_exact_accounting_and_stats_shows_the_drops(tmp_path: Path) -> None:
+def test_a_request_is_stored_whole_or_refused_whole(tmp_path: Path) -> None:
+    """A request larger than the whole queue is a 413; under load, each request is either stored
+    whole (200) or, the queue full, refused whole with 503 and Retry-After: never a partial success
+    that an exporter would not send again, never half a request stored."""
     db = tmp_path / "queue.db"
     with Serve(db, env={"OTEL_BLACKBOX_MAX_QUEUE_SIZE": "100"}) as serve:
-        # One request larger than the whole queue: what fits is taken, the rest rejected.
         big = made_spans(250, name="big")
         reply = post(serve.port, protobuf_body(big))
-        assert _rejected(reply) == 150
-        assert "did not fit the queue" in reply.export_response().partial_success.error_message
-        assert count(db) == 100 and keys(db) <= span_keys(big)
-        # Many at once: whatever the timing, every span is stored or rejected, never both, never lost.
+        assert reply.status == 413 and "more than the whole queue" in reply.status_message()
+        assert count(db) == 0
         bodies = [[made_spans(60, name=f"q{t}r{r}") for r in range(5)] for t in range(8)]
-        outcomes: list[tuple[list[ReadableSpan], int]] = []
+        outcomes: list[tuple[list[ReadableSpan], Reply]] = []
 
         def send(mine: list[list[ReadableSpan]]) -> None:
             for spans in mine:
-                outcomes.append((spans, _rejected(post(serve.port, protobuf_body(spans)))))
+                outcomes.append((spans, post(serve.port, protobuf_body(spans))))
 
         threads = [threading.Thread(target=send, args=(mine,)) for mine in bodies]
         for thread in threads:
@@ -746,15 +789,113 @@ def test_a_full_queue_rejects_with_exact_accounting_and_stats_shows_the_drops(tm
             thread.join(120)
         assert serve.stop() == 0
     assert len(outcomes) == 40
-    rejected = 150 + sum(n for _, n in outcomes)
-    stored = count(db)
-    assert stored + rejected == 250 + 40 * 60
-    for spans, n in outcomes:  # each request's stored spans: all of it but what it was told
-        assert len(span_keys(spans) & keys(db)) == 60 - n
+    stored = keys(db)
+    refused = 0
+    for spans, reply in outcomes:
+        if reply.status == 200:
+            assert not reply.export_response().HasField("partial_success")
+            assert span_keys(spans) <= stored
+        else:
+            assert reply.status == 503 and int(reply.headers["retry-after"]) > 0
+            assert "the queue is full" in reply.status_message()
+            assert not span_keys(spans) & stored
+            refused += 1
+    assert count(db) == 60 * (40 - refused)
     stats = json.loads(run_cli("stats", "--json", db=db, check=True).stdout)
-    assert stats["spans_dropped"] == rejected and stats["spans"] == stored
-    assert f"{rejected} dropped (queue full)" in serve.stderr
+    assert stats["spans_dropped"] == 0 and stats["spans"] == count(db)
+    assert f"requests: {40 - refused} answered, {refused} refused while the queue was full" in serve.stderr
     no_traceback(serve)
+
+
+def _agent_trace(calls: int) -> list[ReadableSpan]:
+    """One agent run as the SDK ends it: ``calls`` LLM calls, a tool that fails, the root last."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource({"service.name": "agent"}), shutdown_on_exit=False)
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("tests.serve")
+    with tracer.start_as_current_span("agent.run"):
+        for i in range(calls):
+            with tracer.start_as_current_span(f"llm-call-{i}"):
+                pass
+        with tracer.start_as_current_span("tool") as tool:
+            tool.set_status(SpanStatus(StatusCode.ERROR, "the tool failed"))
+    provider.shutdown()
+    return list(memory.get_finished_spans())
+
+
+def _wait_for(serve: Serve, text: str) -> None:
+    """Until serve's stderr says ``text`` (a minute at most: a bound, not a measure)."""
+    deadline = time.monotonic() + 60
+    while text not in serve.stderr:
+        assert time.monotonic() < deadline and serve.proc.poll() is None, serve.stderr
+        time.sleep(0.01)
+
+
+def test_a_full_queue_is_a_503_the_official_exporter_retries_until_every_span_is_stored(
+    tmp_path: Path,
+) -> None:
+    """The queue full (the database locked, 20 spans waiting), a 17-span agent run is refused whole
+    with 503 and Retry-After; OTLPSpanExporter sends it again, and once the lock is gone every span is
+    stored: `list` shows the trace with its real root and its error. (A partial success, which
+    exporters never retry, lost the root and the error span, and the trace showed `ok`.)"""
+    db = tmp_path / "full.db"
+    trace = _agent_trace(15)
+    assert len(trace) == 17 and trace[-1].name == "agent.run"
+    filler = made_spans(20, name="filler")
+    answers: list[tuple[int, str | None]] = []
+    refused = threading.Event()
+
+    def seen(response: requests.Response, *args: object, **kwargs: object) -> None:
+        answers.append((response.status_code, response.headers.get("Retry-After")))
+        if response.status_code == 503:
+            refused.set()
+
+    session = requests.Session()
+    session.hooks["response"].append(seen)
+    results: list[SpanExportResult] = []
+    with Serve(db, env={"OTEL_BLACKBOX_MAX_QUEUE_SIZE": "20"}) as serve:
+        holder = sqlite3.connect(db, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # the writer can commit nothing: what it takes stays queued
+        try:
+            sender = threading.Thread(target=post, args=(serve.port, protobuf_body(filler)))
+            sender.start()
+            _wait_for(serve, "could not write to")  # the writer holds the filler's 20 spans: full
+            exporter = OTLPSpanExporter(endpoint=serve.url, session=session)
+            exporting = threading.Thread(target=lambda: results.append(exporter.export(trace)))
+            exporting.start()
+            assert refused.wait(60), answers
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        exporting.join(60)
+        sender.join(60)
+        assert serve.stop() == 0
+    assert results == [SpanExportResult.SUCCESS]
+    assert answers[0] == (503, "2") and answers[-1] == (200, None)
+    assert keys(db) == span_keys(trace) | span_keys(filler)
+    listed = json.loads(run_cli("list", "--json", db=db, check=True).stdout)
+    (agent,) = [t for t in listed if t["trace_id"] == format(trace[-1].context.trace_id, "032x")]
+    assert (agent["root_name"], agent["status"], agent["span_count"]) == ("agent.run", "error", 17)
+    assert "spans: 37 stored, 0 already stored, 0 malformed" in serve.stderr
+    no_traceback(serve)
+
+
+def test_the_closing_line_counts_new_rows_not_spans_sent_again(tmp_path: Path) -> None:
+    """The same request sent twice (as a retrying exporter may): one row a span, and the closing
+    line says so."""
+    db = tmp_path / "again.db"
+    spans = made_spans(17, name="again")
+    with Serve(db) as serve:
+        exporter = OTLPSpanExporter(endpoint=serve.url)
+        assert exporter.export(spans) == SpanExportResult.SUCCESS
+        assert exporter.export(spans) == SpanExportResult.SUCCESS
+        assert serve.stop() == 0
+    assert count(db) == 17
+    closing = serve.stderr.strip().splitlines()[-1]
+    assert closing == (
+        "otel-blackbox: stopped (spans: 17 stored, 17 already stored, 0 malformed; "
+        "requests: 2 answered, 0 refused while the queue was full)"
+    )
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])
@@ -786,7 +927,7 @@ def test_a_signal_while_exporters_send_answers_in_flight_and_keeps_every_span_an
             thread.join(120)
     assert code == 0
     assert span_keys(answered) <= keys(db)
-    assert "stopped:" in serve.stderr
+    assert "otel-blackbox: stopped (spans: " in serve.stderr
     no_traceback(serve)
 
 
