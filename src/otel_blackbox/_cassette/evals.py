@@ -25,6 +25,7 @@ from otel_blackbox._cassette.diff.json_paths import child_path
 from otel_blackbox._cassette.io import loads_json, read_text
 from otel_blackbox._cassette.model import Cassette, terminal_outcome
 from otel_blackbox._render.text import safe, safe_json
+from otel_blackbox._render.words import counted
 from otel_blackbox.errors import CassetteError
 
 __all__ = [
@@ -155,12 +156,8 @@ def _short(value: Any) -> str:
     return _clip(json.dumps(value, ensure_ascii=False, sort_keys=True), 80)
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 def _times(n: int) -> str:
-    return _count(n, "time")
+    return counted(n, "time")
 
 
 def _path(tools: list[str]) -> str:
@@ -233,12 +230,12 @@ def _check_max_model_turns(a: Contract, facts: _Facts) -> AssertionResult:
     at_most = int(a["at_most"])
     description = f"at most {at_most} model turns"
     passed = facts.model_turns <= at_most
-    return AssertionResult("max_model_turns", description, passed, _count(facts.model_turns, "model turn"))
+    return AssertionResult("max_model_turns", description, passed, counted(facts.model_turns, "model turn"))
 
 
 def _check_no_tool_errors(_a: Contract, facts: _Facts) -> AssertionResult:
     detail = (
-        "; ".join(facts.errors) if facts.errors else f"{_count(len(facts.calls), 'tool call')}, no errors"
+        "; ".join(facts.errors) if facts.errors else f"{counted(len(facts.calls), 'tool call')}, no errors"
     )
     return AssertionResult("no_tool_errors", "no tool returned an error", not facts.errors, detail)
 

@@ -9,6 +9,7 @@ import click
 from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import output_file, style
 from otel_blackbox._render.text import safe
+from otel_blackbox._render.words import counted
 
 __all__: list[str] = []
 
@@ -56,7 +57,7 @@ def generate(path: Path, output: str, name: str | None) -> None:
         return
     with atomic_text_writer(output) as handle:
         handle.write(text)
-    click.echo(f"wrote {safe(output)}: {len(contract['assertions'])} assertions", err=True)
+    click.echo(f"wrote {safe(output)}: {counted(len(contract['assertions']), 'assertion')}", err=True)
 
 
 @eval_group.command("run")

@@ -14,6 +14,7 @@ import click
 from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import db_path, echo_json, progress
 from otel_blackbox._config import BlackboxConfig, parse_duration
+from otel_blackbox._render.words import counted
 from otel_blackbox._spans.otlp_in.documents import read_documents
 from otel_blackbox._store.ingest import ImportCounts, Importer
 from otel_blackbox.errors import BlackboxError, ConfigError
@@ -165,12 +166,11 @@ def _summary(importer: Importer, config: BlackboxConfig, as_json: bool) -> None:
         )
     elif total.spans:
         click.echo(
-            f"imported {total.spans} span{'s' * (total.spans != 1)} of {total.traces} "
-            f"trace{'s' * (total.traces != 1)} into {config.db_path} as run {importer.run_id}; "
-            f"{total.duplicates} duplicate{'s' * (total.duplicates != 1)} skipped"
+            f"imported {counted(total.spans, 'span')} of {counted(total.traces, 'trace')} into "
+            f"{config.db_path} as run {importer.run_id}; {counted(total.duplicates, 'duplicate')} skipped"
         )
     elif total.duplicates:
-        click.echo(f"nothing new: {total.duplicates} spans already stored, no run added")
+        click.echo(f"nothing new: {counted(total.duplicates, 'span')} already stored, no run added")
     else:
         click.echo("nothing to import: the input holds no spans")
     retention = config.retention_seconds

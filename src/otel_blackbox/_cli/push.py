@@ -20,6 +20,7 @@ import click
 from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import progress, reader
 from otel_blackbox._config import parse_duration
+from otel_blackbox._render.words import counted
 from otel_blackbox._spans.semconv import ATTR_SPAN_OPEN
 from otel_blackbox._store import queries
 from otel_blackbox._urls import http_url
@@ -146,10 +147,6 @@ def _quiet_exporter() -> Iterator[_Collect]:
         logger.propagate = propagate
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
-
-
 @cli.command()
 @click.option(
     "--endpoint", required=True, metavar="URL", callback=_endpoint,
@@ -211,8 +208,8 @@ def push(
         spans = rebuilt_spans(conn, [t for t, _ in traces], last_seen)
         pushed, open_spans = _send(endpoint, headers, timeout, spans, batch_size, total)
     click.echo(
-        f"pushed {_plural(pushed, 'span')} in {_plural(len(traces), 'trace')} to {endpoint} "
-        f"({_plural(open_spans, 'open span')} marked incomplete)"
+        f"pushed {counted(pushed, 'span')} in {counted(len(traces), 'trace')} to {endpoint} "
+        f"({counted(open_spans, 'open span')} marked incomplete)"
     )
 
 
@@ -239,12 +236,12 @@ def _send(
                 answer.unreachable = answer.status = None
                 if exporter.export(batch) is not SpanExportResult.SUCCESS:
                     if answer.unreachable is not None:
-                        before = f" ({pushed} of {_plural(total, 'span')} pushed before)" if pushed else ""
+                        before = f" ({pushed} of {counted(total, 'span')} pushed before)" if pushed else ""
                         raise _CannotReach(f"cannot reach {endpoint}: {answer.unreachable}{before}")
                     why = answer.status or (logs.messages or ["no answer"])[-1]
                     raise click.ClickException(  # exit 1
-                        f"{total - pushed} of {_plural(total, 'span')} not pushed: {endpoint} did not accept "
-                        f"batch {number} ({_plural(len(batch), 'span')}: {why}); "
+                        f"{total - pushed} of {counted(total, 'span')} not pushed: {endpoint} did not accept "
+                        f"batch {number} ({counted(len(batch), 'span')}: {why}); "
                         f"{pushed} pushed before it"
                     )
                 pushed += len(batch)

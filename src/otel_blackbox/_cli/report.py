@@ -12,6 +12,7 @@ from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import exactly_one, group_spans, output_file, progress, reader, utf8_text
 from otel_blackbox._render.html_report import SpanGroup, cassette_report, group_report, trace_report
 from otel_blackbox._render.text import safe
+from otel_blackbox._render.words import counted
 from otel_blackbox._store import queries, runs
 
 __all__: list[str] = []
@@ -62,7 +63,7 @@ def report(
     elif target.lower().endswith(".json") and Path(target).is_file():
         cassette = load_cassette(Path(target))
         page = cassette_report(cassette)
-        what = f"cassette {safe(cassette.id)}, {len(cassette.steps)} steps"
+        what = f"cassette {safe(cassette.id)}, {counted(len(cassette.steps), 'step')}"
     else:
         with reader(ctx) as conn:
             full_id = queries.resolve_trace_id(conn, target)
@@ -71,7 +72,7 @@ def report(
             last_seen = queries.last_seen_by_trace(conn, full_id).get(full_id, summary.end_ns)
         with progress(len(spans) if len(spans) >= _BAR_FROM else 0, "rendering") as advance:
             page = trace_report(summary, spans, last_seen, span_done=advance)
-        what = f"trace {full_id}, {len(spans)} spans"
+        what = f"trace {full_id}, {counted(len(spans), 'span')}"
     with atomic_text_writer(output) as handle:
         handle.write(page)
     click.echo(f"wrote {safe(output)}: {what}")
@@ -86,4 +87,4 @@ def _group_page(ctx: click.Context, run_id: str | None, session_id: str | None) 
     with progress(len(spans) if len(spans) >= _BAR_FROM else 0, "rendering") as advance:
         page = group_report(SpanGroup(kind, ident, pid), spans, last_seen, span_done=advance)
     traces = len({s.trace_id for s in spans})
-    return page, f"{kind} {safe(ident)}, {traces} traces, {len(spans)} spans"
+    return page, f"{kind} {safe(ident)}, {counted(traces, 'trace')}, {counted(len(spans), 'span')}"

@@ -33,6 +33,7 @@ from otel_blackbox._playback.launch import PLACEHOLDER_KEYS
 from otel_blackbox._playback.record import RecordSession, RunStopped
 from otel_blackbox._playback.replay import ReplaySession, load_recording
 from otel_blackbox._render.text import safe
+from otel_blackbox._render.words import counted
 from otel_blackbox._wire.apis import API_NAMES
 from otel_blackbox._wire.protocol import Provider
 from otel_blackbox._wire.registry import PROVIDERS
@@ -145,11 +146,11 @@ def rerun_built_in(incident_path: Path, plan: BuiltInRerun) -> int:
     except ResultKept as exc:  # paid for: the summary still says what it cost, and where it is
         kept = exc
     _say_dropped(api, run)
-    tools = f"{_count(book.answered, 'tool result')} from the incident"
-    stubs = f", {_count(book.stubbed, 'stub')}" if book.stubbed else ""
+    tools = f"{counted(book.answered, 'tool result')} from the incident"
+    stubs = f", {counted(book.stubbed, 'stub')}" if book.stubbed else ""
     cost = f"(cost {cassette_cost(session.cassette).describe()})"
     head = f"[blackbox] rerun of {incident.id} by the built-in agent on {api} (model {model})"
-    calls = _count(run.turns, "model call")
+    calls = counted(run.turns, "model call")
     written = plan.output if kept is None else kept.kept
     if stopped is not None:
         _say(str(stopped))
@@ -205,7 +206,7 @@ def replay_built_in(child_path: Path) -> int:
         _say(f"[blackbox] replayed {child_path}: it stopped as recorded ({stopped.reason})")
         return 1
     session.finish(stopped)
-    _say(f"[blackbox] replayed {child_path}: {_count(run.turns, 'model call')}, as recorded")
+    _say(f"[blackbox] replayed {child_path}: {counted(run.turns, 'model call')}, as recorded")
     return 0
 
 
@@ -255,7 +256,3 @@ def _say_dropped(api: str, run: AgentRun) -> None:
 
 def _say(line: str) -> None:
     print(safe(line), file=sys.stderr)
-
-
-def _count(n: int, what: str) -> str:
-    return f"{n} {what}{'' if n == 1 else 's'}"
