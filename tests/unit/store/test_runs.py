@@ -335,7 +335,9 @@ def test_a_unique_prefix_is_enough(recorded: Recorded, tmp_path: Path) -> None:
     assert load_cassette(out).id == f"run-{run_id}"
 
 
-def test_unknown_run_and_session_are_one_line_and_exit_1(recorded: Recorded, tmp_path: Path) -> None:
+def test_unknown_run_and_session_are_one_line_and_exit_1_a_malformed_id_2(
+    recorded: Recorded, tmp_path: Path
+) -> None:
     unknown = next(
         c * 16 for c in "0123456789abcdef" if not any(r.startswith(c) for r in recorded.run_ids.values())
     )
@@ -344,7 +346,7 @@ def test_unknown_run_and_session_are_one_line_and_exit_1(recorded: Recorded, tmp
         _one_line_error(
             run_cli(command, "--run", unknown, "-o", out, db=recorded.db), 1, f"no run with id '{unknown}'"
         )
-        _one_line_error(run_cli(command, "--run", "not-hex", "-o", out, db=recorded.db), 1, "not a run id")
+        _one_line_error(run_cli(command, "--run", "not-hex", "-o", out, db=recorded.db), 2, "not a run id")
         missing = run_cli(command, "--session", "no-such-session", "-o", out, db=recorded.db)
         _one_line_error(missing, 1, "no span with session id 'no-such-session'")
     assert not Path(out).exists()
@@ -359,7 +361,7 @@ def test_ambiguous_run_id_and_a_run_without_spans(tmp_path: Path) -> None:
     shared = next(c for c in "0123456789abcdef" if sum(i.startswith(c) for i in ids) > 1)
     for command in ("cassette", "report"):
         result = run_cli(command, "--run", shared, "-o", str(tmp_path / "x"), db=db)
-        _one_line_error(result, 1, f"run id '{shared}' is ambiguous: it matches")
+        _one_line_error(result, 2, f"run id '{shared}' is ambiguous: it matches")  # usage, as for a trace
     # A run whose spans retention has taken is still a run, with nothing to build from.
     recorder = Recorder(db)
     long_ago = time.time_ns() - 30 * 86_400 * 10**9
