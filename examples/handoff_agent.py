@@ -1,6 +1,6 @@
 """A triage agent that hands off to a refund agent, on the OpenAI Agents SDK, recorded by the processor.
 
-    python examples/handoff_agent.py --base-url http://127.0.0.1:8765/v1 --db blackbox.db
+    python examples/handoff_agent.py --base-url http://127.0.0.1:8400/v1 --db blackbox.db
 
 The triage agent has one tool, ``lookup_order``, and a handoff to the refund agent (the SDK offers
 it to the model as the tool ``transfer_to_refund_agent``, with no parameters); the refund agent has

@@ -1,6 +1,6 @@
 """A refund agent whose tool has a side effect, on each framework ``--stub-tools`` answers.
 
-    python examples/ledger_agent.py langchain --base-url http://127.0.0.1:8765/v1 --ledger refunds.txt
+    python examples/ledger_agent.py langchain --base-url http://127.0.0.1:8400/v1 --ledger refunds.txt
 
 Two tools: ``lookup_order(order_id)`` and ``refund_order(order_id, amount: float)``, which appends
 ``refund <order> <amount>`` to the ``--ledger`` file: a payment that must happen once. Without

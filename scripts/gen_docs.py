@@ -145,9 +145,13 @@ def render_cli() -> str:
         "shows them in use: [investigating](investigating.md), [playback](playback.md), "
         "[from incident to fix](incident-to-fix.md), [ingest](ingest.md).",
         "",
-        "Exit codes: `0` ok; `1` not found, a failed check or a divergence; `2` usage or unreadable "
-        "input. An error is one line on stderr, never a traceback. `record`, `replay`, `fork` and "
-        "`rerun -- CMD` otherwise end with the program's own exit code.",
+        "Exit codes: `0` ok; `1` not found (an id the database does not hold), a failed check or a "
+        "divergence; `2` usage (a bad option, a malformed or ambiguous id), unreadable input, or an "
+        "output path that cannot be written (refused before any work: no model call, no program run). "
+        "An error is one line on stderr, never a traceback. `record`, `replay`, `fork` and "
+        "`rerun -- CMD` otherwise end with the program's own exit code, also when their cassette could "
+        "only be kept under another name (the message gives it). `--db PATH` goes before or after the "
+        "command (not after a program's own arguments).",
         "",
     ]
     out += [f"- [`{ctx.command_path}`](#{_slug(ctx.command_path)})" for ctx in contexts]

@@ -83,7 +83,9 @@ def program_command(command: tuple[str, ...]) -> tuple[str, ...]:
 def record(output: Path, command: tuple[str, ...]) -> None:
     """Run a program live and record its LLM (and other HTTP) traffic as a cassette.
 
-    The program's exit code is passed through; the cassette is written when it ends.
+    The program's exit code is passed through; the cassette is written when it ends. The -o path
+    is checked before the program starts (a missing folder, a folder, a database: exit 2); if the
+    write still fails at the end (a full disk), the cassette is kept under a name the message gives.
 
     \b
     Example:
