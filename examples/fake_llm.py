@@ -13,7 +13,10 @@ of its tool arguments with the letter O for zero ("12.OO" for 12.00: a malformed
 
 On the Responses API, the results of tools the request no longer offers (a handoff's, after an
 agent handed the conversation to another with other tools) do not count as answers: the agent
-that took over acts on the question with its own tools.
+that took over acts on the question with its own tools. Two model names choose what happens after a
+handoff on every API: "thorough" calls each offered tool not yet called since the question before it
+answers (it follows the handoff), "hasty" answers once any tool has answered (it never does, on the
+Responses API too).
 
     with FakeLLMServer() as srv:
         OpenAI(base_url=srv.openai_base_url, api_key="sk-fake")
@@ -45,6 +48,8 @@ SLOW_MODEL = "slow"
 CARELESS_MODEL = "careless"
 CARELESS_ANSWER = "Final answer: I could not find that out."
 SLOPPY_MODEL = "sloppy"
+THOROUGH_MODEL = "thorough"
+HASTY_MODEL = "hasty"
 SLOW_SECONDS = 2.0
 
 JSON = dict[str, Any]
@@ -74,6 +79,7 @@ class Reply:
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     question: str = ""  # what the calls were made for
+    untried: list[ToolSpec] = field(default_factory=list)  # offered, not called since the question
 
 
 def _pick_string(question: str) -> str:
@@ -111,20 +117,30 @@ def build_arguments(question: str, schema: JSON) -> JSON:
     return args
 
 
-def decide(question: str, tools: list[ToolSpec], tool_results: list[str] | None) -> Reply:
-    """tool_results is None when no tool has answered since the last user message."""
+def decide(
+    question: str, tools: list[ToolSpec], tool_results: list[str] | None, called: set[str] | None = None
+) -> Reply:
+    """tool_results is None when no tool has answered since the last user message; called names the
+    tools called since then."""
     if tools and tool_results is None:
         wanted = tools[:2] if re.search(r"\bboth\b", question, re.IGNORECASE) else tools[:1]
-        calls = [ToolCall(t.name, build_arguments(question, t.schema)) for t in wanted]
-        return Reply(tool_calls=calls, question=question)
+        return Reply(tool_calls=_calls(question, wanted), question=question)
+    untried = [t for t in tools if t.name not in (called or set())]
     if tool_results:
-        return Reply(text="Final answer: " + " | ".join(tool_results))
-    return Reply(text=f"Final answer: you asked {question!r}")
+        return Reply(text="Final answer: " + " | ".join(tool_results), question=question, untried=untried)
+    return Reply(text=f"Final answer: you asked {question!r}", question=question, untried=untried)
+
+
+def _calls(question: str, tools: list[ToolSpec]) -> list[ToolCall]:
+    return [ToolCall(t.name, build_arguments(question, t.schema)) for t in tools]
 
 
 def as_model(model: Any, reply: Reply) -> Reply:
     """The careless model ignores the tool results it was sent when it answers; the sloppy one types
-    the question's number, zeros as the letter O, for each number argument."""
+    the question's number, zeros as the letter O, for each number argument; the thorough one calls
+    the offered tools it has not called yet rather than answer."""
+    if model == THOROUGH_MODEL and not reply.tool_calls and reply.untried:
+        return Reply(tool_calls=_calls(reply.question, reply.untried), question=reply.question)
     if model == CARELESS_MODEL and not reply.tool_calls:
         return Reply(text=CARELESS_ANSWER)
     if model == SLOPPY_MODEL and reply.tool_calls:
@@ -172,6 +188,12 @@ def openai_reply(body: JSON) -> Reply:
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     question = _openai_text(messages[last_user].get("content")) if last_user >= 0 else ""
     results = [_openai_text(m.get("content")) for m in messages[last_user + 1 :] if m.get("role") == "tool"]
+    called = {
+        str((c.get("function") or {}).get("name"))
+        for m in messages[last_user + 1 :]
+        if m.get("role") == "assistant"
+        for c in m.get("tool_calls") or []
+    }
     tools = [
         ToolSpec(t["function"]["name"], t["function"].get("parameters", {}))
         for t in body.get("tools", [])
@@ -179,7 +201,7 @@ def openai_reply(body: JSON) -> Reply:
     ]
     if body.get("tool_choice") == "none":
         tools = []
-    return decide(question, tools, results or None)
+    return decide(question, tools, results or None, called)
 
 
 def _openai_usage(body: JSON, reply: Reply) -> JSON:
@@ -271,16 +293,19 @@ def responses_reply(body: JSON) -> Reply:
         for t in body.get("tools", [])
         if t.get("type") == "function"
     ]
-    offered = {t.name for t in tools}
+    # The hasty model takes any result as an answer: it does not follow a handoff.
+    offered = {t.name for t in tools} if body.get("model") != HASTY_MODEL else set()
     called: dict[str, str] = {}  # call id -> tool name
+    since: set[str] = set()  # the tools called since the question
     # A user message is a new question; function_call_output items after it answer tools, those
     # of a tool still offered (a handoff's result is the next agent's cue to act, not an answer).
     for item in _responses_items(body):
         kind = item.get("type", "message")
         if kind == "message" and item.get("role") == "user":
-            question, results = _openai_text(item.get("content")), []
+            question, results, since = _openai_text(item.get("content")), [], set()
         elif kind == "function_call":
             called[str(item.get("call_id"))] = str(item.get("name"))
+            since.add(str(item.get("name")))
         elif kind == "function_call_output" and (
             not offered
             or called.get(str(item.get("call_id")), "") in offered
@@ -289,7 +314,7 @@ def responses_reply(body: JSON) -> Reply:
             results.append(_openai_text(item.get("output")))
     if body.get("tool_choice") == "none":
         tools = []
-    return decide(question, tools, results or None)
+    return decide(question, tools, results or None, since)
 
 
 def _responses_usage(body: JSON, reply: Reply) -> JSON:
@@ -401,19 +426,22 @@ def _anthropic_text(content: Any) -> str:
 def anthropic_reply(body: JSON) -> Reply:
     question = ""
     results: list[str] = []
+    called: set[str] = set()
     # A user turn made of tool_result blocks answers tools; any other user turn is a new question.
     for message in body.get("messages", []):
+        blocks = _blocks(message.get("content"))
         if message.get("role") != "user":
+            called.update(str(b.get("name")) for b in blocks if b.get("type") == "tool_use")
             continue
-        tool_results = [b for b in _blocks(message.get("content")) if b.get("type") == "tool_result"]
+        tool_results = [b for b in blocks if b.get("type") == "tool_result"]
         if tool_results:
             results.extend(_anthropic_text(b.get("content")) for b in tool_results)
         else:
-            question, results = _anthropic_text(message.get("content")), []
+            question, results, called = _anthropic_text(message.get("content")), [], set()
     tools = [ToolSpec(t["name"], t["input_schema"]) for t in body.get("tools", []) if "input_schema" in t]
     if (body.get("tool_choice") or {}).get("type") == "none":
         tools = []
-    return decide(question, tools, results or None)
+    return decide(question, tools, results or None, called)
 
 
 def _anthropic_content(reply: Reply) -> list[JSON]:
@@ -520,16 +548,20 @@ def _gemini_result(response: Any) -> str:
 def gemini_reply(body: JSON) -> Reply:
     question = ""
     results: list[str] = []
+    called: set[str] = set()
     # A user turn of function responses answers tools; any other user turn is a new question.
     for content in body.get("contents") or []:
-        if not isinstance(content, dict) or content.get("role", "user") != "user":
-            continue
         parts = _gemini_parts(content)
+        if not isinstance(content, dict) or content.get("role", "user") != "user":
+            called.update(
+                str(p["functionCall"].get("name")) for p in parts if isinstance(p.get("functionCall"), dict)
+            )
+            continue
         answers = [p["functionResponse"] for p in parts if isinstance(p.get("functionResponse"), dict)]
         if answers:
             results.extend(_gemini_result(a.get("response")) for a in answers)
         else:
-            question, results = "".join(str(p.get("text", "")) for p in parts), []
+            question, results, called = "".join(str(p.get("text", "")) for p in parts), [], set()
     # The SDK sends a Python function's schema as parameters_json_schema: JSON takes either spelling.
     schemas = ("parameters", "parametersJsonSchema", "parameters_json_schema")
     tools = [
@@ -539,7 +571,7 @@ def gemini_reply(body: JSON) -> Reply:
     ]
     if ((body.get("toolConfig") or {}).get("functionCallingConfig") or {}).get("mode") == "NONE":
         tools = []
-    return decide(question, tools, results or None)
+    return decide(question, tools, results or None, called)
 
 
 def _gemini_chunk(model: str, parts: list[JSON], finish: bool, usage: JSON) -> JSON:

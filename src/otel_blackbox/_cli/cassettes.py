@@ -3,25 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import click
 
 from otel_blackbox._cassette.assertions import check_expectations, format_expectations
+from otel_blackbox._cassette.diff.contract import ContractCheck, find_contract
 from otel_blackbox._cassette.diff.report import diff_cassettes
 from otel_blackbox._cassette.diff.text import format_diff
 from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans
 from otel_blackbox._cassette.io import load_cassette, save_cassette
-from otel_blackbox._cassette.model import Cassette, terminal_outcome
+from otel_blackbox._cassette.model import terminal_outcome
 from otel_blackbox._cassette.verify import VerifyReport, verify_cassette, verify_file
 from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import echo_json, exactly_one, group_spans, reader, style, trace_run_or_session
 from otel_blackbox._render.cassette_text import render_timeline
 from otel_blackbox._render.text import safe
 from otel_blackbox._store import queries
-
-if TYPE_CHECKING:  # jsonschema: imported by diff --contract alone
-    from otel_blackbox._cassette.evals import AssertionResult
 
 __all__: list[str] = []
 
@@ -127,31 +124,38 @@ def verify(path: Path, expect_head: str | None, as_json: bool) -> None:
     "contract_path",
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="FILE",
-    help="An `eval generate` contract to check the child against; the exit code is then its verdict.",
+    help="An `eval generate` contract to check the child against (default: PARENT's own, "
+    "PARENT.contract.json, when there is one); the exit code is then its verdict.",
 )
+@click.option("--no-contract", is_flag=True, help="Ignore the contract beside PARENT.")
 @click.option("--json", "as_json", is_flag=True, help="The diff as JSON.")
-def diff(parent: Path, child: Path, semantic: bool, contract_path: Path | None, as_json: bool) -> None:
+def diff(
+    parent: Path, child: Path, semantic: bool, contract_path: Path | None, no_contract: bool, as_json: bool
+) -> None:
     """The first step where two cassettes diverge, and what it changed in the outcome.
 
     By hash (a fork against its parent) or --semantic. Exit 1 when they diverge. Each side's model
     calls are priced from their token counts (genai-prices): the child's cost beside the parent's
     (--json: cost_usd, null when unpriced). Token counts are not behaviour: --semantic ignores them.
 
-    The closing verdict says whether the failure was fixed: a run failed when it ended in an error,
-    never finished, or had a tool result that is an error. With --contract FILE, the child is also
-    checked against that contract, and the exit code is 0 only when the child completed and the
-    contract passed (a rerun always diverges from its incident: that alone does not fail it).
+    The closing verdict says what the child did with the parent's failure (a run failed when it
+    ended in an error, never finished, or had a tool result that is an error): `failure fixed` only
+    when it did what failed again without error (the tool that errored answered, or every tool the
+    parent reached when the run itself failed), `failure avoided` when it succeeded without doing
+    so, `still failing`, or a regression, answer, tool path or no change.
+
+    A contract decides when there is one: --contract FILE, or PARENT's own kept beside it
+    (incident.json: incident.contract.json; --no-contract ignores it). The child is checked against
+    it and the exit code is 0 only when the child completed and the contract passed (a rerun always
+    diverges from its incident: that alone does not fail it).
 
     \b
     Example:
       otel-blackbox diff run.json child.json
       otel-blackbox diff incident.json child.json --contract contract.json
     """
-    check = None
-    if contract_path is not None:  # jsonschema, for the contract: only when one is asked for
-        from otel_blackbox._cassette.evals import load_contract
-
-        check = _ContractCheck(contract_path, load_contract(contract_path))  # a bad one: exit 2, no output
+    # A bad contract: exit 2, before any output.
+    check = None if no_contract and contract_path is None else find_contract(parent, contract_path)
     child_cassette = load_cassette(child)
     report = diff_cassettes(load_cassette(parent), child_cassette, semantic=semantic)
     if check is not None:
@@ -161,55 +165,27 @@ def diff(parent: Path, child: Path, semantic: bool, contract_path: Path | None, 
     else:
         for line in format_diff(report):
             click.echo(line)
-        for line in [] if check is None else check.lines():
+        for line in [] if check is None else _contract_lines(check):
             click.echo(line)
     if (check is None and report.index is not None) or (check is not None and not check.passed):
         raise SystemExit(1)
 
 
-class _ContractCheck:
-    """The child checked against a contract with eval run's checks: passed only when the child
-    completed (ended run_completed, success) and every assertion passed."""
+def _contract_lines(check: ContractCheck) -> list[str]:
+    """After the verdict: which contract, each assertion, then pass or fail."""
+    from otel_blackbox._cassette.evals import format_results
 
-    def __init__(self, path: Path, contract: dict[str, Any]) -> None:
-        self.path, self.contract = path, contract
-        self.results: list[AssertionResult] = []
-        self.child_completed = False
-
-    def run(self, child: Cassette) -> None:
-        from otel_blackbox._cassette.evals import run_contract
-
-        self.results = run_contract(self.contract, child)
-        self.child_completed = terminal_outcome(child).status == "success"
-
-    @property
-    def passed(self) -> bool:
-        return self.child_completed and all(r.passed for r in self.results)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": str(self.path),
-            "name": self.contract.get("name"),
-            "childCompleted": self.child_completed,
-            "passed": self.passed,
-            "assertions": [
-                {"kind": r.kind, "description": r.description, "passed": r.passed, "detail": r.detail}
-                for r in self.results
-            ],
-        }
-
-    def lines(self) -> list[str]:
-        from otel_blackbox._cassette.evals import format_results
-
-        passed = sum(r.passed for r in self.results)
-        lines = [f"contract {safe(self.path)} on the child: {passed}/{len(self.results)} assertions passed"]
-        for line, result in zip(format_results(self.results), self.results, strict=True):
-            lines.append(style(line[:4], "pass" if result.passed else "fail") + line[4:])
-        if not self.child_completed:
-            verdict = "fail (the child did not complete)"
-        else:
-            verdict = "pass" if self.passed else "fail"
-        return [*lines, f"contract: {style(verdict, 'pass' if self.passed else 'fail')}"]
+    passed = sum(r.passed for r in check.results)
+    where = " (beside the incident)" if check.beside else ""
+    head = f"contract {safe(check.path)}{where} on the child: {passed}/{len(check.results)} assertions passed"
+    lines = [head]
+    for line, result in zip(format_results(check.results), check.results, strict=True):
+        lines.append(style(line[:4], "pass" if result.passed else "fail") + line[4:])
+    if not check.child_completed:
+        verdict = "fail (the child did not complete)"
+    else:
+        verdict = "pass" if check.passed else "fail"
+    return [*lines, f"contract: {style(verdict, 'pass' if check.passed else 'fail')}"]
 
 
 @cli.command("assert")

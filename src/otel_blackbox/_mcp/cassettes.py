@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from otel_blackbox._cassette.diff.contract import find_contract
 from otel_blackbox._cassette.diff.report import diff_cassettes as diff_reports
 from otel_blackbox._cassette.diff.text import format_diff
 from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans
@@ -125,9 +126,12 @@ def verify_cassette(path: str, *, expect_head: str | None = None) -> str:
 
 
 def diff_cassettes(parent: str, child: str, *, semantic: bool = False) -> str:
-    """``otel-blackbox diff``: the first divergent step and what it changed in the outcome."""
-    report = diff_reports(load_cassette(Path(parent)), load_cassette(Path(child)), semantic=semantic)
-    result = {
+    """``otel-blackbox diff``: the first divergent step and what it changed in the outcome, and the
+    contract kept beside the parent (``incident.contract.json``) checked on the child when there is one."""
+    check = find_contract(Path(parent), None)
+    child_cassette = load_cassette(Path(child))
+    report = diff_reports(load_cassette(Path(parent)), child_cassette, semantic=semantic)
+    result: dict[str, Any] = {
         "diverged": report.diverged,
         "index": report.index,
         "shared_prefix": report.shared_prefix,
@@ -135,6 +139,9 @@ def diff_cassettes(parent: str, child: str, *, semantic: bool = False) -> str:
         "outcome": clip_strings(report.outcome.to_json(), VALUE_CHARS),
         "report": format_diff(report),
     }
+    if check is not None:
+        check.run(child_cassette)
+        result["contract"] = clip_strings(check.to_json(), _DETAIL_CHARS)
     return dumps(result)
 
 

@@ -281,7 +281,9 @@ def build_server(db: Path) -> MCPServer[Any]:
     ) -> str:
         """The first step where two cassettes diverge (by hash, as a fork against its parent, or
         semantic), the values that differ there, and what it changed in the outcome: whether a failure
-        was fixed, a regression, or no change. As `otel-blackbox diff`."""
+        was fixed (the child did what failed, without error), avoided (it never did), still failing, a
+        regression, or no change; and the contract kept beside the parent (incident.contract.json),
+        when there is one, checked on the child. As `otel-blackbox diff`."""
         return _answer(lambda: cassette_tools.diff_cassettes(parent, child, semantic=semantic))
 
     @server.tool(annotations=_READ)

@@ -191,7 +191,10 @@ def test_same_error_with_another_reason() -> None:
     outcome = diff_outcome(
         run([], status="error", result="timeout"), run([], status="error", result="unknown_tool")
     )
-    assert outcome.kind == "reason_changed" and "failure reason changed" in outcome.verdict
+    assert (outcome.kind, outcome.verdict) == (
+        "still_failing",
+        "still failing: error (the failure reason changed)",
+    )
     lines = format_diff(
         diff_cassettes(run([], status="error", result="timeout"), run([], status="error", result="x"))
     )
@@ -211,8 +214,8 @@ def test_status_outranks_result_and_tools() -> None:
         ("incomplete", "success", "failure_fixed", "failure fixed: parent incomplete → child success"),
         ("success", "error", "regression", "regression: parent success → child error"),
         ("success", "incomplete", "regression", "regression: parent success → child incomplete"),
-        ("error", "incomplete", "outcome_flipped", "outcome flipped: parent error → child incomplete"),
-        ("incomplete", "error", "outcome_flipped", "outcome flipped: parent incomplete → child error"),
+        ("error", "incomplete", "still_failing", "still failing: parent error → child incomplete"),
+        ("incomplete", "error", "still_failing", "still failing: parent incomplete → child error"),
     ],
 )
 def test_a_status_change_is_named_by_its_direction(parent: str, child: str, kind: str, verdict: str) -> None:

@@ -1,8 +1,11 @@
-"""The diff verdict on failed runs, `diff --contract`, and what `inspect` says of a rerun.
+"""The diff verdict on failed runs, `diff --contract` (or the contract beside the incident), and what
+`inspect` says of a rerun.
 
 A run failed when its outcome is an error, when it never finished, or when any of its tool results
 is an error (a tool that raised or rejected its arguments), even when a final answer followed: the
 incident of issue 19, whose ``refund_order`` rejected ``"12.OO"`` and whose program still answered.
+A child that succeeded is fixed only when it did what failed again without error (issue 35): one
+that never called ``refund_order`` avoided the failure, and is not counted as fixed.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from otel_blackbox._cassette.diff.text import format_diff
 from otel_blackbox._cassette.evals import dump_contract, generate_contract
 from otel_blackbox._cassette.io import load_cassette, save_cassette
 from otel_blackbox._cassette.model import Cassette
+from otel_blackbox._mcp.cassettes import diff_cassettes as mcp_diff
 from otel_blackbox._render.cassette_text import render_timeline
 
 REJECTED = "refund_order: amount '12.OO' is not a number"
@@ -60,6 +64,7 @@ def run(
 Calls = list[tuple[str, str | None]]
 INCIDENT: Calls = [("transfer_to_refund_agent", None), ("refund_order", REJECTED)]
 FIXED: Calls = [("transfer_to_refund_agent", None), ("refund_order", None)]
+AVOIDED: Calls = [("lookup_order", None), ("transfer_to_refund_agent", None)]  # no refund_order
 
 
 # --- what failed ------------------------------------------------------------------------------------
@@ -124,10 +129,30 @@ def test_an_error_that_is_not_text_is_shown_as_json_and_a_null_error_is_none() -
         (run(INCIDENT, status="incomplete"), run(FIXED), "failure_fixed",
          "failure fixed: parent incomplete → child success"),
         # The outcome succeeded but a tool failed: not fixed, the failure changed.
-        (run(FIXED, status="error", answer="boom"), run(INCIDENT), "outcome_flipped",
-         "outcome flipped: error → tool error in refund_order"),
-        (run(INCIDENT), run(FIXED, status="incomplete"), "outcome_flipped",
-         "outcome flipped: tool error in refund_order → incomplete"),
+        (run(FIXED, status="error", answer="boom"), run(INCIDENT), "still_failing",
+         "still failing: error → tool error in refund_order"),
+        (run(INCIDENT), run(FIXED, status="incomplete"), "still_failing",
+         "still failing: tool error in refund_order → incomplete"),
+        # Succeeded without calling the tool that failed: round the failure, not through it.
+        (run(INCIDENT, answer="Sorry."), run(AVOIDED), "failure_avoided",
+         "failure avoided: refund_order not called (tool error in refund_order → success)"),
+        (run(INCIDENT, status="error", answer="ValueError"), run(AVOIDED), "failure_avoided",
+         "failure avoided: refund_order not called (parent error → child success)"),
+        # A failed outcome (a raised error, a failed check, a kill) is fixed only with every tool
+        # the parent reached answered again, though none of them errored.
+        (run([("lookup_order", None)], status="error", answer="WrongAnswer"), run(FIXED),
+         "failure_avoided", "failure avoided: lookup_order not called (parent error → child success)"),
+        (run([("lookup_order", None)], status="error", answer="WrongAnswer"), run(AVOIDED),
+         "failure_fixed", "failure fixed: parent error → child success"),
+        (run(AVOIDED, status="incomplete"), run(AVOIDED), "failure_fixed",
+         "failure fixed: parent incomplete → child success"),
+        (run(AVOIDED, status="incomplete"), run(FIXED), "failure_avoided",
+         "failure avoided: lookup_order not called (parent incomplete → child success)"),
+        # Every tool that errored must answer: one of two is not enough.
+        (run([("search", "timeout"), ("refund_order", REJECTED)]), run(FIXED), "failure_avoided",
+         "failure avoided: search not called (tool errors in search, refund_order → success)"),
+        (run([("search", "timeout"), ("refund_order", REJECTED)]), run([("search", None), *FIXED]),
+         "failure_fixed", "failure fixed: tool errors in search, refund_order → success"),
     ],
 )  # fmt: skip
 def test_a_change_of_failure_is_named_by_its_direction_and_what_failed(
@@ -138,12 +163,41 @@ def test_a_change_of_failure_is_named_by_its_direction_and_what_failed(
     assert not outcome.behaviourally_equivalent
 
 
-def test_the_same_tool_failing_on_both_sides_is_no_fix() -> None:
+def test_the_same_tool_failing_on_both_sides_is_still_failing() -> None:
     outcome = diff_outcome(run(INCIDENT, answer="Sorry."), run(INCIDENT, answer="Sorry again."))
-    assert outcome.kind == "answer_changed"
-    assert outcome.verdict == "same final status (success), but the final answer changed"
+    assert (outcome.kind, outcome.verdict) == (
+        "still_failing",
+        "still failing: tool error in refund_order (the final answer changed)",
+    )
+    rerouted = diff_outcome(run(INCIDENT), run([("lookup_order", None), *INCIDENT]))
+    assert rerouted.verdict == "still failing: tool error in refund_order (the tool path changed)"
+    again = diff_outcome(run(INCIDENT, status="error", answer="x"), run(FIXED, status="error", answer="y"))
+    assert again.verdict == "still failing: error (the failure reason changed)"
     same = diff_outcome(run(INCIDENT), run(INCIDENT, cassette_id="again"))
-    assert same.kind == "no_change"
+    assert (same.kind, same.verdict) == (
+        "no_change",
+        "no behavioural change: the same failure (tool error in refund_order), result and tool path",
+    )
+    assert not any(o.fixed for o in (outcome, rerouted, again, same))
+
+
+def test_only_a_fix_is_fixed_and_an_avoided_failure_names_what_it_skipped() -> None:
+    fixed = diff_outcome(run(INCIDENT, answer="Sorry."), run(FIXED))
+    avoided = diff_outcome(run(INCIDENT, answer="Sorry."), run(AVOIDED))
+    assert fixed.fixed and not avoided.fixed
+    assert (fixed.avoided_tools, avoided.avoided_tools) == ((), ("refund_order",))
+    assert avoided.to_json()["fixed"] is False and avoided.to_json()["avoidedTools"] == ["refund_order"]
+    assert fixed.to_json()["fixed"] is True
+    lines = format_diff(diff_cassettes(run(INCIDENT, answer="Sorry."), run(AVOIDED, cassette_id="child")))
+    assert lines[-4:] == [
+        f"parent tool error: refund_order at step 6: {REJECTED}",
+        "parent tools: transfer_to_refund_agent → refund_order",
+        "child tools: lookup_order → transfer_to_refund_agent",
+        "outcome: failure avoided: refund_order not called (tool error in refund_order → success)",
+    ]
+    # A tool answered with an error on another call does not count as done again.
+    retried = run([("refund_order", REJECTED), ("refund_order", None)])
+    assert diff_outcome(run(INCIDENT), retried).kind == "still_failing"
 
 
 def test_the_published_vectors_keep_their_verdicts() -> None:
@@ -267,6 +321,86 @@ def test_diff_with_a_contract_fails_a_child_that_did_not_complete(
         ).stdout
     )
     assert (data["contract"]["passed"], data["contract"]["childCompleted"]) == (False, False)
+
+
+def _lenient(path: Path) -> Path:
+    """A contract that asks only for the lookup: an answer with no refund passes it."""
+    path.write_text(
+        json.dumps(
+            {
+                "contractVersion": 1,
+                "name": "lenient",
+                "assertions": [{"kind": "tool_called", "tool": "lookup_order"}],
+            }
+        )
+    )
+    return path
+
+
+def test_the_contract_beside_the_incident_decides_unless_told_otherwise(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    beside = tmp_path / "incident.contract.json"  # incident.json's own
+    beside.write_text(files["contract"].read_text())
+    avoided = tmp_path / "avoided.json"
+    save_cassette(run(AVOIDED, cassette_id="avoided"), avoided)
+    incident = str(files["incident"])
+
+    fixed = run_cli("diff", incident, str(files["fixed"]))
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr  # the contract passed: it decides
+    lines = fixed.stdout.splitlines()
+    at = lines.index("outcome: failure fixed: tool error in refund_order → success")
+    assert lines[at + 1] == f"contract {beside} (beside the incident) on the child: 8/8 assertions passed"
+    assert lines[-1] == "contract: pass"
+
+    went_round = run_cli("diff", incident, str(avoided))
+    assert went_round.returncode == 1
+    assert "outcome: failure avoided: refund_order not called (tool error in refund_order → success)" in (
+        went_round.stdout.splitlines()
+    )
+    assert "FAIL tool refund_order called at least 1 time: called 0 times" in went_round.stdout
+    assert went_round.stdout.splitlines()[-1] == "contract: fail"
+    data = json.loads(run_cli("diff", "--json", incident, str(avoided)).stdout)
+    assert (data["outcome"]["kind"], data["outcome"]["fixed"]) == ("failure_avoided", False)
+    assert (data["contract"]["path"], data["contract"]["besideIncident"]) == (str(beside), True)
+
+    # --no-contract: no contract, the exit code says the cassettes diverged.
+    plain = run_cli("diff", "--no-contract", incident, str(files["fixed"]))
+    assert plain.returncode == 1 and "contract" not in plain.stdout
+    assert "contract" not in json.loads(run_cli("diff", "--json", "--no-contract", incident, incident).stdout)
+
+    # A contract named on the command line is the one that decides: this one takes no refund.
+    lenient = _lenient(tmp_path / "lenient.json")
+    named = run_cli("diff", incident, str(avoided), "--contract", str(lenient))
+    assert named.returncode == 0, named.stdout
+    assert f"contract {lenient} on the child: 1/1 assertions passed" in named.stdout.splitlines()
+    assert "outcome: failure avoided: refund_order not called" in named.stdout  # the verdict says it still
+
+
+def test_the_mcp_diff_says_the_same_and_checks_the_contract_beside_the_incident(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    avoided = tmp_path / "avoided.json"
+    save_cassette(run(AVOIDED, cassette_id="avoided"), avoided)
+    plain = json.loads(mcp_diff(str(files["incident"]), str(avoided)))
+    assert (
+        plain["verdict"] == "failure avoided: refund_order not called (tool error in refund_order → success)"
+    )
+    assert plain["outcome"]["fixed"] is False and "contract" not in plain
+    (tmp_path / "incident.contract.json").write_text(files["contract"].read_text())
+    decided = json.loads(mcp_diff(str(files["incident"]), str(avoided)))
+    assert (decided["contract"]["besideIncident"], decided["contract"]["passed"]) == (True, False)
+    assert json.loads(mcp_diff(str(files["incident"]), str(files["fixed"])))["contract"]["passed"]
+
+
+def test_a_bad_contract_beside_the_incident_is_one_line_and_exit_2(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    (tmp_path / "incident.contract.json").write_text("{not json")
+    done = run_cli("diff", str(files["incident"]), str(files["fixed"]))
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1 and "incident.contract.json" in done.stderr
+    assert run_cli("diff", "--no-contract", str(files["incident"]), str(files["fixed"])).returncode == 1
 
 
 @pytest.mark.parametrize(

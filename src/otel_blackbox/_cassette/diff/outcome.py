@@ -3,11 +3,25 @@
 Failure, terminal result and tool-call sequence compared with a strict precedence (failure, then
 result, then tool path), whether or not the steps diverged. A run *failed* when its outcome is an
 error, when it never finished (incomplete), or when any of its tool results is an error (a tool that
-raised or rejected its arguments), even if a final answer followed. A change of failure is named by
-its direction: ``failure fixed`` (failed to succeeded), ``regression`` (succeeded to failed), else
-``outcome flipped`` (one failure to another kind). The line says which failure: ``parent error →
-child success`` when only the outcomes failed, ``tool error in refund_order → success`` when a tool
-error is one side's failure.
+raised or rejected its arguments), even if a final answer followed.
+
+The verdict table, first matching row first (the parent is the incident, the child its rerun):
+
+- ``failure_fixed``: the parent failed and the child succeeded by doing what failed: each tool whose
+  result was an error answered without one (from the recording or a stub) and, when the outcome
+  itself failed (a raised error, a failed check, a killed run), every tool the parent reached too.
+- ``failure_avoided``: the parent failed and the child succeeded without answering one of those
+  tools: it went round the failure, which is not counted as fixed.
+- ``regression``: the parent succeeded, the child failed.
+- ``still_failing``: both failed, differently, or alike with another result or tool path.
+- ``answer_changed``, ``tool_path_changed``: both succeeded, with another answer, or with the same
+  answer by other tools.
+- ``no_change``: the same failure (or none), result and tool path.
+
+The line says which failure: ``parent error → child success`` when only the outcomes failed,
+``tool error in refund_order → success`` when a tool error is one side's failure, and what an
+avoided failure skipped: ``failure avoided: refund_order not called (tool error in refund_order →
+success)``.
 """
 
 from __future__ import annotations
@@ -22,10 +36,10 @@ __all__ = ["Failure", "OutcomeDiff", "diff_outcome", "run_failure"]
 
 VerdictKind = Literal[
     "failure_fixed",
+    "failure_avoided",
     "regression",
-    "outcome_flipped",
+    "still_failing",
     "answer_changed",
-    "reason_changed",
     "tool_path_changed",
     "no_change",
 ]
@@ -73,10 +87,17 @@ class OutcomeDiff:
     verdict: str
     parent_failure: Failure | None = None
     child_failure: Failure | None = None
+    # The tools the parent's failure went through that the child never answered (failure_avoided).
+    avoided_tools: tuple[str, ...] = ()
 
     @property
     def behaviourally_equivalent(self) -> bool:
         return self.kind == "no_change"
+
+    @property
+    def fixed(self) -> bool:
+        """The failure fixed, by the child doing what failed: not avoided, not still failing."""
+        return self.kind == "failure_fixed"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -88,13 +109,25 @@ class OutcomeDiff:
             "childTools": self.child_tools,
             "parentFailure": None if self.parent_failure is None else self.parent_failure.to_json(),
             "childFailure": None if self.child_failure is None else self.child_failure.to_json(),
+            "avoidedTools": list(self.avoided_tools),
             "statusChanged": self.status_changed,
             "resultChanged": self.result_changed,
             "toolSequenceChanged": self.tool_sequence_changed,
             "behaviourallyEquivalent": self.behaviourally_equivalent,
+            "fixed": self.fixed,
             "kind": self.kind,
             "verdict": self.verdict,
         }
+
+
+def _tool_results(cassette: Cassette) -> list[tuple[str, Any, int]]:
+    """(tool name, its error or None, step index) of each tool_result, in order."""
+    found = []
+    for step in cassette.steps_of("tool_result"):
+        payload = step.payload if isinstance(step.payload, dict) else {}
+        name = payload.get("toolName")
+        found.append((name if isinstance(name, str) else "unknown", payload.get("error"), step.index))
+    return found
 
 
 def run_failure(cassette: Cassette, outcome: Outcome | None = None) -> Failure | None:
@@ -103,44 +136,64 @@ def run_failure(cassette: Cassette, outcome: Outcome | None = None) -> Failure |
     outcome = terminal_outcome(cassette) if outcome is None else outcome
     tools: dict[str, None] = {}  # an ordered set
     first_error = None
-    for step in cassette.steps_of("tool_result"):
-        payload = step.payload if isinstance(step.payload, dict) else {}
-        error = payload.get("error")
+    for name, error, index in _tool_results(cassette):
         if error is None:
             continue
-        name = payload.get("toolName")
-        name = name if isinstance(name, str) else "unknown"
         tools.setdefault(name)
         if first_error is None:
             text = error if isinstance(error, str) else canonical_or_none(error) or repr(error)
-            first_error = f"{name} at step {step.index}: {text}"
+            first_error = f"{name} at step {index}: {text}"
     if outcome.status == "error" or outcome.status == "incomplete":
         return Failure(outcome.status, tuple(tools), first_error)
     return Failure("tool_error", tuple(tools), first_error) if tools else None
+
+
+def _avoided(failure: Failure, parent_tools: list[str], child: Cassette) -> tuple[str, ...]:
+    """What of the parent's failure the child never did again: each tool that errored, and, when the
+    outcome itself failed (a raised error, a failed check, a killed run), each tool the parent
+    reached; a tool counts as done again once the child has a result for it that is not an error."""
+    needed = dict.fromkeys(failure.tools)
+    if failure.kind != "tool_error":
+        needed.update(dict.fromkeys(parent_tools))
+    answered = {name for name, error, _ in _tool_results(child) if error is None}
+    return tuple(name for name in needed if name not in answered)
 
 
 def _side(failure: Failure | None) -> str:
     return "success" if failure is None else failure.label
 
 
+def _change(parent: Outcome, child: Outcome, p_fail: Failure | None, c_fail: Failure | None) -> str:
+    if "tool_error" in (None if p_fail is None else p_fail.kind, None if c_fail is None else c_fail.kind):
+        return f"{_side(p_fail)} → {_side(c_fail)}"
+    return f"parent {parent.status} → child {child.status}"  # only the outcomes failed: their statuses say it
+
+
 def _verdict(
-    parent: Outcome, child: Outcome, failures: tuple[Failure | None, Failure | None], tools_changed: bool
+    parent: Outcome,
+    child: Outcome,
+    failures: tuple[Failure | None, Failure | None],
+    tools_changed: bool,
+    avoided: tuple[str, ...],
 ) -> tuple[VerdictKind, str]:
     p_fail, c_fail = failures
-    p_kind, c_kind = (None if f is None else f.kind for f in failures)
-    if p_kind != c_kind:  # one side failed and the other did not, or they failed differently
-        if "tool_error" in (p_kind, c_kind):
-            change = f"{_side(p_fail)} → {_side(c_fail)}"
-        else:  # only the outcomes failed: their statuses say it
-            change = f"parent {parent.status} → child {child.status}"
-        if c_fail is None:  # what a rerun of an incident is for
-            return "failure_fixed", f"failure fixed: {change}"
-        if p_fail is None:
-            return "regression", f"regression: {change}"
-        return "outcome_flipped", f"outcome flipped: {change}"
+    if p_fail is not None and c_fail is None:  # what a rerun of an incident is for, or round it
+        change = _change(parent, child, p_fail, c_fail)
+        if avoided:
+            return "failure_avoided", f"failure avoided: {', '.join(avoided)} not called ({change})"
+        return "failure_fixed", f"failure fixed: {change}"
+    if p_fail is None and c_fail is not None:
+        return "regression", f"regression: {_change(parent, child, p_fail, c_fail)}"
+    if p_fail is not None and c_fail is not None:
+        if p_fail.label != c_fail.label:
+            return "still_failing", f"still failing: {_change(parent, child, p_fail, c_fail)}"
+        if parent.result != child.result:
+            what = "failure reason" if parent.status == "error" else "final answer"
+            return "still_failing", f"still failing: {p_fail.label} (the {what} changed)"
+        if tools_changed:
+            return "still_failing", f"still failing: {p_fail.label} (the tool path changed)"
+        return "no_change", f"no behavioural change: the same failure ({p_fail.label}), result and tool path"
     if parent.result != child.result:
-        if parent.status == "error":
-            return "reason_changed", "same final status (error), but the failure reason changed"
         return "answer_changed", f"same final status ({parent.status}), but the final answer changed"
     if tools_changed:
         return "tool_path_changed", "same outcome, but the tool path changed"
@@ -152,7 +205,8 @@ def diff_outcome(parent: Cassette, child: Cassette) -> OutcomeDiff:
     p_out, c_out = terminal_outcome(parent), terminal_outcome(child)
     p_fail, c_fail = run_failure(parent, p_out), run_failure(child, c_out)
     p_tools, c_tools = tool_call_sequence(parent), tool_call_sequence(child)
-    kind, verdict = _verdict(p_out, c_out, (p_fail, c_fail), p_tools != c_tools)
+    avoided = _avoided(p_fail, p_tools, child) if p_fail is not None and c_fail is None else ()
+    kind, verdict = _verdict(p_out, c_out, (p_fail, c_fail), p_tools != c_tools, avoided)
     return OutcomeDiff(
         parent_status=p_out.status,
         child_status=c_out.status,
@@ -167,4 +221,5 @@ def diff_outcome(parent: Cassette, child: Cassette) -> OutcomeDiff:
         verdict=verdict,
         parent_failure=p_fail,
         child_failure=c_fail,
+        avoided_tools=avoided,
     )

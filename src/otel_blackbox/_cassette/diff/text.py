@@ -71,7 +71,7 @@ def _outcome_lines(outcome: OutcomeDiff) -> list[str]:
         label = "reason" if outcome.parent_status == "error" else "answer"
         lines.append(f"parent {label}: {_show_text(outcome.parent_result)}")
         lines.append(f"child {label}: {_show_text(outcome.child_result)}")
-    if outcome.kind in ("failure_fixed", "regression", "outcome_flipped"):
+    if outcome.kind in ("failure_fixed", "failure_avoided", "regression", "still_failing"):
         # The tool error the verdict names, as the run recorded it.
         for side, failure in (("parent", outcome.parent_failure), ("child", outcome.child_failure)):
             if failure is not None and failure.kind == "tool_error" and failure.first_error is not None:
