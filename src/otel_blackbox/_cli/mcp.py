@@ -6,7 +6,6 @@ import click
 
 from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import db_path
-from otel_blackbox._store.connection import connect_reader
 from otel_blackbox.errors import BlackboxError
 
 __all__: list[str] = []
@@ -32,7 +31,6 @@ def mcp_command(ctx: click.Context) -> None:
       claude mcp add blackbox -- otel-blackbox mcp --db /abs/path/blackbox.db
     """
     path = db_path(ctx)  # --db, before the command or after it, as for every command
-    connect_reader(path).close()  # a missing or non-SQLite file: one line, exit 2, before serving
     try:  # the SDK (and its HTTP stack): only when the server runs, and an extra
         from otel_blackbox._mcp.server import serve
     except ImportError as exc:

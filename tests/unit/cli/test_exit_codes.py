@@ -98,7 +98,9 @@ def test_every_command_keeps_the_exit_code_table(
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("command", ["list", "show", "stats", "runs", "mcp"])
+# Not `mcp`: its server starts before the database exists (a coding agent's configuration outlives
+# any one recording), and each tool call says the database is missing (test_mcp.py).
+@pytest.mark.parametrize("command", ["list", "show", "stats", "runs"])
 def test_a_missing_database_is_unreadable_input_before_or_after_the_command(
     tmp_path: Path, command: str
 ) -> None:

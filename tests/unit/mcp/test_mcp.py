@@ -344,7 +344,7 @@ def test_a_missing_or_locked_database_is_a_tool_error(recorded: Recorded, tmp_pa
         assert await failed(session, "list_traces") == f"database not found: {missing}"
         assert len((await session.list_tools()).tools) == len(TOOLS)  # the server is still up
 
-    # `mcp --db PATH` too, and it wins over the group's --db.
+    # `mcp --db PATH` too (the group's --db given after the command), and it wins over one before.
     serve(missing, tmp_path, on_missing, args=["--db", str(recorded.db), "mcp", "--db", str(missing)])
     assert not missing.parent.exists()
 
