@@ -23,7 +23,7 @@ Responses API too).
         Anthropic(base_url=srv.anthropic_base_url, api_key="sk-ant-fake")
         genai.Client(api_key="fake", http_options=types.HttpOptions(base_url=srv.gemini_base_url))
 
-Run it in the foreground with `python examples/fake_llm.py --port 8765`.
+Run it in the foreground with `python examples/fake_llm.py --port 8400`.
 """
 
 from __future__ import annotations
