@@ -11,6 +11,7 @@ from otel_blackbox._cassette.diff.outcome import OutcomeDiff
 from otel_blackbox._cassette.diff.report import DiffReport
 from otel_blackbox._cassette.model import Step
 from otel_blackbox._render.text import clip, safe
+from otel_blackbox._render.words import counted
 
 __all__ = ["format_diff"]
 
@@ -39,7 +40,7 @@ def _step_line(side: str, step: Step | None, index: int) -> str:
 def _divergence_lines(report: DiffReport) -> list[str]:
     index = report.index
     if index is None:
-        return [f"no divergence: all {report.parent_length} steps are equal"]
+        return [f"no divergence: all {counted(report.parent_length, 'step')} are equal"]
     p, c = report.parent_step, report.child_step
     if p is None or c is None:
         where = "parent" if p is None else "child"
@@ -97,11 +98,11 @@ def format_diff(report: DiffReport) -> list[str]:
     """The readable report, one fact per line, every recorded value clipped and made terminal-safe."""
     compared = "step hashes" if report.mode == "hash" else "type and payload (timestamps and ids ignored)"
     return [
-        f"parent: {safe(report.parent_id)} ({report.parent_length} steps)",
-        f"child: {safe(report.child_id)} ({report.child_length} steps)",
+        f"parent: {safe(report.parent_id)} ({counted(report.parent_length, 'step')})",
+        f"child: {safe(report.child_id)} ({counted(report.child_length, 'step')})",
         *_cost_lines(report),
         f"compared by: {compared}",
-        f"shared prefix: {report.shared_prefix} steps",
+        f"shared prefix: {counted(report.shared_prefix, 'step')}",
         *_divergence_lines(report),
         *_outcome_lines(report.outcome),
     ]
