@@ -9,6 +9,7 @@
 Checks after a failure are ``skip``: once the chain is broken, nothing read from it can be trusted.
 Verification never raises for a bad cassette; only :func:`verify_file` raises, and only
 :class:`~otel_blackbox.errors.CassetteError` for a file that is not a cassette at all.
+:func:`check_before_writing` is what a command that builds a cassette runs before writing it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from otel_blackbox._cassette.canonical import CanonicalError
 from otel_blackbox._cassette.io import loads_json, parse_cassette, read_text
 from otel_blackbox._cassette.model import FORMAT_VERSION, Cassette, Step, choice_calls, terminal_outcome
 from otel_blackbox._cassette.neutrality import audit_neutrality
+from otel_blackbox.errors import CassetteError
 
 __all__ = [
     "CHECK_NAMES",
@@ -31,6 +33,7 @@ __all__ = [
     "CheckResult",
     "CheckStatus",
     "VerifyReport",
+    "check_before_writing",
     "verify_cassette",
     "verify_file",
 ]
@@ -302,6 +305,24 @@ def _verify(cassette: Cassette, version_check: Callable[[], str], expect_head: s
 def verify_cassette(cassette: Cassette, *, expect_head: str | None = None) -> VerifyReport:
     """The four checks in order; never raises for a bad cassette."""
     return _verify(cassette, lambda: _check_version(cassette.version), expect_head)
+
+
+def check_before_writing(cassette: Cassette, *, force: bool) -> str | None:
+    """A cassette about to be written: None when it verifies. Else CassetteError, one line naming the
+    check and the step where ``verify`` would fail (nothing is written); with ``force``, that line
+    as a warning to show, and the caller writes it anyway. Spans can tell a story no replay can
+    play (a tool span that no model call asked for): better refused here than found by ``verify``."""
+    failure = verify_cassette(cassette).first_failure
+    if failure is None:
+        return None
+    detail = failure.detail
+    if failure.step_index is not None and not detail.startswith("step "):
+        detail = f"step {failure.step_index}: {detail}"
+    where = " at " if detail.startswith("step ") else ": "
+    problem = f"the cassette would fail verify ({failure.name}){where}{detail}"
+    if not force:
+        raise CassetteError(f"{problem}; nothing written (--force writes it anyway)")
+    return f"{problem}; written anyway (--force)"
 
 
 def verify_file(path: str | Path, *, expect_head: str | None = None) -> VerifyReport:

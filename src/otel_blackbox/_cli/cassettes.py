@@ -13,7 +13,7 @@ from otel_blackbox._cassette.diff.text import format_diff
 from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans
 from otel_blackbox._cassette.io import load_cassette, save_cassette
 from otel_blackbox._cassette.model import terminal_outcome
-from otel_blackbox._cassette.verify import VerifyReport, verify_cassette, verify_file
+from otel_blackbox._cassette.verify import VerifyReport, check_before_writing, verify_cassette, verify_file
 from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import echo_json, exactly_one, group_spans, reader, style, trace_run_or_session
 from otel_blackbox._render.cassette_text import render_timeline
@@ -28,15 +28,24 @@ __all__: list[str] = []
 @click.option(
     "-o", "--output", required=True, metavar="FILE", help="Where to write the cassette (atomically)."
 )
+@click.option("--force", is_flag=True, help="Write it even if it would fail `verify` (with a warning).")
 @click.pass_context
 def cassette_command(
-    ctx: click.Context, trace_id: str | None, run_id: str | None, session_id: str | None, output: str
+    ctx: click.Context,
+    trace_id: str | None,
+    run_id: str | None,
+    session_id: str | None,
+    output: str,
+    force: bool,
 ) -> None:
     """Turn a recorded trace (even a failed or killed one) into a v2 cassette.
 
     With --run or --session instead of TRACE_ID, one cassette of all the traces of a run (see
     `runs`) or of a session, with every model and tool round in time order: for frameworks that
     make each model call a trace of its own.
+
+    A cassette that would fail `verify` (spans no replay can play: a tool span no model call asked
+    for) is not written: exit 2, naming the step. --force writes it, with a warning naming the step.
 
     \b
     Example:
@@ -56,7 +65,10 @@ def cassette_command(
             cassette = cassette_from_spans(spans, cassette_id=f"{kind}-{ident}")  # id: run-<id>, session-<id>
             traces = len({s.trace_id for s in spans})
             source = f" from {traces} trace{'s' if traces != 1 else ''} of {kind} {safe(ident)}"
+    warning = check_before_writing(cassette, force=force)
     save_cassette(cassette, output)
+    if warning is not None:
+        click.echo(f"otel-blackbox: warning: {safe(warning)}", err=True)
     outcome = terminal_outcome(cassette)
     steps = f"{len(cassette.steps)} steps{source}"
     click.echo(f"wrote {safe(output)}: {steps}, outcome {outcome.status}, head {cassette.head}")

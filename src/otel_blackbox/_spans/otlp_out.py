@@ -8,7 +8,9 @@ line, camelCase names, enums as integers, 64-bit integers as strings, and trace 
 (the OTLP/JSON exception to ProtoJSON, which would write bytes as base64).
 
 A span still open when the recording stopped is exported, not dropped: it ends at the last moment
-its trace was seen alive, with status ERROR and ``blackbox.span.open = true``.
+its trace was seen alive, with status ERROR and ``blackbox.span.open = true``. What an import carried
+in attributes (``_spans/otlp_carried.py``: trace states, dropped counts, bytes values) goes back into
+its OTLP fields.
 """
 
 from __future__ import annotations
@@ -20,13 +22,16 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from google.protobuf import json_format  # type: ignore[import-untyped]  # no types-protobuf here
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.util import BoundedList
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
 
 from otel_blackbox._spans.openinference import OPEN_SPAN_MESSAGE
+from otel_blackbox._spans.otlp_carried import take
 from otel_blackbox._spans.semconv import ATTR_SPAN_OPEN
 from otel_blackbox._store import queries
 from otel_blackbox._store.queries import SpanRecord
@@ -53,8 +58,31 @@ def _attributes(values: Mapping[str, Any] | None) -> dict[str, Any]:
     return {str(k): _value(v) for k, v in (values or {}).items()}
 
 
-def _context(trace_id: str, span_id: str, *, is_remote: bool = False) -> SpanContext:
-    return SpanContext(int(trace_id, 16), int(span_id, 16), is_remote=is_remote, trace_flags=_SAMPLED)
+def _counted(values: dict[str, Any], dropped: int) -> dict[str, Any] | BoundedAttributes:
+    """Attributes with the count the sender's SDK had dropped: the encoder reads it off a
+    ``BoundedAttributes`` only (a plain dict says 0, and costs nothing to build)."""
+    if not dropped:
+        return values
+    bounded = BoundedAttributes(attributes=values, immutable=True)
+    bounded.dropped += dropped
+    return bounded
+
+
+def _counted_list(items: list[Any], dropped: int) -> Sequence[Any]:
+    """Events or links with the count dropped before them (the encoder reads it off a ``BoundedList``)."""
+    if not dropped:
+        return items
+    bounded = BoundedList.from_seq(None, items)
+    bounded.dropped = dropped
+    return bounded
+
+
+def _context(trace_id: str, span_id: str, *, is_remote: bool = False, trace_state: str = "") -> SpanContext:
+    # Text that is not W3C tracestate is refused by the API (it logs a warning): not valid OTLP either.
+    state = TraceState.from_header([trace_state]) if trace_state else None
+    return SpanContext(
+        int(trace_id, 16), int(span_id, 16), is_remote=is_remote, trace_flags=_SAMPLED, trace_state=state
+    )
 
 
 def _status(span: SpanRecord) -> Status:
@@ -93,7 +121,8 @@ def _readable_span(
     span: SpanRecord, last_seen_ns: int, parent_is_remote: bool, shared: _Shared
 ) -> ReadableSpan:
     """One stored span as an SDK ``ReadableSpan``; ``last_seen_ns`` ends a span that is still open."""
-    attributes = _attributes(span.attributes)
+    carried = take(span.attributes)
+    attributes = _attributes(carried.attributes)
     end_ns = span.end_ns
     if span.status == "open":
         attributes[ATTR_SPAN_OPEN] = True
@@ -103,30 +132,38 @@ def _readable_span(
         if span.parent_span_id
         else None
     )
+    events = [_event(e, span.start_ns) for e in span.events]
+    links = [_link(link) for link in span.links if link.get("trace_id") and link.get("span_id")]
     return ReadableSpan(
         name=span.name,
-        context=_context(span.trace_id, span.span_id),
+        context=_context(span.trace_id, span.span_id, trace_state=carried.trace_state),
         parent=parent,
         resource=shared.resource(span.resource),
-        attributes=attributes,
-        events=[
-            Event(
-                str(e.get("name", "")),
-                _attributes(e.get("attributes")),
-                int(e.get("timestamp_ns") or span.start_ns),
-            )
-            for e in span.events
-        ],
-        links=[
-            Link(_context(link["trace_id"], link["span_id"]), _attributes(link.get("attributes")))
-            for link in span.links
-            if link.get("trace_id") and link.get("span_id")
-        ],
+        attributes=_counted(attributes, carried.dropped_attributes),
+        events=_counted_list(events, carried.dropped_events),
+        links=_counted_list(links, carried.dropped_links),
         kind=SpanKind.__members__.get(span.span_kind, SpanKind.INTERNAL),
         status=_status(span),
         start_time=span.start_ns,
         end_time=end_ns if end_ns is not None else span.start_ns,
         instrumentation_scope=shared.scope(span.scope),
+    )
+
+
+def _event(event: dict[str, Any], start_ns: int) -> Event:
+    carried = take(event.get("attributes") or {})
+    return Event(
+        str(event.get("name", "")),
+        _counted(_attributes(carried.attributes), carried.dropped_attributes),
+        int(event.get("timestamp_ns") or start_ns),
+    )
+
+
+def _link(link: dict[str, Any]) -> Link:
+    carried = take(link.get("attributes") or {})
+    return Link(
+        _context(link["trace_id"], link["span_id"], trace_state=carried.trace_state),
+        _counted(_attributes(carried.attributes), carried.dropped_attributes),
     )
 
 
@@ -180,16 +217,37 @@ def _ids_to_hex(request: dict[str, Any]) -> dict[str, Any]:
     return request
 
 
+def _with_link_trace_states(request: Any, batch: list[ReadableSpan]) -> Any:
+    """The encoder leaves a link's trace state out (``_encode_links`` of
+    opentelemetry-exporter-otlp-proto-common 1.x writes no ``trace_state``): put it in, link by link."""
+    states = {
+        (span.context.trace_id, span.context.span_id): [link.context.trace_state for link in span.links]
+        for span in batch
+        if span.context is not None and any(link.context.trace_state for link in span.links)
+    }
+    if not states:
+        return request
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                key = (int.from_bytes(span.trace_id, "big"), int.from_bytes(span.span_id, "big"))
+                for link, state in zip(span.links, states.get(key, ()), strict=False):
+                    if state:
+                        link.trace_state = state.to_header()
+    return request
+
+
 def otlp_json_lines(spans: Iterable[ReadableSpan], batch_size: int = DEFAULT_BATCH_SIZE) -> Iterator[str]:
     """OTLP/JSON: one ``ExportTraceServiceRequest`` of up to ``batch_size`` spans a line.
 
-    Encoded by the OpenTelemetry exporter's ``encode_spans`` (which groups by resource and scope),
-    then protobuf's ProtoJSON with integer enums, then ids rewritten to hex.
+    Encoded by the OpenTelemetry exporter's ``encode_spans`` (which groups by resource and scope), links'
+    trace states added, then protobuf's ProtoJSON with integer enums, then ids rewritten to hex.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     for batch in batched(spans, batch_size):
-        request = json_format.MessageToDict(encode_spans(batch), use_integers_for_enums=True)
+        encoded = _with_link_trace_states(encode_spans(batch), batch)
+        request = json_format.MessageToDict(encoded, use_integers_for_enums=True)
         yield json.dumps(_ids_to_hex(request), ensure_ascii=False, separators=(",", ":"))
 
 

@@ -465,7 +465,9 @@ def test_cassette_of_a_killed_run_and_of_one_trace_still_work(recorded: Recorded
     run_cli("cassette", "--run", recorded.run_ids["killed"], "-o", str(out), db=recorded.db, check=True)
     assert terminal_outcome(load_cassette(out)).status == "error"  # open spans: the run never ended
     trace_id = next(iter(_spans_of_pid(recorded.db, recorded.pids["no-root"])))[0]
-    result = run_cli("cassette", trace_id[:12], "-o", str(out), db=recorded.db, check=True)
+    # One model call of a run that makes each call a trace (any of them: a set): the one that asked
+    # for a tool has no final answer, a cassette verify fails, written only with --force.
+    result = run_cli("cassette", trace_id[:12], "-o", str(out), "--force", db=recorded.db, check=True)
     assert "traces of" not in result.stdout and load_cassette(out).id == trace_id
 
 

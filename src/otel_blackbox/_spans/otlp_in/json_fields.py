@@ -8,7 +8,8 @@ The bodies read:
 * Tempo's ``/api/v2/traces/<id>``: ``{"trace": {"resourceSpans": [...]}}``.
 
 Field names in camelCase or snake_case; ids as hex (OTLP/JSON) or base64 (ProtoJSON); 64-bit integers
-as strings or numbers; enums as numbers or names.
+as strings or numbers; enums as numbers or names. A ``traceState``, the dropped counts and where bytes
+values were are carried in attributes (``_spans/otlp_carried.py``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from otel_blackbox._spans.otlp_carried import Base64Text, carry
 from otel_blackbox._spans.otlp_in.span import KINDS, MAX_DEPTH, STATUSES, OtlpError, Span, finish
 
-_U64 = 2**64
 _I64 = range(-(2**63), 2**63)
 _DOUBLES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
@@ -88,13 +89,13 @@ def text_of(value: object, path: str) -> str:
     return value
 
 
-def _uint64(value: object, path: str) -> int:
-    """A fixed64 (times): a number or a string of digits; missing is 0."""
+def _unsigned(value: object, path: str, bits: int = 64) -> int:
+    """A fixed64 (times) or a uint32 (dropped counts): a number or a string of digits; missing is 0."""
     if value is None:
         return 0
     number = _integer(value, path)
-    if not 0 <= number < _U64:
-        raise OtlpError(path, f"out of range for a 64-bit unsigned integer: {value!r}")
+    if not 0 <= number < 2**bits:
+        raise OtlpError(path, f"out of range for a {bits}-bit unsigned integer: {value!r}")
     return number
 
 
@@ -219,7 +220,7 @@ def _bytes_value(value: object, path: str, depth: int) -> str:
         base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         raise OtlpError(path, "not base64") from None
-    return text  # kept as the base64 text: span attributes have no bytes type
+    return Base64Text(text)  # kept as the base64 text (stored JSON has no bytes); `carry` notes where
 
 
 _VALUE_READERS: tuple[tuple[str, Callable[[object, str, int], Any]], ...] = (
@@ -262,21 +263,33 @@ def json_span(value: object, path: str) -> Span:
         KINDS[_enum(field_value(span, "kind"), KINDS, "SPAN_KIND_", f"{path}.kind")],
         STATUSES[_enum(field_value(status, "code"), STATUSES, "STATUS_CODE_", f"{path}.status.code")],
         text_of(field_value(status, "message"), f"{path}.status.message"),
-        _uint64(field_value(span, "startTimeUnixNano"), f"{path}.startTimeUnixNano"),
-        _uint64(field_value(span, "endTimeUnixNano"), f"{path}.endTimeUnixNano"),
-        json_attributes(field_value(span, "attributes"), f"{path}.attributes"),
+        _unsigned(field_value(span, "startTimeUnixNano"), f"{path}.startTimeUnixNano"),
+        _unsigned(field_value(span, "endTimeUnixNano"), f"{path}.endTimeUnixNano"),
+        carry(
+            json_attributes(field_value(span, "attributes"), f"{path}.attributes"),
+            trace_state=text_of(field_value(span, "traceState"), f"{path}.traceState"),
+            dropped_attributes=_dropped(span, "Attributes", path),
+            dropped_events=_dropped(span, "Events", path),
+            dropped_links=_dropped(span, "Links", path),
+        ),
         tuple(_json_event(event, f"{path}.events[{i}]") for i, event in enumerate(events)),
         tuple(_json_link(link, f"{path}.links[{i}]") for i, link in enumerate(links)),
         path,
     )
 
 
+def _dropped(obj: dict[str, Any], what: str, path: str) -> int:
+    name = f"dropped{what}Count"
+    return _unsigned(field_value(obj, name), f"{path}.{name}", 32)
+
+
 def _json_event(value: object, path: str) -> tuple[str, int, dict[str, Any]]:
     event = object_of(value, path)
+    attributes = json_attributes(field_value(event, "attributes"), f"{path}.attributes")
     return (
         text_of(field_value(event, "name"), f"{path}.name"),
-        _uint64(field_value(event, "timeUnixNano"), f"{path}.timeUnixNano"),
-        json_attributes(field_value(event, "attributes"), f"{path}.attributes"),
+        _unsigned(field_value(event, "timeUnixNano"), f"{path}.timeUnixNano"),
+        carry(attributes, dropped_attributes=_dropped(event, "Attributes", path)),
     )
 
 
@@ -285,4 +298,9 @@ def _json_link(value: object, path: str) -> tuple[int, int, dict[str, Any]]:
     trace_id = _id(field_value(link, "traceId"), 16, f"{path}.traceId")
     span_id = _id(field_value(link, "spanId"), 8, f"{path}.spanId")
     assert trace_id is not None and span_id is not None  # required
-    return trace_id, span_id, json_attributes(field_value(link, "attributes"), f"{path}.attributes")
+    attributes = carry(
+        json_attributes(field_value(link, "attributes"), f"{path}.attributes"),
+        trace_state=text_of(field_value(link, "traceState"), f"{path}.traceState"),
+        dropped_attributes=_dropped(link, "Attributes", path),
+    )
+    return trace_id, span_id, attributes

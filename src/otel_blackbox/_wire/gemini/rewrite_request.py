@@ -2,8 +2,8 @@
 of the ``functionResponse`` parts that answer the id (numbered as ``model_input`` numbers them: by the
 ids the request carries, else in order) is replaced. The replacement goes under ``result`` /
 ``output`` where the agent sent that field alone, under ``result`` where it sent a lone ``error``
-(the replacement is a success), else it is the response itself when it is an object, or ``{result:
-replacement}``.
+(the replacement is a success), else as a rerun writes a result (``write_request.response_of``: an
+object, or JSON text of one, is the response itself, anything else ``{result: replacement}``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from otel_blackbox._spans.messages import FUNCTION_OUTPUT_FIELDS
 from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds
 from otel_blackbox._wire.gemini.contents import fields, read_contents
+from otel_blackbox._wire.gemini.write_request import response_of
 from otel_blackbox._wire.protocol import rewritten
 
 __all__ = ["replace_tool_result"]
@@ -42,4 +43,4 @@ def _replaced(sent: Any, result: Any) -> JsonObject:
             return {key: result}
         if key == "error":
             return {"result": result}  # the replacement is a successful result
-    return result if isinstance(result, dict) else {"result": result}
+    return response_of(result)

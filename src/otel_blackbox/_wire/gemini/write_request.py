@@ -33,13 +33,15 @@ first has no signature, which would otherwise run on into the next), hosted tool
 what a response's metadata found, grounding and URL context, is no part and is not sent back), the
 text (its signature as ``thoughtSignature``), then each call as a ``functionCall`` whose ``id`` is
 the neutral id, so that calls and results pair by id, as they read back, whatever the history. A
-result is a ``functionResponse`` ``{id, name, response}``: an error is ``{error: text}``, a result
-that is an object read back as itself is the response, anything else ``{result: value}``, another
-API's list of text parts as their text (in either mode: results are the incident's, in its API's
-shape); the other parts of a user turn are ``{KIND: value}`` again. From another API (not
-``native``): text, calls (an input that is no object is sent as ``{}``), results and images given
-inline (an OpenAI data URL, an Anthropic base64 block) as ``inlineData``; empty messages are left
-out, and everything else is named as dropped.
+result is a ``functionResponse`` ``{id, name, response}`` (``response_of``): an error is ``{error:
+text}``; a JSON object, or text that parses as one (what a Chat tool's message carries), is the
+response itself, as an object (``{result: object}`` when its one field is ``result``, ``output`` or
+``error``, which would read back as what they hold); anything else ``{result: value}``, another API's
+list of text parts as their text (in either mode: results are the incident's, in its API's shape).
+Such text reads back as the object, not as the text. The other parts of a user turn are ``{KIND:
+value}`` again. From another API (not ``native``): text, calls (an input that is no object is sent
+as ``{}``), results and images given inline (an OpenAI data URL, an Anthropic base64 block) as
+``inlineData``; empty messages are left out, and everything else is named as dropped.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.gemini.contents import CODE_EXECUTION
 from otel_blackbox._wire.gemini.fields import GEMINI_FIELDS as REQUEST_FIELDS
 from otel_blackbox._wire.gemini.fields import GENERATION_PARAMS
+from otel_blackbox._wire.neutral_parts import tool_input
 from otel_blackbox._wire.protocol import WireRequest
 from otel_blackbox._wire.settings import (
     NEUTRAL_PARAMS,
@@ -64,7 +67,7 @@ from otel_blackbox._wire.settings import (
     tool_choice_of,
 )
 
-__all__ = ["gemini_request"]
+__all__ = ["gemini_request", "response_of"]
 
 Drop = Callable[[str], None]
 
@@ -296,8 +299,25 @@ def _function_response(part: JsonObject) -> JsonObject:
         # this API is native and must send what the rerun sent).
         if isinstance(result, list) and result and all(is_text_part(p) for p in result):
             result = "".join(p["text"] for p in result)
-        response = result if _reads_as_itself(result) else {"result": result}
+        response = response_of(result)
     return {"id": part["toolCallId"], "name": part["toolName"], "response": response}
+
+
+def response_of(result: Any) -> JsonObject:
+    """A tool's successful result as a ``functionResponse.response``, which is a JSON object.
+
+    The API's FunctionResponse: "Use 'output' key to specify function output and 'error' key to
+    specify error details (if any). If 'output' and 'error' keys are not specified, then whole
+    'response' is treated as function output." google-genai's automatic function calling
+    (``_extra_utils.get_function_response_parts``, 3.6.1) sends ``{'result': value}`` whatever the
+    function returned (a dict as an object, nested) and a raised error as ``{'error': str(e)}``. Either
+    way the model is handed an object as an object: JSON text of one (a Chat tool's message content)
+    is parsed here, or it would reach the model as escaped JSON inside JSON. An object goes whole (the
+    API's way), unless ``function_response_outcome`` would read it back as what its one field holds.
+    """
+    if isinstance(result, str) and result.lstrip().startswith("{"):
+        result = tool_input(result)  # strict JSON (no NaN), else the text as it is
+    return result if _reads_as_itself(result) else {"result": result}
 
 
 def _reads_as_itself(result: Any) -> bool:
