@@ -15,7 +15,15 @@ from otel_blackbox._cassette.io import load_cassette, save_cassette
 from otel_blackbox._cassette.model import terminal_outcome
 from otel_blackbox._cassette.verify import VerifyReport, check_before_writing, verify_cassette, verify_file
 from otel_blackbox._cli.app import cli
-from otel_blackbox._cli.common import echo_json, exactly_one, group_spans, reader, style, trace_run_or_session
+from otel_blackbox._cli.common import (
+    echo_json,
+    exactly_one,
+    group_spans,
+    output_file,
+    reader,
+    style,
+    trace_run_or_session,
+)
 from otel_blackbox._render.cassette_text import render_timeline
 from otel_blackbox._render.text import safe
 from otel_blackbox._store import queries
@@ -26,7 +34,12 @@ __all__: list[str] = []
 @cli.command("cassette")
 @trace_run_or_session
 @click.option(
-    "-o", "--output", required=True, metavar="FILE", help="Where to write the cassette (atomically)."
+    "-o",
+    "--output",
+    required=True,
+    metavar="FILE",
+    callback=output_file,
+    help="Where to write the cassette (atomically).",
 )
 @click.option("--force", is_flag=True, help="Write it even if it would fail `verify` (with a warning).")
 @click.pass_context

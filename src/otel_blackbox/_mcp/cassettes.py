@@ -12,14 +12,16 @@ from otel_blackbox._cassette.diff.text import format_diff
 from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans
 from otel_blackbox._cassette.io import load_cassette, save_cassette
 from otel_blackbox._cassette.model import terminal_outcome
-from otel_blackbox._cassette.verify import verify_file
+from otel_blackbox._cassette.verify import check_before_writing, verify_file
 from otel_blackbox._cli.common import group_spans
 from otel_blackbox._mcp.bounds import MAX_CHARS, VALUE_CHARS, clip_strings, dumps, fit, text_arg
 from otel_blackbox._mcp.traces import reading
+from otel_blackbox._output_file import check_output_file
 from otel_blackbox._render.cassette_text import render_timeline
 from otel_blackbox._render.text import safe
+from otel_blackbox._render.words import counted
 from otel_blackbox._store import queries
-from otel_blackbox.errors import BadArgument
+from otel_blackbox.errors import BadArgument, OutputError
 
 __all__ = [
     "MAX_CASSETTES",
@@ -31,24 +33,16 @@ __all__ = [
 ]
 
 MAX_CASSETTES = 50  # one eval_run call
-_SIDECARS = ("", "-wal", "-shm", "-journal")
 _DETAIL_CHARS = 300  # an assertion's description or detail in eval_run
 
 
 def _target(path: str, db: Path, overwrite: bool) -> Path:
-    """Where the cassette goes: never over the database or its companions, nor over a file unless
-    ``overwrite``, and only into a folder that exists."""
-    if not path.strip():
-        raise BadArgument("path is empty: give the file to write the cassette to")
-    target = Path(path).expanduser().absolute()
-    database = db.expanduser().absolute()
-    guarded = {Path(f"{database}{suffix}") for suffix in _SIDECARS}
-    if target in guarded or (target.exists() and any(target.samefile(p) for p in guarded if p.exists())):
-        raise BadArgument(f"{target} is the database (or one of its files): write the cassette elsewhere")
-    if target.is_dir():
-        raise BadArgument(f"{target} is a directory: give a file path, such as {target / 'incident.json'}")
-    if not target.parent.is_dir():
-        raise BadArgument(f"the folder {target.parent} does not exist")
+    """Where the cassette goes: a file the CLI's -o would take (never the database, a folder, or a
+    missing folder), and not over a file unless ``overwrite``."""
+    try:
+        target = check_output_file(path, database=db)
+    except OutputError as exc:
+        raise BadArgument(str(exc)) from None
     if target.exists() and not overwrite:
         raise BadArgument(f"{target} exists: pass overwrite=true to replace it")
     return target
@@ -62,6 +56,7 @@ def write_cassette(
     run_id: str | None = None,
     session_id: str | None = None,
     overwrite: bool = False,
+    force: bool = False,
 ) -> str:
     given = {"trace_id": trace_id, "run_id": run_id, "session_id": session_id}
     named = [name for name, value in given.items() if value is not None]
@@ -80,6 +75,7 @@ def write_cassette(
             cassette = cassette_from_spans(spans, cassette_id=f"{kind}-{ident}")
             traces = len({s.trace_id for s in spans})
             source = f"{traces} trace{'s' if traces != 1 else ''} of {kind} {ident}"
+    warning = check_before_writing(cassette, force=force)  # CassetteError: a tool error, nothing written
     save_cassette(cassette, target)
     outcome = terminal_outcome(cassette)
     result = {
@@ -91,6 +87,7 @@ def write_cassette(
         "final_answer": outcome.final_answer,
         "failure_reason": outcome.failure_reason,
         "head": cassette.head,
+        **({"warning": warning} if warning else {}),
     }
     return dumps(clip_strings(result, VALUE_CHARS))
 
@@ -101,7 +98,7 @@ def inspect_cassette(path: str, *, offset: int = 0, limit: int = 100, width: int
     lines = render_timeline(cassette, limit=width)
     total = len(cassette.steps)
     if offset and offset >= total:
-        raise BadArgument(f"offset {offset} is past the end ({total} steps)")
+        raise BadArgument(f"offset {offset} is past the end ({counted(total, 'step')})")
     first_step = len(lines) - total - (1 if cassette.head else 0)
     header, steps, tail = (
         lines[:first_step],
@@ -115,7 +112,7 @@ def inspect_cassette(path: str, *, offset: int = 0, limit: int = 100, width: int
     if end < total:
         out.append(f"[{total - end} more steps: call inspect_cassette with the same path and offset={end}]")
     else:
-        out += [*tail, f"[end of the cassette: none of its {total} steps remain]"]
+        out += [*tail, f"[end of the cassette: none of its {counted(total, 'step')} remain]"]
     return "\n".join(out)
 
 

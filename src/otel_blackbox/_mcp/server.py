@@ -127,9 +127,10 @@ def build_server(db: Path) -> MCPServer[Any]:
         price_model: PriceModel = None,
     ) -> str:
         """Recent traces, newest first: trace id, status (ok / error / open: a span never ended, as in a
-        killed run), start, duration, span count, root span name, session id, tokens, and cost_usd (the
-        LLM calls priced now with genai-prices; null when none has a price). As `otel-blackbox list`.
-        Paged: the result's next_offset asks for the next page."""
+        killed run), start, duration, span count, root span name, session id, tokens, cost_usd (the
+        LLM calls priced now with genai-prices; null when none has a price), unpriced_llm_spans (the
+        calls left out of it: a model genai-prices does not know) and cost ("$0.0097 + 1 unpriced").
+        As `otel-blackbox list`. Paged: the result's next_offset asks for the next page."""
         return _answer(
             lambda: traces.list_traces(
                 db,
@@ -146,7 +147,8 @@ def build_server(db: Path) -> MCPServer[Any]:
         """Recent runs, newest first. A run is one recorder's lifetime in one process (one run of the
         agent's program): its run id (for write_cassette run_id), pid, start, last sighting, traces,
         spans, status (open if a span never ended, else error if one failed, else ok), root span names
-        and cost_usd. As `otel-blackbox runs`. Paged by next_offset."""
+        and cost_usd, unpriced_llm_spans and cost, as list_traces. As `otel-blackbox runs`. Paged by
+        next_offset."""
         return _answer(lambda: traces.list_runs(db, limit=limit, offset=offset, price_model=price_model))
 
     @server.tool(annotations=_READ)
@@ -233,17 +235,23 @@ def build_server(db: Path) -> MCPServer[Any]:
             str | None, Field(max_length=1000, description="Every trace with a span of this session id.")
         ] = None,
         overwrite: Annotated[bool, Field(description="Replace the file if it exists.")] = False,
+        force: Annotated[
+            bool, Field(description="Write it even if it would fail verify_cassette (the answer warns).")
+        ] = False,
     ) -> str:
         """Turn a recorded trace (even a failed or killed one), every trace of a run, or of a session
         into a v2 cassette file: one run as hash-chained, provider-neutral steps, to inspect, verify,
         diff, check with eval_run, or replay offline (`otel-blackbox replay`). Give exactly one of
         trace_id, run_id, session_id. The only thing this server writes: never over the database, nor
-        over an existing file unless overwrite=true. As `otel-blackbox cassette`."""
+        over an existing file unless overwrite=true. A cassette that would fail verify_cassette (a
+        tool span no model call asked for) is refused, naming the step, unless force=true. As
+        `otel-blackbox cassette`."""
         return _answer(
             lambda: cassette_tools.write_cassette(
-                db, path, trace_id=trace_id, run_id=run_id, session_id=session_id, overwrite=overwrite
+                db, path, trace_id=trace_id, run_id=run_id, session_id=session_id, overwrite=overwrite,
+                force=force,
             )
-        )
+        )  # fmt: skip
 
     @server.tool(annotations=_READ)
     def inspect_cassette(

@@ -197,7 +197,9 @@ def test_exporter_bounds_memory_and_flushes_unfinished_traces(tmp_path: Path) ->
     assert len(exporter.written) == 1
     assert exporter.spans_dropped == 3  # child-6, child-7 and the root
     cut = load_cassette(exporter.written[0])
-    assert cut.steps[-1].payload["event"] == "run_completed"  # no open spans: it ended where it was cut
+    # No open spans: it ended where it was cut, with no model's final answer: not a success.
+    assert cut.steps[-1].payload == {"event": "run_ended", "reason": "no_final_answer"}
+    assert verify_cassette(cut).passed
     other = tracer.start_span("unfinished-trace")
     with tracer.start_as_current_span("child", context=trace.set_span_in_context(other)):
         pass

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import run_cli
@@ -78,3 +79,20 @@ def test_force_writes_it_with_a_warning_naming_the_step(db: Path, tmp_path: Path
     assert verified.returncode == 1
     failure = json.loads(verified.stdout)["first_failure"]
     assert (failure["name"], failure["step_index"]) == ("replayability", 0)
+
+
+def test_the_mcp_write_cassette_refuses_it_too_unless_forced(db: Path, tmp_path: Path) -> None:
+    """The MCP tool holds the same rule as the CLI: a tool error naming the step, nothing written;
+    with force=true, written, and the answer carries the warning."""
+    from test_mcp import failed, ok, serve  # the real server over stdio, as a client starts it
+
+    refused, forced = tmp_path / "refused.json", tmp_path / "forced.json"
+
+    async def body(session: Any) -> None:
+        error = await failed(session, "write_cassette", path=str(refused), trace_id=TRACE)
+        assert error == f"{WHY}; nothing written (--force writes it anyway)"
+        wrote = json.loads(await ok(session, "write_cassette", path=str(forced), trace_id=TRACE, force=True))
+        assert wrote["warning"] == f"{WHY}; written anyway (--force)"
+
+    serve(db, tmp_path, body)
+    assert not refused.exists() and forced.exists()

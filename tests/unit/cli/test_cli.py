@@ -63,7 +63,7 @@ def test_list(recorded: tuple[Path, str, str]) -> None:
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["START", "STATUS", "SPANS"]
     assert lines[0].split()[4:6] == ["COST", "TRACE"]
-    by_id = {line.split()[6]: line for line in lines[1:]}
+    by_id = {next(w for w in line.split() if len(w) == 32): line for line in lines[1:]}
     assert " error " in by_id[done] and by_id[done].rstrip().endswith("agent")
     assert " open " in by_id[opened] and "2/2o" in by_id[opened]
     data = json.loads(run_cli("list", "--json", "--errors-only", db=db, check=True).stdout)

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from openinference.semconv.trace import SpanAttributes
-
 from otel_blackbox._cassette.captured import captured_exchange, captured_model_call
 from otel_blackbox._cassette.from_spans.builder import Builder, error_of, ms_of
 from otel_blackbox._cassette.from_spans.order import (
@@ -66,7 +64,8 @@ def cassette_from_spans(spans: list[SpanRecord], *, cassette_id: str | None = No
 
 
 def _close(cassette: Cassette, builder: Builder, spans: list[SpanRecord], roots: list[SpanRecord]) -> None:
-    """How the run ended: killed if anything is still open, else as its last root span ended."""
+    """How the run ended: killed if anything is still open, else as its last root span ended: a
+    success only with a model's final answer, which is what `verify` holds a success to."""
     last_seen = max((s.end_ns or s.written_ns) for s in spans)
     root = max(roots, key=lambda s: (s.end_ns or s.written_ns, s.start_ns))
     if any(s.status == "open" for s in spans):
@@ -78,11 +77,13 @@ def _close(cassette: Cassette, builder: Builder, spans: list[SpanRecord], roots:
             {"event": "run_failed", "status": "error", "reason": error_of(root)},
             ms_of(root.end_ns),
         )
+    elif builder.final_answer is None:
+        # It ended cleanly with no model's final answer (a LangChain or openai-v2 trace is one model
+        # call, often asking for a tool): not a success the format can claim, as a recording says.
+        cassette.append("metadata", {"event": "run_ended", "reason": "no_final_answer"}, ms_of(root.end_ns))
     else:
-        answer = builder.final_answer
-        if answer is None:
-            output = root.attributes.get(SpanAttributes.OUTPUT_VALUE)
-            answer = str(output) if output is not None else ""
         cassette.append(
-            "metadata", {"event": "run_completed", "status": "success", "result": answer}, ms_of(root.end_ns)
+            "metadata",
+            {"event": "run_completed", "status": "success", "result": builder.final_answer},
+            ms_of(root.end_ns),
         )
