@@ -19,7 +19,7 @@ from otel_blackbox._cli.common import (
     echo_json,
     exactly_one,
     group_spans,
-    output_file,
+    output_option,
     reader,
     style,
     trace_run_or_session,
@@ -33,14 +33,7 @@ __all__: list[str] = []
 
 @cli.command("cassette")
 @trace_run_or_session
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    metavar="FILE",
-    callback=output_file,
-    help="Where to write the cassette (atomically).",
-)
+@output_option("Where to write the cassette (atomically).")
 @click.option("--force", is_flag=True, help="Write it even if it would fail `verify` (with a warning).")
 @click.pass_context
 def cassette_command(

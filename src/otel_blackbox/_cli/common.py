@@ -26,13 +26,15 @@ __all__ = [
     "echo_json",
     "exactly_one",
     "group_spans",
-    "output_file",
+    "output_option",
     "progress",
     "reader",
     "style",
     "trace_run_or_session",
     "utf8_text",
 ]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 _STATUS_COLORS = {"ok": "green", "error": "red", "open": "yellow", "unset": None, "pass": "green",
                   "fail": "red", "skip": None, "success": "green", "incomplete": "yellow"}  # fmt: skip
@@ -53,18 +55,26 @@ def utf8_text(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     return value
 
 
-def output_file(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """An -o callback: the file checked before the command does any work (a missing folder, a
-    folder, the database: one line naming it, exit 2); ``-`` (stdout) passes."""
-    if value is None or str(value) == "-":
-        return value
-    from otel_blackbox._output_file import check_output_file
+def output_option(
+    help_text: str, *, stdout: bool = False, metavar: str = "FILE", path: bool = False
+) -> Callable[[_F], _F]:
+    """-o / --output, checked before the command does any work (a missing or unwritable folder, a
+    folder, a database: one line naming it, exit 2). ``stdout``: optional, ``-`` (the default) prints
+    instead; ``path``: the command gets a Path."""
 
-    try:
-        check_output_file(value, database=db_path(ctx))
-    except OutputError as exc:
-        raise click.BadParameter(str(exc), ctx, param) from None
-    return value
+    def checked(ctx: click.Context, param: click.Parameter, value: str | None) -> str | Path | None:
+        if value is None or value == "-":
+            return value
+        from otel_blackbox._output_file import check_output_file
+
+        try:
+            check_output_file(value, database=db_path(ctx))
+        except OutputError as exc:
+            raise click.BadParameter(str(exc), ctx, param) from None
+        return Path(value) if path else value
+
+    given: dict[str, Any] = {"default": "-", "show_default": True} if stdout else {"required": True}
+    return click.option("-o", "--output", metavar=metavar, callback=checked, help=help_text, **given)
 
 
 def db_path(ctx: click.Context) -> Path:
@@ -157,9 +167,6 @@ PRICE_MODEL = click.option(
     callback=_price_model,
     help="Price the recorded tokens as if model NAME had answered (what would it cost on NAME).",
 )
-
-
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def trace_run_or_session(command: _F) -> _F:

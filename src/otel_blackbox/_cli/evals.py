@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from otel_blackbox._cli.app import cli
-from otel_blackbox._cli.common import output_file, style
+from otel_blackbox._cli.common import output_option, style
 from otel_blackbox._render.text import safe
 from otel_blackbox._render.words import counted
 
@@ -27,15 +27,7 @@ def eval_group() -> None:
 
 @eval_group.command("generate")
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "-o",
-    "--output",
-    default="-",
-    show_default=True,
-    metavar="FILE",
-    callback=output_file,
-    help="Contract file, or - for stdout.",
-)
+@output_option("Contract file, or - for stdout.", stdout=True)
 @click.option("--name", help="A name for the contract (default: from the cassette id).")
 def generate(path: Path, output: str, name: str | None) -> None:
     """Derive a contract from a good cassette, deterministically (no model call).

@@ -14,7 +14,7 @@ import click
 
 from otel_blackbox._cassette.io import loads_json, read_text
 from otel_blackbox._cli.app import cli
-from otel_blackbox._cli.common import output_file
+from otel_blackbox._cli.common import output_option
 from otel_blackbox.errors import SessionError
 
 __all__: list[str] = []
@@ -71,14 +71,7 @@ def program_command(command: tuple[str, ...]) -> tuple[str, ...]:
 
 
 @cli.command(context_settings=PASS_THROUGH)
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    callback=output_file,
-    help="Cassette to write.",
-)
+@output_option("Cassette to write.", path=True)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def record(output: Path, command: tuple[str, ...]) -> None:
     """Run a program live and record its LLM (and other HTTP) traffic as a cassette.
@@ -156,14 +149,7 @@ def _json_option(text: str, option: str) -> Any:
     "--script", type=click.Path(dir_okay=False, path_type=Path), help="Model outputs to serve after the fork."
 )
 @click.option("--live", is_flag=True, help="After the fork, send model calls to the real upstream.")
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    callback=output_file,
-    help="Child cassette.",
-)
+@output_option("Child cassette.", path=True)
 @click.option("--match", type=click.Choice(["exact", "sequence"]), default="exact", show_default=True)
 @stub_tools_option(unrecorded=True)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)

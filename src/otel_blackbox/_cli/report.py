@@ -9,7 +9,7 @@ import click
 from otel_blackbox._atomic import atomic_text_writer
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cli.app import cli
-from otel_blackbox._cli.common import exactly_one, group_spans, output_file, progress, reader, utf8_text
+from otel_blackbox._cli.common import exactly_one, group_spans, output_option, progress, reader, utf8_text
 from otel_blackbox._render.html_report import SpanGroup, cassette_report, group_report, trace_report
 from otel_blackbox._render.text import safe
 from otel_blackbox._render.words import counted
@@ -33,14 +33,7 @@ _BAR_FROM = 1000
     callback=utf8_text,
     help="Every trace with a span of this session id.",
 )
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    metavar="FILE.html",
-    callback=output_file,
-    help="Where to write the page (atomically).",
-)
+@output_option("Where to write the page (atomically).", metavar="FILE.html")
 @click.pass_context
 def report(
     ctx: click.Context, target: str | None, run_id: str | None, session_id: str | None, output: str

@@ -13,7 +13,7 @@ import click
 
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cli.app import cli
-from otel_blackbox._cli.common import output_file
+from otel_blackbox._cli.common import output_option
 from otel_blackbox._cli.playback import (
     PASS_THROUGH,
     read_script,
@@ -94,14 +94,7 @@ def _http_url(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     help="With -- CMD: send (and record) the non-model requests the incident did not record.",
 )
 @stub_tools_option(unrecorded=True)
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    callback=output_file,
-    help="Child cassette.",
-)
+@output_option("Child cassette.", path=True)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def rerun(
     incident: Path,

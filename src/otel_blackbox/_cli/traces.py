@@ -15,7 +15,7 @@ from otel_blackbox._cli.common import (
     echo_json,
     exactly_one,
     group_spans,
-    output_file,
+    output_option,
     progress,
     reader,
     style,
@@ -283,15 +283,7 @@ def cleanup(ctx: click.Context, retention: str | None, max_db_mb: float | None) 
 
 
 @cli.command()
-@click.option(
-    "-o",
-    "--output",
-    default="-",
-    show_default=True,
-    metavar="FILE",
-    callback=output_file,
-    help="Output file, or - for stdout.",
-)
+@output_option("Output file, or - for stdout.", stdout=True)
 @click.option("--trace", "trace_id", metavar="ID", help="Only this trace (a unique prefix is enough).")
 @click.option(
     "--format", "fmt", type=click.Choice(["openinference", "otlp"]), default="openinference",
