@@ -4,8 +4,10 @@ Run it as a script (it is not a test, and exits 0 whatever the figures)::
 
     python bench/bench_cli_startup.py [--rounds N] [--baseline-src DIR | --baseline-rev REV]
 
-Records a small database through the real BlackboxSpanProcessor (three runs, one recorder each:
-an AGENT trace of an LLM call and two tool calls, one failing; 12 spans in all), then times, as
+Records a small database of priced spans through the real BlackboxSpanProcessor (four runs, one
+recorder each: an AGENT trace of an LLM call and two tool calls, one failing; 16 spans in all; the
+LLM calls of gpt-4o-mini, claude-sonnet-4-5 and gemini-2.5-flash with their providers, token counts
+and cached tokens, and one of a model genai-prices does not know), then times, as
 subprocesses of this interpreter, the baseline ``python -c "import sqlite3, click, json"`` and
 each of ``otel-blackbox list``, ``show TRACE``, ``stats``, ``errors`` and ``--help`` the way a user
 runs them: through the installed console script next to this interpreter (``bin/otel-blackbox``,
@@ -19,6 +21,11 @@ Measured alternately, N rounds: baseline, command, baseline, command... (and bas
 command for each command when an older version is given). Reported: the medians, and the ratio
 command / baseline of the medians, against the start-up issue's bar (at most 2x the baseline) and
 goal (1.5x).
+
+Prices come from a cache of price plans (otel_blackbox/_cost/price_cache.py) in a cache folder of
+the benchmark's own (``XDG_CACHE_HOME``), filled by the warm-up runs, as a user's is by their first
+command. ``list, no cache`` is ``list`` with that folder emptied before each run: the first command
+after genai-prices is installed or upgraded, which resolves the plans with genai-prices.
 """
 
 from __future__ import annotations
@@ -46,11 +53,16 @@ BASELINE = [sys.executable, "-c", "import sqlite3, click, json"]
 ENTRY = "import sys; from otel_blackbox.cli import main; sys.exit(main())"
 
 
-def record_runs(db: Path, runs: int = 3) -> str:
-    """``runs`` recorder lifetimes, each one agent trace with tokens and a failed tool call; the
-    first trace's id."""
+# Each run's LLM call: (model, provider, prompt tokens, cached tokens); the last has no price.
+CALLS = [("gpt-4o-mini", "openai", 1_200, 1_024), ("claude-sonnet-4-5", "anthropic", 3_000, 2_048),
+         ("gemini-2.5-flash", "google", 900, 0), ("fake-model-x", "openai", 300, 0)]  # fmt: skip
+
+
+def record_runs(db: Path) -> str:
+    """One recorder lifetime per CALLS, each one agent trace with a priced LLM call and a failed
+    tool call; the first trace's id."""
     first = ""
-    for run in range(runs):
+    for run, (model, vendor, prompt, cached) in enumerate(CALLS):
         provider = TracerProvider(shutdown_on_exit=False)
         provider.add_span_processor(BlackboxSpanProcessor(config=BlackboxConfig(db_path=db)))
         tracer = provider.get_tracer("bench_cli_startup")
@@ -58,10 +70,11 @@ def record_runs(db: Path, runs: int = 3) -> str:
             "agent.run", attributes={"openinference.span.kind": "AGENT", "session.id": f"s-{run}"}
         ) as root:
             with tracer.start_as_current_span("llm.chat", attributes={
-                "openinference.span.kind": "LLM", "llm.model_name": "gpt-4o-mini",
+                "openinference.span.kind": "LLM", "llm.model_name": model, "llm.provider": vendor,
                 "llm.input_messages.0.message.role": "user",
                 "llm.input_messages.0.message.content": f"Find a hotel in Lyon for {run + 1} nights.",
-                "llm.token_count.prompt": 120, "llm.token_count.completion": 30,
+                "llm.token_count.prompt": prompt, "llm.token_count.completion": 30,
+                "llm.token_count.prompt_details.cache_read": cached,
             }):  # fmt: skip
                 pass
             with tracer.start_as_current_span("search_hotels", attributes={
@@ -92,7 +105,7 @@ def entry_point() -> tuple[list[str], str]:
     return [sys.executable, "-c", ENTRY], f"python -c {ENTRY!r}"
 
 
-def env_with(src: Path) -> dict[str, str]:
+def env_with(src: Path, cache: Path) -> dict[str, str]:
     # Without PYTHONDONTWRITEBYTECODE: an installed package has its byte-code cached (pip compiles
     # it), and compiling every module from source on every run would swamp what is measured.
     env = {
@@ -100,6 +113,7 @@ def env_with(src: Path) -> dict[str, str]:
     }
     env["PYTHONPATH"] = str(src)
     env["COLUMNS"] = "100"  # --help wraps to the terminal: the same width for every version
+    env["XDG_CACHE_HOME"] = str(cache)  # the price cache: the benchmark's own, not the user's
     return env
 
 
@@ -167,13 +181,14 @@ def _run(args: argparse.Namespace, workdir: Path) -> int:
         versions["before"] = archive(args.baseline_rev, workdir)
     elif args.baseline_src:
         versions["before"] = args.baseline_src
-    envs = {name: env_with(src) for name, src in versions.items()}
+    cache = workdir / "cache"
+    envs = {name: env_with(src, cache) for name, src in versions.items()}
     for name, src in versions.items():
         check_source(envs[name], src)
     commands = {  # each command, and what its output must hold
         "list": (["list"], trace_id),
         "show": (["show", trace_id[:8]], "booking service timed out"),
-        "stats": (["stats"], "gpt-4o-mini: 3 calls"),
+        "stats": (["stats"], "gpt-4o-mini: 1 call"),
         "errors": (["errors"], "booking service timed out"),
         "--help": (["--help"], "Commands:"),
     }
@@ -187,10 +202,15 @@ def _run(args: argparse.Namespace, workdir: Path) -> int:
         check_output(argv, envs[version], commands[command][1])
     baseline: list[float] = []
     samples: dict[tuple[str, str], list[float]] = {key: [] for key in argvs}
+    cold = ("this", "list, no cache")
+    samples[cold] = []
     for _ in range(args.rounds):
         for key, argv in argvs.items():
             baseline.append(timed(BASELINE, envs["this"]))
             samples[key].append(timed(argv, envs[key[0]]))
+        shutil.rmtree(cache, ignore_errors=True)  # as after an upgrade of genai-prices
+        baseline.append(timed(BASELINE, envs["this"]))
+        samples[cold].append(timed(argvs["this", "list"], envs["this"]))
 
     base = statistics.median(baseline)
     print(
@@ -200,13 +220,15 @@ def _run(args: argparse.Namespace, workdir: Path) -> int:
         rev = f" ({args.baseline_rev})" if version == "before" and args.baseline_rev else ""
         print(f"{version}: otel_blackbox from {src}{rev}")
     print(f'baseline `python -c "import sqlite3, click, json"`: median {base * 1000:.1f} ms')
-    header = f"{'command':8}"
+    header = f"{'command':14}"
     for version in versions:
         header += f"  {version + ' ms':>9}  {'ratio':>5}  {'2x':4}  {'1.5x':4}"
     print(header)
-    for command in commands:
-        line = f"{command:8}"
+    for command in [*commands, cold[1]]:
+        line = f"{command:14}"
         for version in versions:
+            if (version, command) not in samples:
+                continue
             ms = statistics.median(samples[version, command])
             ratio = ms / base
             line += (

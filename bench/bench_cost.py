@@ -8,9 +8,10 @@ A database of N LLM spans (OpenInference attributes: model, provider, token coun
 four models of three providers, one of them tiered, every call with its own token counts, over
 three days) and M other spans, written by the real BlackboxSpanProcessor. Then, alternately, R
 times each: ``queries.stats`` (what ``stats`` showed before cost) and ``queries.stats`` plus
-``llm_calls.cost_by_model`` (what it shows now), in-process on a warm file, the price caches emptied
-before each run as a command starts with them empty; and, once, pricing every
-call one by one with genai-prices' ``calc_price`` (the naive way), whose total must equal ours.
+``llm_calls.cost_by_model`` (what it shows now), in-process on a warm file, the prices this process
+resolved forgotten before each run, as a command starts (the price plans then come from the cache
+file, as in a command after the first); and, once, pricing every call one by one with genai-prices'
+``calc_price`` at the call's start (the naive way), whose total must equal ours exactly.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -31,14 +32,15 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from otel_blackbox import BlackboxSpanProcessor
 from otel_blackbox._config import BlackboxConfig
-from otel_blackbox._cost import llm_calls
-from otel_blackbox._cost import prices as cost
+from otel_blackbox._cost import llm_calls, price_cache
+from otel_blackbox._cost.prices import total_of
 from otel_blackbox._store import queries
 from otel_blackbox._store.connection import connect_reader
 
 MODELS = [("gpt-4o-mini", "openai"), ("gpt-4o", "openai"), ("claude-sonnet-4-5", "anthropic"),
           ("gemini-2.5-pro", "google")]  # fmt: skip
 DAY_NS = 86_400 * 10**9
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def build(
@@ -77,11 +79,9 @@ def build(
 def naive_total(made: list[tuple[str, str, int, int, int, int]]) -> Decimal:
     total = Decimal(0)
     for model, vendor, prompt, completion, cached, start in made:
-        day = datetime.fromtimestamp(start / 1e9, tz=timezone.utc).replace(
-            hour=0, minute=0, second=0, microsecond=0
-        )
+        when = EPOCH + timedelta(microseconds=start // 1000)  # the call's start, as priced
         usage = Usage(input_tokens=prompt, output_tokens=completion, cache_read_tokens=cached or None)
-        total += calc_price(usage, model, provider_id=vendor, genai_request_timestamp=day).total_price
+        total += calc_price(usage, model, provider_id=vendor, genai_request_timestamp=when).total_price
     return total
 
 
@@ -100,21 +100,21 @@ def main(argv: list[str] | None = None) -> None:
         made = build(db, args.llm_spans, args.other_spans, models)
         before: list[float] = []
         after: list[float] = []
-        total = None
         for _ in range(args.repeat):
             for mode in ("before", "after"):
-                cost._cached_price.cache_clear()  # a command starts cold: no price computed yet
-                cost._tier_starts.cache_clear()
+                price_cache.reset()  # as a command starts: plans read from the cache file
                 start = time.perf_counter()
                 with connect_reader(db) as conn:
                     queries.stats(conn, db)
                     if mode == "after":
-                        total = llm_calls.cost_by_model(conn)["cost_usd"]
+                        llm_calls.cost_by_model(conn)
                 (before if mode == "before" else after).append(time.perf_counter() - start)
+        with connect_reader(db) as conn:  # the total in Decimal, as the commands sum it
+            total = total_of(c for c in (found.call() for found in llm_calls.every_call(conn)) if c).usd
         start = time.perf_counter()
         naive = naive_total(made)
         naive_s = time.perf_counter() - start
-    assert total is not None and abs(Decimal(str(total)) - naive) <= naive * Decimal("1e-9"), (total, naive)
+    assert total == naive, (total, naive)  # genai-prices' own figure, to the last digit
     b, a = statistics.median(before), statistics.median(after)
     print(f"{args.llm_spans} LLM spans ({', '.join(m for m, _ in models)}) + {args.other_spans} others")
     print(f"stats, counts only (before)     {b * 1000:8.1f} ms")

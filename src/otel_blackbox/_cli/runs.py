@@ -7,7 +7,6 @@ import click
 from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import PRICE_MODEL, echo_json, reader, style
 from otel_blackbox._cost import llm_calls
-from otel_blackbox._cost.prices import format_usd
 from otel_blackbox._render.text import fmt_time, safe
 from otel_blackbox._store import runs as store_runs
 
@@ -35,8 +34,8 @@ def _pid(summary: store_runs.RunSummary) -> str:
 def runs(ctx: click.Context, limit: int, price_model: str | None, as_json: bool) -> None:
     """Recent runs, newest first: run id, pid, started, last seen, traces, spans, cost, status, roots.
 
-    Cost: the run's LLM calls priced now with genai-prices ("-" when none has a price;
-    --price-model NAME prices their tokens as model NAME).
+    Cost: the run's LLM calls priced now with genai-prices ("-" when none has a price, "+ N
+    unpriced" when N of them have none; --price-model NAME prices their tokens as model NAME).
 
     A run is one recorder's lifetime in one process: every trace it recorded, which joins the model
     calls of frameworks that give each call a trace of its own. Status as for a trace: open if a
@@ -53,20 +52,21 @@ def runs(ctx: click.Context, limit: int, price_model: str | None, as_json: bool)
         found = store_runs.recent_runs(conn, limit=limit)
         costs = llm_calls.run_costs(conn, found, as_model=price_model)
     if as_json:
-        echo_json([{**run.to_json(), "cost_usd": costs[run.run_id]} for run in found])
+        echo_json([{**run.to_json(), **costs[run.run_id].json()} for run in found])
         return
     if not found:
         click.echo("no runs recorded yet")
         return
+    width = max([9, *(len(cost.text()) for cost in costs.values())])  # "$0.0097 + 1 unpriced" fits
     click.echo(
         f"{'RUN ID':16}  {'PID':>7}  {'STARTED':19}  {'LAST SEEN':19}  {'TRACES':>6}  {'SPANS':>7}  "
-        f"{'COST':>9}  {'STATUS':6}  ROOT SPANS"
+        f"{'COST':>{width}}  {'STATUS':6}  ROOT SPANS"
     )
     for run in found:
         spans = f"{run.spans}" + (f"/{run.open_count}o" if run.open_count else "")
         started, last_seen = fmt_time(run.started_ns), fmt_time(run.last_seen_ns)
         click.echo(
             f"{run.run_id:16}  {_pid(run):>7}  {started:19}  {last_seen:19}  "
-            f"{run.traces:>6}  {spans:>7}  {format_usd(costs[run.run_id]):>9}  "
+            f"{run.traces:>6}  {spans:>7}  {costs[run.run_id].text():>{width}}  "
             f"{style(f'{run.status:6}', run.status)}  {_roots(run)}"
         )

@@ -23,8 +23,8 @@ from otel_blackbox._cli.common import (
     utf8_text,
 )
 from otel_blackbox._cost import llm_calls
-from otel_blackbox._cost.prices import format_usd
-from otel_blackbox._cost.spans import spans_usd
+from otel_blackbox._cost.prices import Cost
+from otel_blackbox._cost.spans import spans_cost
 from otel_blackbox._render.text import (
     fmt_duration,
     fmt_time,
@@ -46,38 +46,47 @@ _LIMIT = click.IntRange(min=1, max=1_000_000_000)
 @click.option("--limit", "-n", type=_LIMIT, default=20, show_default=True, help="How many traces.")
 @click.option("--session", metavar="ID", callback=utf8_text, help="Only traces of this session id.")
 @click.option("--errors-only", is_flag=True, help="Only traces with a failed span.")
+@PRICE_MODEL
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
 @click.pass_context
 def list_traces(
-    ctx: click.Context, limit: int, session: str | None, errors_only: bool, as_json: bool
+    ctx: click.Context,
+    limit: int,
+    session: str | None,
+    errors_only: bool,
+    price_model: str | None,
+    as_json: bool,
 ) -> None:
     """Recent traces: start, status (ok / error / open), spans, duration, cost, trace id, root name.
 
-    Cost: the trace's LLM calls priced now with genai-prices; "-" when none has a price.
+    Cost: the trace's LLM calls priced now with genai-prices ("-" when none has a price, "+ N
+    unpriced" when N of them have none; --price-model NAME prices their tokens as model NAME).
 
     \b
     Example:
       otel-blackbox list --limit 5 --errors-only
+      otel-blackbox list --price-model gpt-4.1-mini     # what the same tokens would cost on it
     """
     with reader(ctx) as conn:
         traces = queries.recent_traces(conn, limit=limit, session=session, errors_only=errors_only)
-        costs = llm_calls.trace_costs(conn, [t.trace_id for t in traces])
+        costs = llm_calls.trace_costs(conn, [t.trace_id for t in traces], as_model=price_model)
     if as_json:
         shown = [{**t.__dict__, "status": t.status, "duration_ns": t.duration_ns} for t in traces]
-        echo_json([{**row, "cost_usd": costs[row["trace_id"]]} for row in shown])
+        echo_json([{**row, **costs[row["trace_id"]].json()} for row in shown])
         return
     if not traces:
         click.echo("no traces recorded yet" if not (session or errors_only) else "no matching traces")
         return
+    width = max([9, *(len(cost.text()) for cost in costs.values())])  # "$0.0097 + 1 unpriced" fits
     click.echo(
-        f"{'START':19}  {'STATUS':6}  {'SPANS':>5}  {'DURATION':>9}  {'COST':>9}  {'TRACE ID':32}  ROOT"
+        f"{'START':19}  {'STATUS':6}  {'SPANS':>5}  {'DURATION':>9}  {'COST':>{width}}  {'TRACE ID':32}  ROOT"
     )
     for t in traces:
         status = style(f"{t.status:6}", t.status)
         spans = f"{t.span_count}" + (f"/{t.open_count}o" if t.open_count else "")
         click.echo(
             f"{fmt_time(t.start_ns):19}  {status}  {spans:>5}  {fmt_duration(t.duration_ns):>9}  "
-            f"{format_usd(costs[t.trace_id]):>9}  {t.trace_id:32}  {safe(t.root_name)}"
+            f"{costs[t.trace_id].text():>{width}}  {t.trace_id:32}  {safe(t.root_name)}"
         )
 
 
@@ -143,8 +152,7 @@ def show(
         found = [{**s.__dict__, "status": s.status, "duration_ns": s.duration_ns} for s, _ in traces]
         group = {"kind": kind, "id": ident, "traces": found} if kind != "trace" else {"trace": found[0]}
         for row, (_, trace_spans) in zip(found, traces, strict=True):
-            usd = spans_usd(trace_spans, as_model=price_model)
-            row["cost_usd"] = None if usd is None else float(usd)
+            row.update(spans_cost(trace_spans, as_model=price_model).json())
         echo_json({**group, "spans": [span_to_json(s, price_model) for s in spans]})
         return
     if fmt == "markdown":
@@ -205,7 +213,7 @@ def stats(ctx: click.Context, price_model: str | None, as_json: bool) -> None:
     """Database size and state, traces, spans, open spans, spans dropped, tokens and cost by model.
 
     Cost is computed now from the recorded tokens with genai-prices (its version is printed): a
-    model it does not know has no cost, counted as unpriced, never $0.
+    model it does not know has no cost, counted as unpriced ("$0.0097 + 1 unpriced"), never $0.
 
     \b
     Example:
@@ -231,16 +239,19 @@ def stats(ctx: click.Context, price_model: str | None, as_json: bool) -> None:
         priced_as = f", priced as {safe(price_model)}" if price_model else ""
         click.echo(f"tokens and cost by model{priced_as}:")
         for m in info["tokens_by_model"]:
-            unpriced = f" ({m['unpriced_llm_spans']} unpriced)" if m["unpriced_llm_spans"] else ""
+            # "$0.0097 + 1 unpriced" says what it leaves out; "-" says how many have no price
+            cost = Cost.from_json(m)
+            unpriced = f" ({cost.unpriced} unpriced)" if cost.unpriced and cost.usd is None else ""
             click.echo(
                 f"  {safe(m['model'])}: {m['llm_spans']} calls, prompt {m['prompt_tokens']}, "
                 f"completion {m['completion_tokens']}, total {m['total_tokens']}, "
-                f"cost {format_usd(m['cost_usd'])}{unpriced}"
+                f"cost {cost.text()}{unpriced}"
             )
-    unpriced = info["unpriced_llm_spans"]
+    total = Cost.from_json(info)
+    n = total.unpriced
     click.echo(
-        f"cost           {format_usd(info['cost_usd'])}"
-        + (f"  ({unpriced} LLM span{'s' if unpriced != 1 else ''} with no price)" if unpriced else "")
+        f"cost           {total.text()}"
+        + (f"  ({n} LLM span{'s' if n != 1 else ''} with no price)" if n and total.usd is None else "")
         + f"  (prices: {info['prices']})"
     )
 

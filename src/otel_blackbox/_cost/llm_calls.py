@@ -9,10 +9,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
-from otel_blackbox._cost.prices import Call, Price, price_call, total_of
+from otel_blackbox._cost.prices import Call, Cost, Price, price_call, total_of
 from otel_blackbox._cost.spans import PROVIDER_KEYS, call_of
 from otel_blackbox._cost.usage import CACHE_READ_KEYS, CACHE_WRITE_KEYS, REASONING_KEYS
 from otel_blackbox._store.queries import recorder_of_span
@@ -120,41 +119,32 @@ def cost_by_model(conn: sqlite3.Connection, *, as_model: str | None = None) -> d
         call = found.call()
         if call is not None:
             by_model.setdefault(found.model or "", []).append(call)
-    models = {}
-    total, unpriced, priced = Decimal(0), 0, False
-    for model, calls in by_model.items():
-        usd, missing = total_of(calls, as_model=as_model)
-        models[model] = {"cost_usd": _dollars(usd), "unpriced_llm_spans": missing}
-        unpriced += missing
-        if usd is not None:
-            total, priced = total + usd, True
+    costs = {model: total_of(calls, as_model=as_model) for model, calls in by_model.items()}
+    total = sum(costs.values(), Cost())
     return {
-        "cost_usd": _dollars(total) if priced else None,
-        "unpriced_llm_spans": unpriced,
+        **total.json(),
         "priced_as": as_model,
         "prices": prices_version(),
-        "by_model": models,
+        "by_model": {model: cost.json() for model, cost in costs.items()},
     }
 
 
 def stats_with_cost(conn: sqlite3.Connection, path: Any, *, as_model: str | None = None) -> dict[str, Any]:
-    """``queries.stats`` with the cost: each model's ``cost_usd`` and ``unpriced_llm_spans``, the
-    total, the unpriced count, what it was priced as, and the price data's version."""
+    """``queries.stats`` with the cost: each model's ``cost_usd`` and ``unpriced_llm_spans`` (a
+    ``Cost`` as JSON), the same for the total, what it was priced as, and the price data's version."""
     from otel_blackbox._store.queries import stats
 
     info = stats(conn, path)
     cost = cost_by_model(conn, as_model=as_model)
     for model in info["tokens_by_model"]:
-        model.update(cost["by_model"].get(model["model"], {"cost_usd": None, "unpriced_llm_spans": 0}))
-    info["cost_usd"], info["unpriced_llm_spans"] = cost["cost_usd"], cost["unpriced_llm_spans"]
-    info["priced_as"], info["prices"] = cost["priced_as"], cost["prices"]
+        model.update(cost["by_model"].get(model["model"], Cost().json()))
+    for key in ("cost_usd", "unpriced_llm_spans", "priced_as", "prices"):
+        info[key] = cost[key]
     return info
 
 
-def run_costs(
-    conn: sqlite3.Connection, runs: list[Any], *, as_model: str | None = None
-) -> dict[str, float | None]:
-    """Each run's cost in dollars, by run id (``runs``: store.runs.RunSummary)."""
+def run_costs(conn: sqlite3.Connection, runs: list[Any], *, as_model: str | None = None) -> dict[str, Cost]:
+    """Each run's cost, by run id (``runs``: store.runs.RunSummary)."""
     from otel_blackbox._store.runs import START_SLACK_NS
 
     calls = calls_by_run(
@@ -163,20 +153,15 @@ def run_costs(
     return {r.run_id: cost_of(calls.get(r.run_id, []), as_model=as_model) for r in runs}
 
 
-def cost_of(calls: list[LLMCall], *, as_model: str | None = None) -> float | None:
-    """The summed cost of ``calls`` in dollars (None: none has a price)."""
-    usd, _ = total_of([c for c in (call.call() for call in calls) if c is not None], as_model=as_model)
-    return _dollars(usd)
+def cost_of(calls: list[LLMCall], *, as_model: str | None = None) -> Cost:
+    """What ``calls`` cost."""
+    return total_of((c for c in (call.call() for call in calls) if c is not None), as_model=as_model)
 
 
 def trace_costs(
     conn: sqlite3.Connection, trace_ids: Iterable[str], *, as_model: str | None = None
-) -> dict[str, float | None]:
-    """Each trace's cost in dollars (None: no LLM call of it has a price)."""
+) -> dict[str, Cost]:
+    """Each trace's cost."""
     wanted = list(trace_ids)
     calls = calls_of_traces(conn, wanted)
     return {trace_id: cost_of(calls.get(trace_id, []), as_model=as_model) for trace_id in wanted}
-
-
-def _dollars(value: Decimal | None) -> float | None:
-    return None if value is None else float(value)

@@ -18,16 +18,23 @@ The provider (OpenInference's ``llm.provider`` / ``llm.system``, gen_ai's ``gen_
 from __future__ import annotations
 
 from collections.abc import Mapping
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from otel_blackbox._cost.prices import Call, Price, price_call, total_usd
+from otel_blackbox._cost.prices import Call, Cost, Price, price_call
 from otel_blackbox._cost.usage import usage_of
 
 if TYPE_CHECKING:
     from otel_blackbox._store.queries import SpanRecord
 
-__all__ = ["PROVIDER_KEYS", "call_of", "price_span", "provider_of", "span_price", "spans_usd"]
+__all__ = [
+    "PROVIDER_KEYS",
+    "call_of",
+    "is_priced_call",
+    "price_span",
+    "provider_of",
+    "span_price",
+    "spans_cost",
+]
 
 
 PROVIDER_KEYS = ("llm.provider", "gen_ai.provider.name", "gen_ai.system", "llm.system")
@@ -106,6 +113,14 @@ def span_price(span: SpanRecord, *, as_model: str | None = None) -> Price | None
     )
 
 
-def spans_usd(spans: list[SpanRecord], *, as_model: str | None = None) -> Decimal | None:
-    """The summed price of the LLM spans among ``spans`` (None: none has a price)."""
-    return total_usd([span_price(s, as_model=as_model) for s in spans if s.oi_span_kind == "LLM"])
+def is_priced_call(span: SpanRecord) -> bool:
+    """An LLM call that can be priced: a span of kind LLM with token counts (as llm_calls.py reads
+    them), whether or not genai-prices knows its model."""
+    return span.oi_span_kind == "LLM" and (
+        span.prompt_tokens is not None or span.completion_tokens is not None
+    )
+
+
+def spans_cost(spans: list[SpanRecord], *, as_model: str | None = None) -> Cost:
+    """What the LLM calls among ``spans`` cost."""
+    return Cost.of(span_price(s, as_model=as_model) for s in spans if is_priced_call(s))

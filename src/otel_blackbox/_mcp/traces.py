@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_blackbox._cost import llm_calls
-from otel_blackbox._cost.prices import format_usd, unknown_model
+from otel_blackbox._cost.prices import Cost, unknown_model
 from otel_blackbox._mcp.bounds import MAX_CHARS, VALUE_CHARS, clip_strings, dumps, fit, text_arg, text_page
 from otel_blackbox._render.text import clip, fmt_time, render_tree, safe, span_to_json
 from otel_blackbox._store import queries
@@ -108,7 +108,7 @@ def list_traces(
             "status": t.status,
             "duration_ns": t.duration_ns,
             "start": fmt_time(t.start_ns),
-            "cost_usd": costs[t.trace_id],
+            **_cost_fields(costs[t.trace_id]),
         }
         for t in page
     ]
@@ -123,16 +123,21 @@ def list_runs(db: Path, *, limit: int = 20, offset: int = 0, price_model: str | 
         costs = llm_calls.run_costs(conn, page, as_model=as_model)
     rows = []
     for run in page:
-        cost = costs[run.run_id]
         rows.append(
             {
                 **clip_strings(run.to_json(), _NAME_CHARS),
                 "started": fmt_time(run.started_ns),
                 "last_seen": fmt_time(run.last_seen_ns),
-                "cost_usd": cost,
+                **_cost_fields(costs[run.run_id]),
             }
         )
     return _page("runs", rows, offset, len(found) > offset + limit, priced_as=as_model)
+
+
+def _cost_fields(cost: Cost) -> dict[str, Any]:
+    """``cost_usd`` and ``unpriced_llm_spans`` (as the CLI's JSON), and ``cost`` as the CLI writes
+    it, which says what it leaves out: ``$0.0097 + 1 unpriced``."""
+    return {**cost.json(), "cost": cost.text()}
 
 
 def _error_row(span: SpanRecord) -> dict[str, Any]:
@@ -298,5 +303,5 @@ def stats(db: Path, *, price_model: str | None = None) -> str:
     as_model = check_price_model(price_model)
     with reading(db) as conn:
         info = llm_calls.stats_with_cost(conn, db, as_model=as_model)
-    info["cost"] = format_usd(info["cost_usd"])
+    info["cost"] = Cost.from_json(info).text()  # "$0.0097 + 1 unpriced", as `stats` shows it
     return dumps(clip_strings(info, _NAME_CHARS))

@@ -22,7 +22,8 @@ from typing import Any
 from openinference.semconv.trace import SpanAttributes
 
 from otel_blackbox._cassette.model import Cassette, terminal_outcome, tool_calls_of
-from otel_blackbox._cost.spans import span_price
+from otel_blackbox._cost.prices import format_usd
+from otel_blackbox._cost.spans import span_price, spans_cost
 from otel_blackbox._render.cassette_text import describe_step
 from otel_blackbox._spans.messages import (
     Message,
@@ -204,7 +205,7 @@ def _span_entries(
                 "promptTokens": span.prompt_tokens,
                 "completionTokens": span.completion_tokens,
                 "totalTokens": span.total_tokens,
-                "costUsd": _cost(span),
+                **_span_cost(span),
                 "toolName": span.tool_name,
                 "sessionId": span.session_id,
                 "userId": span.user_id,
@@ -222,19 +223,24 @@ def _span_entries(
     return out, resources
 
 
-def _cost(span: SpanRecord) -> float | None:
-    """An LLM span's price in dollars (None: not an LLM call, or no price: never shown as $0)."""
+def _span_cost(span: SpanRecord) -> dict[str, Any]:
+    """An LLM span's price in dollars and as the CLI writes it (None: not an LLM call, or no price:
+    never shown as $0)."""
     price = span_price(span) if span.oi_span_kind == "LLM" else None
-    return price.dollars if price is not None else None
+    return (
+        {"costUsd": price.dollars, "costText": format_usd(price.usd)}
+        if price
+        else {"costUsd": None, "costText": None}
+    )
 
 
 def _counts(spans: list[SpanRecord]) -> dict[str, Any]:
     """The header fields a one-trace page and a several-trace page share."""
-    costs = [_cost(s) for s in spans if s.oi_span_kind == "LLM"]
-    known = [c for c in costs if c is not None]
+    cost = spans_cost(spans)
     return {
-        "costUsd": sum(known) if known else None,
-        "unpricedLlmSpans": costs.count(None),
+        "costUsd": cost.dollars,
+        "costText": cost.text() if cost.usd is not None else None,  # "$0.0097 + 1 unpriced"
+        "unpricedLlmSpans": cost.unpriced,
         "spanCount": len(spans),
         "openCount": sum(1 for s in spans if s.status == "open"),
         "errorCount": sum(1 for s in spans if s.status == "error"),

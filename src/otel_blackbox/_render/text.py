@@ -12,8 +12,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from otel_blackbox._cost.prices import Price, format_usd, total_usd
-from otel_blackbox._cost.spans import span_price
+from otel_blackbox._cost.prices import Price, format_usd
+from otel_blackbox._cost.spans import is_priced_call, span_price, spans_cost
 
 if TYPE_CHECKING:
     from otel_blackbox._spans.messages import Message
@@ -127,9 +127,9 @@ def _span_line(span: SpanRecord, last_seen_ns: int, price_model: str | None = No
         parts.append(safe(span.model))
     if span.total_tokens is not None:
         parts.append(f"tokens {span.prompt_tokens or 0}+{span.completion_tokens or 0}={span.total_tokens}")
+    if is_priced_call(span):
         price = _llm_price(span, price_model)
-        if span.oi_span_kind == "LLM":
-            parts.append(f"cost {format_usd(price.usd if price else None)}")
+        parts.append(f"cost {format_usd(price.usd if price else None)}")
     return "  ".join(parts)
 
 
@@ -217,9 +217,9 @@ def render_tree(
         f"{fmt_duration(summary.duration_ns)}  {summary.span_count} spans{opened}  "
         f"started {fmt_time(summary.start_ns)}"
     )
-    trace_cost = total_usd([_llm_price(span, price_model) for span in spans])
-    if trace_cost is not None:
-        header += f"  cost {format_usd(trace_cost)}" + (f" (as {safe(price_model)})" if price_model else "")
+    trace_cost = spans_cost(spans, as_model=price_model)
+    if trace_cost.usd is not None:
+        header += f"  cost {trace_cost.text()}" + (f" (as {safe(price_model)})" if price_model else "")
     if summary.session_id:
         header += f"  session {safe(summary.session_id)}"
     lines = [style(header, summary.status)]

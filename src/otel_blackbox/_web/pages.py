@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from otel_blackbox._cost.prices import format_usd
+from otel_blackbox._cost.prices import Cost
 from otel_blackbox._render.text import bidi_escaped, fmt_duration, fmt_time
 from otel_blackbox._store import queries
 from otel_blackbox._web.filters import TraceFilter
@@ -20,11 +20,12 @@ __all__ = ["list_page", "message_page", "row_cells", "summary_json"]
 REFRESH_SECONDS = 3
 
 
-def summary_json(t: queries.TraceSummary, cost_usd: float | None = None) -> dict[str, Any]:
-    return {**t.__dict__, "status": t.status, "duration_ns": t.duration_ns, "cost_usd": cost_usd}
+def summary_json(t: queries.TraceSummary, cost: Cost | None = None) -> dict[str, Any]:
+    """A listed trace as JSON, with ``cost_usd`` and ``unpriced_llm_spans`` (as `list --json`)."""
+    return {**t.__dict__, "status": t.status, "duration_ns": t.duration_ns, **(cost or Cost()).json()}
 
 
-def row_cells(t: queries.TraceSummary, cost_usd: float | None) -> list[str]:
+def row_cells(t: queries.TraceSummary, cost: Cost | None) -> list[str]:
     return [
         fmt_time(t.start_ns),
         t.status,
@@ -35,7 +36,7 @@ def row_cells(t: queries.TraceSummary, cost_usd: float | None) -> list[str]:
         bidi_escaped(t.root_name),  # as the report shows it
         bidi_escaped(t.session_id or ""),
         "" if t.total_tokens is None else str(t.total_tokens),
-        "" if cost_usd is None else format_usd(cost_usd),  # no price: blank, never $0
+        "" if cost is None or cost.usd is None else cost.text(),  # no price: blank, never $0
         t.trace_id,
     ]
 
@@ -90,7 +91,7 @@ def list_page(
     traces: list[queries.TraceSummary],
     flt: TraceFilter,
     db: Path,
-    costs: dict[str, float | None] | None = None,
+    costs: dict[str, Cost] | None = None,
 ) -> str:
     e = html.escape
     rows: list[str] = []

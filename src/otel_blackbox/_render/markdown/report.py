@@ -10,9 +10,9 @@ failures, tree and details, spans numbered across them. Its bounds: ``document``
 from __future__ import annotations
 
 import shlex
-from decimal import Decimal
 
-from otel_blackbox._cost.prices import format_usd, prices_version, total_usd
+from otel_blackbox._cost.prices import Cost, prices_version
+from otel_blackbox._cost.spans import is_priced_call
 from otel_blackbox._render.markdown.details import add_details
 from otel_blackbox._render.markdown.document import Document, Limits, plural, utc_text
 from otel_blackbox._render.markdown.tree import Numbered, errors_section, numbered_spans, tree_section
@@ -43,26 +43,21 @@ def _header(
         shown = ", ".join(doc.code_value(s) for s in sessions[:5])
         doc.add(f"- Session: {shown}" + (f" (+{len(sessions) - 5} more)" if len(sessions) > 5 else ""))
     llm = [i for i in items if i.span.oi_span_kind == "LLM"]
-    counted = [i.span for i in llm if i.span.total_tokens is not None or _has_usage(i.span)]
+    counted = [i.span for i in llm if i.span.total_tokens is not None or is_priced_call(i.span)]
     if counted:
         prompt = sum(s.prompt_tokens or 0 for s in counted)
         completion = sum(s.completion_tokens or 0 for s in counted)
         total = sum(s.total_tokens or (s.prompt_tokens or 0) + (s.completion_tokens or 0) for s in counted)
         calls = plural(len(counted), "LLM call")
         doc.add(f"- Tokens: {total} (prompt {prompt}, completion {completion}) in {calls}")
-    prices = [i.price for i in llm if _has_usage(i.span)]  # what can be priced: calls with a usage
-    if prices:
-        total_price: Decimal | None = total_usd(prices)
-        cost = inline(format_usd(total_price)) if total_price is not None else "no price"
+    priced = [i for i in llm if is_priced_call(i.span)]
+    if priced:
+        cost = Cost.of(i.price for i in priced)
+        shown = inline(cost.text()) if cost.usd is not None else "no price"  # "$0.0097 + 1 unpriced"
         if doc.as_model:
-            cost += f" as if {doc.code_value(doc.as_model)} had answered"
-        unpriced = sum(1 for p in prices if p is None)
-        without = f"; {plural(unpriced, 'LLM call')} with no price" if unpriced else ""
-        doc.add(f"- Cost: {cost} ({inline(prices_version())}{without})")
-
-
-def _has_usage(span: SpanRecord) -> bool:
-    return span.prompt_tokens is not None or span.completion_tokens is not None
+            shown += f" as if {doc.code_value(doc.as_model)} had answered"
+        without = f"; {plural(cost.unpriced, 'LLM call')} with no price" if cost.usd is None else ""
+        doc.add(f"- Cost: {shown} ({inline(prices_version())}{without})")
 
 
 def _command(kind: str, ident: str) -> str:
