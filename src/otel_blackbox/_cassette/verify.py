@@ -25,6 +25,7 @@ from otel_blackbox._cassette.canonical import CanonicalError
 from otel_blackbox._cassette.io import loads_json, parse_cassette, read_text
 from otel_blackbox._cassette.model import FORMAT_VERSION, Cassette, Step, choice_calls, terminal_outcome
 from otel_blackbox._cassette.neutrality import audit_neutrality
+from otel_blackbox._render.words import counted
 from otel_blackbox.errors import CassetteError
 
 __all__ = [
@@ -168,7 +169,7 @@ def _check_chain(cassette: Cassette, expect_head: str | None) -> str:
     for position, step in enumerate(cassette.steps):
         _check_link(cassette, position, step, prev)
         prev = step
-    detail = f"{len(cassette.steps)} steps, chain intact"
+    detail = f"{counted(len(cassette.steps), 'step')}, chain intact"
     if expect_head is not None:
         _check_head(cassette, expect_head)
         detail += ", head as expected"

@@ -26,6 +26,7 @@ from otel_blackbox._cli.common import (
 )
 from otel_blackbox._render.cassette_text import render_timeline
 from otel_blackbox._render.text import safe
+from otel_blackbox._render.words import counted
 from otel_blackbox._store import queries
 
 __all__: list[str] = []
@@ -70,13 +71,13 @@ def cassette_command(
             kind, ident, spans = group_spans(conn, run_id, session_id)
             cassette = cassette_from_spans(spans, cassette_id=f"{kind}-{ident}")  # id: run-<id>, session-<id>
             traces = len({s.trace_id for s in spans})
-            source = f" from {traces} trace{'s' if traces != 1 else ''} of {kind} {safe(ident)}"
+            source = f" from {counted(traces, 'trace')} of {kind} {safe(ident)}"
     warning = check_before_writing(cassette, force=force)
     save_cassette(cassette, output)
     if warning is not None:
         click.echo(f"otel-blackbox: warning: {safe(warning)}", err=True)
     outcome = terminal_outcome(cassette)
-    steps = f"{len(cassette.steps)} steps{source}"
+    steps = f"{counted(len(cassette.steps), 'step')}{source}"
     click.echo(f"wrote {safe(output)}: {steps}, outcome {outcome.status}, head {cassette.head}")
 
 

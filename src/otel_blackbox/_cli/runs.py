@@ -58,15 +58,17 @@ def runs(ctx: click.Context, limit: int, price_model: str | None, as_json: bool)
         click.echo("no runs recorded yet")
         return
     width = max([9, *(len(cost.text()) for cost in costs.values())])  # "$0.0097 + 1 unpriced" fits
+    times = {run.run_id: (fmt_time(run.started_ns), fmt_time(run.last_seen_ns)) for run in found}
+    stamp = max(len(t) for pair in times.values() for t in pair)  # a time with its zone: "... UTC"
     click.echo(
-        f"{'RUN ID':16}  {'PID':>7}  {'STARTED':19}  {'LAST SEEN':19}  {'TRACES':>6}  {'SPANS':>7}  "
-        f"{'COST':>{width}}  {'STATUS':6}  ROOT SPANS"
+        f"{'RUN ID':16}  {'PID':>7}  {'STARTED':{stamp}}  {'LAST SEEN':{stamp}}  {'TRACES':>6}  "
+        f"{'SPANS':>7}  {'COST':>{width}}  {'STATUS':6}  ROOT SPANS"
     )
     for run in found:
         spans = f"{run.spans}" + (f"/{run.open_count}o" if run.open_count else "")
-        started, last_seen = fmt_time(run.started_ns), fmt_time(run.last_seen_ns)
+        started, last_seen = times[run.run_id]
         click.echo(
-            f"{run.run_id:16}  {_pid(run):>7}  {started:19}  {last_seen:19}  "
+            f"{run.run_id:16}  {_pid(run):>7}  {started:{stamp}}  {last_seen:{stamp}}  "
             f"{run.traces:>6}  {spans:>7}  {costs[run.run_id].text():>{width}}  "
             f"{style(f'{run.status:6}', run.status)}  {_roots(run)}"
         )

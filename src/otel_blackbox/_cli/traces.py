@@ -34,6 +34,7 @@ from otel_blackbox._render.text import (
     span_to_json,
     status_marker,
 )
+from otel_blackbox._render.words import counted
 from otel_blackbox._store import queries
 
 __all__: list[str] = []
@@ -78,14 +79,16 @@ def list_traces(
         click.echo("no traces recorded yet" if not (session or errors_only) else "no matching traces")
         return
     width = max([9, *(len(cost.text()) for cost in costs.values())])  # "$0.0097 + 1 unpriced" fits
+    stamp = max(len(fmt_time(t.start_ns)) for t in traces)  # a time with its zone: "... UTC", "... CEST"
     click.echo(
-        f"{'START':19}  {'STATUS':6}  {'SPANS':>5}  {'DURATION':>9}  {'COST':>{width}}  {'TRACE ID':32}  ROOT"
+        f"{'START':{stamp}}  {'STATUS':6}  {'SPANS':>5}  {'DURATION':>9}  {'COST':>{width}}  "
+        f"{'TRACE ID':32}  ROOT"
     )
     for t in traces:
         status = style(f"{t.status:6}", t.status)
         spans = f"{t.span_count}" + (f"/{t.open_count}o" if t.open_count else "")
         click.echo(
-            f"{fmt_time(t.start_ns):19}  {status}  {spans:>5}  {fmt_duration(t.duration_ns):>9}  "
+            f"{fmt_time(t.start_ns):{stamp}}  {status}  {spans:>5}  {fmt_duration(t.duration_ns):>9}  "
             f"{costs[t.trace_id].text():>{width}}  {t.trace_id:32}  {safe(t.root_name)}"
         )
 
@@ -164,7 +167,7 @@ def show(
             click.echo(group_markdown(kind, ident, traces, full=full, as_model=price_model), nl=False)
         return
     if kind != "trace":
-        click.echo(f"{kind} {safe(ident)}: {len(traces)} traces, {len(spans)} spans")
+        click.echo(f"{kind} {safe(ident)}: {counted(len(traces), 'trace')}, {counted(len(spans), 'span')}")
     for n, (summary, trace) in enumerate(traces):
         if n or kind != "trace":
             click.echo("")
@@ -243,7 +246,7 @@ def stats(ctx: click.Context, price_model: str | None, as_json: bool) -> None:
             cost = Cost.from_json(m)
             unpriced = f" ({cost.unpriced} unpriced)" if cost.unpriced and cost.usd is None else ""
             click.echo(
-                f"  {safe(m['model'])}: {m['llm_spans']} calls, prompt {m['prompt_tokens']}, "
+                f"  {safe(m['model'])}: {counted(m['llm_spans'], 'call')}, prompt {m['prompt_tokens']}, "
                 f"completion {m['completion_tokens']}, total {m['total_tokens']}, "
                 f"cost {cost.text()}{unpriced}"
             )
@@ -251,7 +254,7 @@ def stats(ctx: click.Context, price_model: str | None, as_json: bool) -> None:
     n = total.unpriced
     click.echo(
         f"cost           {total.text()}"
-        + (f"  ({n} LLM span{'s' if n != 1 else ''} with no price)" if n and total.usd is None else "")
+        + (f"  ({counted(n, 'LLM span')} with no price)" if n and total.usd is None else "")
         + f"  (prices: {info['prices']})"
     )
 
@@ -288,7 +291,8 @@ def cleanup(ctx: click.Context, retention: str | None, max_db_mb: float | None) 
     finally:
         conn.close()
     click.echo(
-        f"expired {result.traces_expired} traces, evicted {result.traces_evicted} for the size cap; "
+        f"expired {counted(result.traces_expired, 'trace')}, evicted {result.traces_evicted} for the size "
+        "cap; "
         f"data {result.bytes_before / 1e6:.2f} MB -> {result.bytes_after / 1e6:.2f} MB"
     )
 
@@ -349,4 +353,5 @@ def export(ctx: click.Context, output: str, trace_id: str | None, fmt: str) -> N
                 handle.write(line + "\n")
                 written += 1
                 advance(min(step, total - (written - 1) * step))
-        click.echo(f"wrote {written if span_count is None else span_count} spans to {safe(output)}", err=True)
+        wrote = written if span_count is None else span_count
+        click.echo(f"wrote {counted(wrote, 'span')} to {safe(output)}", err=True)

@@ -74,7 +74,7 @@ def write_cassette(
             kind, ident, spans = group_spans(conn, run_id, session_id)
             cassette = cassette_from_spans(spans, cassette_id=f"{kind}-{ident}")
             traces = len({s.trace_id for s in spans})
-            source = f"{traces} trace{'s' if traces != 1 else ''} of {kind} {ident}"
+            source = f"{counted(traces, 'trace')} of {kind} {ident}"
     warning = check_before_writing(cassette, force=force)  # CassetteError: a tool error, nothing written
     save_cassette(cassette, target)
     outcome = terminal_outcome(cassette)

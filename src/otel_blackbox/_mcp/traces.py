@@ -18,6 +18,7 @@ from otel_blackbox._cost import llm_calls
 from otel_blackbox._cost.prices import Cost, unknown_model
 from otel_blackbox._mcp.bounds import MAX_CHARS, VALUE_CHARS, clip_strings, dumps, fit, text_arg, text_page
 from otel_blackbox._render.text import clip, fmt_time, render_tree, safe, span_to_json
+from otel_blackbox._render.words import counted
 from otel_blackbox._store import queries
 from otel_blackbox._store import runs as store_runs
 from otel_blackbox._store.connection import connect_reader, describe_sqlite_error
@@ -250,7 +251,7 @@ def show_trace(
     lines += blocks[:shown]
     if end < len(order):
         lines.append(
-            f"[{len(order) - end} more span{'s' if len(order) - end != 1 else ''}: call show_trace with "
+            f"[{counted(len(order) - end, 'more span')}: call show_trace with "
             f"trace_id={summary.trace_id} and offset={end}]"
         )
     else:

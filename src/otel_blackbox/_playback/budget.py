@@ -19,6 +19,7 @@ from otel_blackbox._cost.cassettes import CassetteCost, cassette_cost
 from otel_blackbox._cost.prices import Call, format_usd, price_call, prices_version
 from otel_blackbox._cost.usage import TokenUsage
 from otel_blackbox._playback.record import RunStopped
+from otel_blackbox._render.words import counted
 from otel_blackbox._wire.apis import PRICE_PROVIDERS
 
 __all__ = ["MAX_COST", "Budget", "parse_usd", "unpriced"]
@@ -64,7 +65,7 @@ class Budget:
             raise RunStopped(MAX_COST, f"{head}: {reason}", maxCost=float(self.limit), model=model)
         usd = cost.usd or Decimal(0)
         if usd >= self.limit:
-            calls = f"{len(cost.calls)} model call{'s' if len(cost.calls) != 1 else ''}"
+            calls = counted(len(cost.calls), "model call")
             raise RunStopped(
                 MAX_COST,
                 f"{head}: the {calls} so far cost {format_usd(usd)}, which reaches --max-cost {self.shown}",

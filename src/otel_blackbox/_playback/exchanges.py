@@ -26,6 +26,7 @@ from otel_blackbox._cassette.canonical import same_canonical
 from otel_blackbox._cassette.diff.json_paths import ABSENT, first_difference
 from otel_blackbox._cassette.model import Cassette, Step
 from otel_blackbox._playback.http.exchange import HttpRequest, HttpResponse
+from otel_blackbox._render.words import counted
 from otel_blackbox._spans.redact import Redactor
 from otel_blackbox.errors import CassetteError
 
@@ -206,7 +207,7 @@ class Miss:
         if self.closest is None:
             return f"no recorded HTTP exchange for {request}"
         if self.kind == "served":
-            times = f"{self.times} time{'s' if self.times > 1 else ''}"
+            times = counted(self.times, "time")
             return (
                 f"no unused recorded HTTP exchange for {request}: the recording made it {times}, "
                 f"already served (step {self.closest.step})"

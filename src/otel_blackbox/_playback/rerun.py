@@ -42,6 +42,7 @@ from otel_blackbox._playback.http.exchange import HttpRequest, HttpResponse, Rew
 from otel_blackbox._playback.interceptor import Mode, Session, error_response, json_body, now_ms, provider_of
 from otel_blackbox._playback.record import Recorder, RunStopped
 from otel_blackbox._playback.script import check_replies, scripted_reply
+from otel_blackbox._render.words import counted
 from otel_blackbox._wire.gemini.translation import GeminiGenerateContent
 from otel_blackbox._wire.protocol import Provider
 from otel_blackbox.errors import SessionError
@@ -198,7 +199,7 @@ class RerunSession(Session):
         lines += super().notes()
         if self._budget is not None:
             cost = cassette_cost(self.cassette)
-            calls = f"{len(cost.calls)} model call{'s' if len(cost.calls) != 1 else ''}"
+            calls = counted(len(cost.calls), "model call")
             lines.append(
                 f"[blackbox] the rerun's {calls} cost {cost.describe()} (--max-cost {self._budget.shown})"
             )
@@ -219,7 +220,7 @@ def _refusal(miss: Miss) -> str:
     if closest is None:
         return f"{head}; the incident recorded no request to this URL"
     if miss.kind == "served":
-        times = f"{miss.times} time{'s' if miss.times > 1 else ''}"
+        times = counted(miss.times, "time")
         return f"{head}; the incident made it {times}, already answered (step {closest.step})"
     if miss.kind == "method":
         return f"{head}; closest recorded: step {closest.step}, {closest.method} to the same URL"

@@ -9,6 +9,7 @@ from otel_blackbox._cassette.model import Cassette, Step, terminal_outcome, tool
 from otel_blackbox._cassette.output import extras_of
 from otel_blackbox._cost.cassettes import cassette_cost
 from otel_blackbox._render.text import safe
+from otel_blackbox._render.words import counted
 
 __all__ = ["describe_step", "render_timeline"]
 
@@ -56,7 +57,7 @@ def _extras_note(payload: dict[str, Any], limit: int) -> str:
     if extras.hosted:
         notes.append("hosted: " + ", ".join(safe(h.tool_name) for h in extras.hosted))
     if extras.choices:
-        notes.append(f"+{len(extras.choices)} more choice{'s' if len(extras.choices) > 1 else ''}")
+        notes.append(f"+{counted(len(extras.choices), 'more choice')}")
     return f"  ({'; '.join(notes)})" if notes else ""
 
 
@@ -69,7 +70,7 @@ def describe_step(step: Step, limit: int) -> str:
         last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
         content = last.get("content")
         said = f"  last: [{safe(last.get('role', '?'))}] {_content(content, limit)}" if content else ""
-        return f"{len(messages)} messages, {len(tools)} tools{model}{said}"
+        return f"{counted(len(messages), 'message')}, {counted(len(tools), 'tool')}{model}{said}"
     if step.type == "model_output":
         calls = tool_calls_of(payload)
         if calls:
@@ -117,7 +118,7 @@ def _stream_note(stream: Any) -> str:
 def render_timeline(cassette: Cassette, *, limit: int = 160) -> list[str]:
     outcome = terminal_outcome(cassette)
     lines = [
-        f"cassette {safe(cassette.id)}  v{cassette.version}  {len(cassette.steps)} steps  "
+        f"cassette {safe(cassette.id)}  v{cassette.version}  {counted(len(cassette.steps), 'step')}  "
         f"outcome {outcome.status}"
         + (f" ({_short(outcome.failure_reason, 60)})" if outcome.failure_reason else "")
     ]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from otel_blackbox._cost.prices import Price, format_usd
 from otel_blackbox._cost.spans import is_priced_call, span_price, spans_cost
+from otel_blackbox._render.words import counted
 
 if TYPE_CHECKING:
     from otel_blackbox._spans.messages import Message
@@ -94,9 +95,12 @@ def fmt_duration(ns: int | None) -> str:
 
 
 def fmt_time(ns: int | None) -> str:
+    """Local time with its zone (``2026-12-07 02:04:06 UTC``, ``... CET``): a time without one is
+    read wrongly beside the UTC of a Markdown report or a server's logs."""
     if ns is None:
         return "-"
-    return datetime.fromtimestamp(ns / 1e9).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    local = datetime.fromtimestamp(ns / 1e9).astimezone()
+    return f"{local:%Y-%m-%d %H:%M:%S} {local.tzname() or local.strftime('%z')}"
 
 
 def status_marker(status: str) -> str:
@@ -214,7 +218,7 @@ def render_tree(
     opened = f", {summary.open_count} open" if summary.open_count else ""
     header = (
         f"trace {summary.trace_id}  {safe(summary.root_name)}  {summary.status.upper()}  "
-        f"{fmt_duration(summary.duration_ns)}  {summary.span_count} spans{opened}  "
+        f"{fmt_duration(summary.duration_ns)}  {counted(summary.span_count, 'span')}{opened}  "
         f"started {fmt_time(summary.start_ns)}"
     )
     trace_cost = spans_cost(spans, as_model=price_model)

@@ -162,7 +162,7 @@ def test_stats_gives_cost_by_model_the_total_and_the_unpriced_spans(priced: tupl
     assert stats["unpriced_llm_spans"] == 1 and stats["prices"].startswith("genai-prices ")
     text = run_cli("stats", db=db, check=True).stdout
     assert f"cost           {format_usd(_total(db, trace_id))} + 1 unpriced  (prices: genai-prices" in text
-    assert "fake-model-x: 1 calls, prompt 100, completion 10, total 110, cost - (1 unpriced)" in text
+    assert "fake-model-x: 1 call, prompt 100, completion 10, total 110, cost - (1 unpriced)" in text
 
 
 def test_price_model_reprices_the_recorded_tokens(priced: tuple[Path, str]) -> None:

@@ -22,8 +22,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from otel_blackbox._render.md_escape import code, fenced, inline
+from otel_blackbox._render.words import counted
 
-__all__ = ["LAST_LINE_ROOM", "Document", "Limits", "plural", "utc_text"]
+__all__ = ["LAST_LINE_ROOM", "Document", "Limits", "utc_text"]
 
 _MARKER = "… [+{} chars, --full]"
 LAST_LINE_ROOM = 1000  # characters kept for the line that says what was left out
@@ -54,10 +55,6 @@ def utc_text(ns: int | None) -> str:
     if ns is None:
         return "-"
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 class _DuplicateKey(ValueError):
@@ -173,9 +170,9 @@ class Document:
         left, limits = self.left, self.limits
         parts = []
         if left.traces:
-            parts.append(f"{left.traces} of {left.trace_total} traces")
+            parts.append(f"{left.traces} of {counted(left.trace_total, 'trace')}")
         if left.details:
-            parts.append(f"the details of {left.details} of {left.detail_total} spans")
+            parts.append(f"the details of {left.details} of {counted(left.detail_total, 'span')}")
         if left.tree:
             parts.append(f"{left.tree} of {left.tree_total} span tree entries")
         if left.errors:
@@ -187,5 +184,5 @@ class Document:
             )
             said = f"Left out{bound}: " + ", ".join(parts) + "."
         if left.values:
-            said += f" {plural(left.values, 'value')} shortened (the marker says by how much)."
+            said += f" {counted(left.values, 'value')} shortened (the marker says by how much)."
         return f"*{inline(said.strip())} All of it: {code(self.again)}*"

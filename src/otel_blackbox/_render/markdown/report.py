@@ -14,10 +14,11 @@ import shlex
 from otel_blackbox._cost.prices import Cost, prices_version
 from otel_blackbox._cost.spans import is_priced_call
 from otel_blackbox._render.markdown.details import add_details
-from otel_blackbox._render.markdown.document import Document, Limits, plural, utc_text
+from otel_blackbox._render.markdown.document import Document, Limits, utc_text
 from otel_blackbox._render.markdown.tree import Numbered, errors_section, numbered_spans, tree_section
 from otel_blackbox._render.md_escape import inline
 from otel_blackbox._render.text import fmt_duration
+from otel_blackbox._render.words import counted
 from otel_blackbox._store.queries import SpanRecord, TraceSummary
 
 __all__ = ["group_markdown", "trace_markdown"]
@@ -34,21 +35,21 @@ def _header(
     spans = [i.span for i in items]
     failed = sum(1 for s in spans if s.status == "error")
     opened = sum(1 for s in spans if s.status == "open")
-    notes = [plural(n, word) for n, word in ((failed, "failed span"), (opened, "open span")) if n]
+    notes = [counted(n, word) for n, word in ((failed, "failed span"), (opened, "open span")) if n]
     doc.add("", f"- Status: **{status.upper()}**" + (f" ({', '.join(notes)})" if notes else ""))
     doc.add(f"- Started: {utc_text(start_ns)} · duration {fmt_duration(duration_ns)}")
-    doc.add(f"- Spans: {len(spans)}" + ("" if traces is None else f" in {plural(traces, 'trace')}"))
+    doc.add(f"- Spans: {len(spans)}" + ("" if traces is None else f" in {counted(traces, 'trace')}"))
     sessions = list(dict.fromkeys(s.session_id for s in spans if s.session_id))
     if sessions:
         shown = ", ".join(doc.code_value(s) for s in sessions[:5])
         doc.add(f"- Session: {shown}" + (f" (+{len(sessions) - 5} more)" if len(sessions) > 5 else ""))
     llm = [i for i in items if i.span.oi_span_kind == "LLM"]
-    counted = [i.span for i in llm if i.span.total_tokens is not None or is_priced_call(i.span)]
-    if counted:
-        prompt = sum(s.prompt_tokens or 0 for s in counted)
-        completion = sum(s.completion_tokens or 0 for s in counted)
-        total = sum(s.total_tokens or (s.prompt_tokens or 0) + (s.completion_tokens or 0) for s in counted)
-        calls = plural(len(counted), "LLM call")
+    tokened = [i.span for i in llm if i.span.total_tokens is not None or is_priced_call(i.span)]
+    if tokened:
+        prompt = sum(s.prompt_tokens or 0 for s in tokened)
+        completion = sum(s.completion_tokens or 0 for s in tokened)
+        total = sum(s.total_tokens or (s.prompt_tokens or 0) + (s.completion_tokens or 0) for s in tokened)
+        calls = counted(len(tokened), "LLM call")
         doc.add(f"- Tokens: {total} (prompt {prompt}, completion {completion}) in {calls}")
     priced = [i for i in llm if is_priced_call(i.span)]
     if priced:
@@ -56,7 +57,7 @@ def _header(
         shown = inline(cost.text()) if cost.usd is not None else "no price"  # "$0.0097 + 1 unpriced"
         if doc.as_model:
             shown += f" as if {doc.code_value(doc.as_model)} had answered"
-        without = f"; {plural(cost.unpriced, 'LLM call')} with no price" if cost.usd is None else ""
+        without = f"; {counted(cost.unpriced, 'LLM call')} with no price" if cost.usd is None else ""
         doc.add(f"- Cost: {shown} ({inline(prices_version())}{without})")
 
 
@@ -125,7 +126,7 @@ def group_markdown(
         doc.add(
             "",
             f"{summary.status.upper()} · started {utc_text(summary.start_ns)} · "
-            f"{fmt_duration(summary.duration_ns)} · {plural(summary.span_count, 'span')}{opened}",
+            f"{fmt_duration(summary.duration_ns)} · {counted(summary.span_count, 'span')}{opened}",
         )
         tree_section(doc, items, "### Span tree")
         add_details(doc, items, "### Spans", "####")
