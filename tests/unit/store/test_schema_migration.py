@@ -191,10 +191,12 @@ def _read_commands(run_id: str, out: Path) -> list[list[str]]:
         ["export"],
         ["export", "--format", "otlp"],
         ["export", "--trace", OPEN_TRACE[:8]],
-        ["cassette", OK_TRACE[:8], "-o", str(out / "trace.json")],
-        ["cassette", OPEN_TRACE[:8], "-o", str(out / "killed.json")],
-        ["cassette", "--run", run_id[:6], "-o", str(out / "run.json")],
-        ["cassette", "--session", SESSION, "-o", str(out / "session.json")],
+        # The file's traces hold tool spans and no model call: cassettes verify refuses, written
+        # anyway, the same from either file.
+        ["cassette", OK_TRACE[:8], "--force", "-o", str(out / "trace.json")],
+        ["cassette", OPEN_TRACE[:8], "--force", "-o", str(out / "killed.json")],
+        ["cassette", "--run", run_id[:6], "--force", "-o", str(out / "run.json")],
+        ["cassette", "--session", SESSION, "--force", "-o", str(out / "session.json")],
         ["report", ERROR_TRACE[:8], "-o", str(out / "trace.html")],
         ["report", "--run", run_id, "-o", str(out / "run.html")],
         ["report", "--session", SESSION, "-o", str(out / "session.html")],
