@@ -90,8 +90,14 @@ def test_a_missing_key_is_refused_before_any_call(
     assert f"--provider {provider}" in line and "could not start" in line
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
-@pytest.mark.parametrize("url", ["not-a-url", "ftp://127.0.0.1/v1", "http://", "http://127.0.0.1:99999"])
+# Each provider with one malformed URL, and every form of malformed URL with one provider: the check
+# is the same for all (it runs before the provider is chosen).
+MALFORMED = [(p, "not-a-url") for p in PROVIDERS] + [
+    ("openai-chat", url) for url in ("ftp://127.0.0.1/v1", "http://", "http://127.0.0.1:99999", "http://a b/")
+]
+
+
+@pytest.mark.parametrize(("provider", "url"), MALFORMED)
 def test_a_malformed_base_url_is_refused_before_any_call(
     tmp_path: Path, llm: FakeLLMServer, keys: None, provider: str, url: str
 ) -> None:
