@@ -28,7 +28,10 @@ ENV_VARS: dict[str, tuple[str, str]] = {
         "flush_interval_ms",
         "a span open this long is on disk (default 200)",
     ),
-    "OTEL_BLACKBOX_MAX_QUEUE_SIZE": ("max_queue_size", "spans waiting for the writer before drops (20000)"),
+    "OTEL_BLACKBOX_MAX_QUEUE_SIZE": (
+        "max_queue_size",
+        "spans waiting for the writer before drops; `serve` answers 503 instead (20000)",
+    ),
     "OTEL_BLACKBOX_MAX_QUEUE_MB": (
         "max_queue_mb",
         "memory those waiting spans may hold, estimated, in MB, before drops (32)",
