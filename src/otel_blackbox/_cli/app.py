@@ -156,7 +156,10 @@ def db_after_the_command(args: list[str]) -> list[str]:
         if arg == "--":
             kept += [arg, *rest]
         elif arg == "--db":
-            moved += [arg, next(rest, "")]
+            value = next(rest, None)
+            if value is None:
+                raise click.UsageError("--db needs a value: --db PATH")
+            moved += [arg, value]
         elif arg.startswith("--db="):
             moved.append(arg)
         else:

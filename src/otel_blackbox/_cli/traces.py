@@ -79,7 +79,8 @@ def list_traces(
         click.echo("no traces recorded yet" if not (session or errors_only) else "no matching traces")
         return
     width = max([9, *(len(cost.text()) for cost in costs.values())])  # "$0.0097 + 1 unpriced" fits
-    stamp = max(len(fmt_time(t.start_ns)) for t in traces)  # a time with its zone: "... UTC", "... CEST"
+    starts = {t.trace_id: fmt_time(t.start_ns) for t in traces}
+    stamp = max(map(len, starts.values()))  # a time with its zone: "... UTC", "... CEST"
     click.echo(
         f"{'START':{stamp}}  {'STATUS':6}  {'SPANS':>5}  {'DURATION':>9}  {'COST':>{width}}  "
         f"{'TRACE ID':32}  ROOT"
@@ -88,7 +89,7 @@ def list_traces(
         status = style(f"{t.status:6}", t.status)
         spans = f"{t.span_count}" + (f"/{t.open_count}o" if t.open_count else "")
         click.echo(
-            f"{fmt_time(t.start_ns):{stamp}}  {status}  {spans:>5}  {fmt_duration(t.duration_ns):>9}  "
+            f"{starts[t.trace_id]:{stamp}}  {status}  {spans:>5}  {fmt_duration(t.duration_ns):>9}  "
             f"{costs[t.trace_id].text():>{width}}  {t.trace_id:32}  {safe(t.root_name)}"
         )
 

@@ -12,6 +12,7 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+import click
 import pytest
 from helpers import Recorder, run_cli, vector_path
 
@@ -116,6 +117,8 @@ def test_db_after_the_command_is_the_groups_up_to_a_program() -> None:
     assert db_after_the_command(["--db", "a.db", "show", "--db=b.db", "x"]) == [
         "--db", "a.db", "--db=b.db", "show", "x",
     ]  # fmt: skip
+    with pytest.raises(click.UsageError, match="--db needs a value"):
+        db_after_the_command(["list", "--db"])
     # A program's own --db stays the program's: after `--`, and for the commands that run one.
     assert db_after_the_command(["show", "x", "--", "--db", "p"]) == ["show", "x", "--", "--db", "p"]
     for command in ("record", "replay", "fork", "rerun"):

@@ -245,14 +245,21 @@ def _bogus_file(version: str, data: str) -> dict[str, Any]:
     }
 
 
-def test_a_cache_for_another_genai_prices_version_or_data_is_not_used(tmp_path: Path) -> None:
-    db = tmp_path / "blackbox.db"
+def _recorded_with_cache_path(db: Path) -> tuple[int, str, str, Path]:
+    """The database recorded; its start, genai-prices' version and data, and the cache file's path
+    for them (its folder made, the file not written)."""
     _, start = _record(db)
     identity = price_cache.data_identity()
     assert identity is not None
     version, data = identity
     path = price_cache.cache_file(version)
     path.parent.mkdir(parents=True)
+    return start, version, data, path
+
+
+def test_a_cache_for_another_genai_prices_version_or_data_is_not_used(tmp_path: Path) -> None:
+    db = tmp_path / "blackbox.db"
+    start, version, data, path = _recorded_with_cache_path(db)
     # Control: the same file, written for this version and data, is what answers.
     path.write_text(json.dumps(_bogus_file(version, data)))
     assert _listed_cost(db) == 12_000 + 800 + 30_000 + 1_200 + 900 + 40
@@ -292,12 +299,7 @@ DAMAGED_PLANS: list[dict[str, Any]] = [
 @pytest.mark.parametrize("damage", range(len(DAMAGED) + len(DAMAGED_PLANS)))
 def test_a_damaged_cache_file_is_ignored_and_replaced(damage: int, tmp_path: Path) -> None:
     db = tmp_path / "blackbox.db"
-    _, start = _record(db)
-    identity = price_cache.data_identity()
-    assert identity is not None
-    version, data = identity
-    path = price_cache.cache_file(version)
-    path.parent.mkdir(parents=True)
+    start, version, data, path = _recorded_with_cache_path(db)
     if damage < len(DAMAGED):
         path.write_bytes(DAMAGED[damage] % {b"version": version.encode(), b"data": data.encode()})
     else:

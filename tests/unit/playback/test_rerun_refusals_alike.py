@@ -12,17 +12,12 @@ from pathlib import Path
 import pytest
 from fake_llm import FakeLLMServer
 from helpers import run_cli
+from test_builtin_rerun import APIS as PROVIDERS
+from test_builtin_rerun import MODEL_OF
 
 from otel_blackbox._cassette.io import save_cassette
 from otel_blackbox._cassette.model import Cassette
 
-PROVIDERS = ("openai-chat", "openai-responses", "anthropic", "gemini")
-MODEL_OF = {
-    "openai-chat": "gpt-4o-mini",
-    "openai-responses": "gpt-4.1-mini",
-    "anthropic": "claude-sonnet-4-5",
-    "gemini": "gemini-2.5-flash",
-}
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 SCHEMA = {"type": "object", "properties": {"order_id": {"type": "integer"}}, "required": ["order_id"]}
 
