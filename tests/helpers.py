@@ -287,3 +287,29 @@ class CannedProvider(LoopbackAPI):
             return 200, self.bodies.pop(0)
 
         super().__init__(answer)
+
+
+# The demo's refund incident: the OpenAI Agents SDK hands off to a refund agent whose refund_order
+# rejects the sloppy model's "12.OO" (examples/handoff_agent.py, recorded by the processor alone).
+REFUND_QUESTION = "Look up my order Alpha and refund 12.00 on it, both please."
+REFUND_STUB = 'refund_order="refunded 12.00 on order Alpha"'
+
+
+@dataclass(frozen=True)
+class RefundRun:
+    db: Path
+    ledger: Path  # one line per refund that went through: empty after the incident
+    run_id: str
+
+
+def record_refund_incident(folder: Path, openai_base_url: str, model: str = "sloppy") -> RefundRun:
+    """Run the refund agent on ``model`` against the fake provider; it fails (no refund went through)."""
+    db, ledger = folder / "blackbox.db", folder / "ledger.txt"
+    argv = [sys.executable, str(EXAMPLES / "handoff_agent.py"), "--question", REFUND_QUESTION]
+    argv += ["--ledger", str(ledger), "--base-url", openai_base_url, "--db", str(db), "--model", model]
+    argv += ["--require-refund"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 1 and "no refund went through" in done.stderr, done.stderr
+    (recorded,) = json.loads(run_cli("runs", "--json", db=db, check=True).stdout)
+    return RefundRun(db, ledger, recorded["run_id"])

@@ -16,21 +16,18 @@ the official SDK against the fake provider, whose model names script the child:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fake_llm import GEMINI_PATH, HASTY_MODEL, SLOPPY_MODEL, THOROUGH_MODEL, FakeLLMServer
-from helpers import EXAMPLES, run_cli
+from helpers import REFUND_STUB, record_refund_incident, run_cli
 
 from otel_blackbox._cassette.io import load_cassette
 
-QUESTION = "Look up my order Alpha and refund 12.00 on it, both please."
-STUB = 'refund_order="refunded 12.00 on order Alpha"'
+STUB = REFUND_STUB
 PROVIDERS = ["openai-chat", "openai-responses", "anthropic", "gemini"]
 # The API a request reached the fake provider on, by its path (Gemini's names the model).
 APIS = {
@@ -53,22 +50,9 @@ def llm() -> Iterator[FakeLLMServer]:
 def incident(tmp_path_factory: pytest.TempPathFactory, llm: FakeLLMServer) -> Path:
     """The refund incident, recorded by the processor alone and made a cassette, as the demo does."""
     folder = tmp_path_factory.mktemp("incident")
-    db, ledger = folder / "blackbox.db", folder / "ledger.txt"
-    argv = [
-        sys.executable,
-        str(EXAMPLES / "handoff_agent.py"),
-        "--question",
-        QUESTION,
-        "--ledger",
-        str(ledger),
-    ]
-    argv += ["--base-url", llm.openai_base_url, "--db", str(db), "--model", SLOPPY_MODEL, "--require-refund"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 1 and "no refund went through" in done.stderr, done.stderr
-    (recorded,) = json.loads(run_cli("runs", "--json", db=db, check=True).stdout)
+    recorded = record_refund_incident(folder, llm.openai_base_url, SLOPPY_MODEL)
     path = folder / "incident.json"
-    run_cli("cassette", "--run", recorded["run_id"], "-o", str(path), db=db, check=True)
+    run_cli("cassette", "--run", recorded.run_id, "-o", str(path), db=recorded.db, check=True)
     return path
 
 

@@ -56,9 +56,13 @@ def drive(
     answered: Callable[[str, JsonObject], None],
     run: AgentRun,
     before_call: Callable[[int], None] | None = None,
+    observe: Callable[[JsonObject], None] | None = None,
 ) -> None:
     """Run the conversation to its end, keeping count in ``run``; RunStopped when it stops short (the
-    reason says why). ``before_call(n)`` runs before model call n (from 1), and may stop the run."""
+    reason says why). ``before_call(n)`` runs before model call n (from 1), and may stop the run.
+    ``observe(event)`` hears each step as it happens (the workbench's progress): ``model_call``,
+    ``model_output`` and ``tool_answer`` events."""
+    tell = observe or (lambda _event: None)
     messages = incident.first_messages()
     user_turns = list(incident.user_turns)
     while True:
@@ -73,6 +77,7 @@ def drive(
         run.dropped.extend(d for d in wire.dropped if d not in run.dropped)
         if before_call is not None:
             before_call(run.turns + 1)
+        tell({"event": "model_call", "call": run.turns + 1, "model": plan.model})
         before = last_output()
         try:
             client.send(wire.body, model=plan.model, stream=plan.stream)
@@ -86,16 +91,24 @@ def drive(
         run.turns += 1
         messages.append(assistant_message(output))
         calls = tool_calls_of(output)
+        text = output.get("text") if isinstance(output.get("text"), str) else None
+        tools = [c.tool_name for c in calls]
+        tell({"event": "model_output", "call": run.turns, "tools": tools, "text": text})
         if not calls:
             if user_turns:  # the incident's user spoke again after this answer
                 messages.extend(user_turns.pop(0))
                 continue
             run.final_answer = str(output.get("text", ""))
             return
-        messages.append({"role": "user", "content": [_answer(call, book, answered) for call in calls]})
+        messages.append({"role": "user", "content": [_answer(call, book, answered, tell) for call in calls]})
 
 
-def _answer(call: ToolCall, book: ToolBook, answered: Callable[[str, JsonObject], None]) -> JsonObject:
+def _answer(
+    call: ToolCall,
+    book: ToolBook,
+    answered: Callable[[str, JsonObject], None],
+    tell: Callable[[JsonObject], None],
+) -> JsonObject:
     """The tool_result part of one call, from the incident or a stub; RunStopped when neither has it."""
     answer = book.answer(call.tool_name, call.tool_input)
     if answer is None:
@@ -107,6 +120,8 @@ def _answer(call: ToolCall, book: ToolBook, answered: Callable[[str, JsonObject]
             call=describe_call(call.tool_name, call.tool_input),
         )
     answered(call.tool_call_id, answer.outcome)
+    source = "stub" if answer.outcome.get("stub") else "incident"
+    tell({"event": "tool_answer", "tool": call.tool_name, "from": source, "error": "error" in answer.outcome})
     outcome = {k: v for k, v in answer.outcome.items() if k != "stub"}
     return {"type": "tool_result", "toolCallId": call.tool_call_id, "toolName": call.tool_name, **outcome}
 

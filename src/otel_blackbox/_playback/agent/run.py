@@ -34,6 +34,7 @@ from otel_blackbox._playback.record import RecordSession, RunStopped
 from otel_blackbox._playback.replay import ReplaySession, load_recording
 from otel_blackbox._render.text import safe
 from otel_blackbox._render.words import counted
+from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.apis import API_NAMES
 from otel_blackbox._wire.protocol import Provider
 from otel_blackbox._wire.registry import PROVIDERS
@@ -99,8 +100,11 @@ def translation(api: str) -> Provider:
     return next(p for p in PROVIDERS if p.name == api)
 
 
-def rerun_built_in(incident_path: Path, plan: BuiltInRerun) -> int:
-    """Rerun the incident with the built-in agent; 0 when the child completed, else 1."""
+def rerun_built_in(
+    incident_path: Path, plan: BuiltInRerun, progress: Callable[[JsonObject], None] | None = None
+) -> int:
+    """Rerun the incident with the built-in agent; 0 when the child completed, else 1. ``progress``
+    hears each model call and tool answer as it happens (``loop.drive``'s events)."""
     cassette = load_cassette(incident_path)
     incident = read_incident(cassette, str(incident_path))
     offered = incident.offered_tools()
@@ -134,7 +138,7 @@ def rerun_built_in(incident_path: Path, plan: BuiltInRerun) -> int:
             budget.before_call(session.cassette, model=model, api=api, call=call)
 
     try:
-        run, stopped = _drive(session, incident, agent_plan, book, client, before_call)
+        run, stopped = _drive(session, incident, agent_plan, book, client, before_call, progress)
     except KeyboardInterrupt:  # the child is written, ending run_failed / interrupted
         _say(f"[blackbox] interrupted: {plan.output} holds the rerun so far")
         return 130
@@ -217,6 +221,7 @@ def _drive(
     book: ToolBook,
     client: ModelClient,
     before_call: Callable[[int], None] | None = None,
+    observe: Callable[[JsonObject], None] | None = None,
 ) -> tuple[AgentRun, RunStopped | None]:
     """The loop under the started session: what it did, and how it stopped short (None: it completed)."""
     if isinstance(session, ReplaySession):
@@ -238,6 +243,7 @@ def _drive(
             answered=answered,
             run=run,
             before_call=before_call,
+            observe=observe,
         )
     except RunStopped as stopped:
         if isinstance(session, RecordSession) and stopped.reason == "unrecorded_tool_call":

@@ -14,7 +14,10 @@ The SDKs are an optional extra (``pip install 'otel-blackbox[agent]'``): a missi
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
 import socket
+from collections.abc import Mapping
 from typing import Protocol
 
 from otel_blackbox._types import JsonObject
@@ -22,11 +25,19 @@ from otel_blackbox._urls import http_url
 from otel_blackbox._wire.apis import SDK_PACKAGES
 from otel_blackbox.errors import BlackboxError, MissingSDK
 
-__all__ = ["ModelClient", "make_client"]
+__all__ = ["ModelClient", "available_apis", "make_client"]
 
 
 EXTRA = "otel-blackbox[agent]"
 _CONNECT_TIMEOUT_S = 10.0
+# The importable module of each API's SDK, and the variables its client starts from (a key or a base URL).
+_SDK_MODULES = {"openai": "openai", "anthropic": "anthropic", "google-genai": "google.genai"}
+_SDK_VARIABLES = {
+    "openai-chat": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "openai-responses": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"),
+    "gemini": ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI"),
+}
 
 
 class ModelClient(Protocol):
@@ -35,6 +46,22 @@ class ModelClient(Protocol):
 
     def close(self) -> None:
         """Let go of the SDK client's connections."""
+
+
+def available_apis(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The APIs the built-in agent can call from here: the SDK installed, and a key or a base URL set
+    in ``environ`` (default: this process's) for it to start from. Only names: never a value."""
+    env = os.environ if environ is None else environ
+    found = []
+    for api, variables in _SDK_VARIABLES.items():
+        module = _SDK_MODULES[SDK_PACKAGES[api]]
+        try:
+            installed = importlib.util.find_spec(module) is not None
+        except ImportError:  # google.genai's parent package is missing
+            installed = False
+        if installed and any(env.get(name) for name in variables):
+            found.append(api)
+    return found
 
 
 def make_client(api: str, *, base_url: str | None) -> ModelClient:
