@@ -1,0 +1,137 @@
+"""A contract suite: a folder of incidents, each with its contract beside it (``NAME.json`` and
+``NAME.contract.json``, the convention ``diff`` already reads), which ``eval run-all`` reruns and
+checks. The workbench saves entries here and CI runs them; this module only reads and writes the
+files (the reruns are the execution side's, ``_playback.agent.run_all``).
+
+A contract may carry a ``rerun`` block: the stub answers, model and provider of the good child it
+was generated from, so that a rerun of its incident can be answered and run the same way again.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from otel_blackbox._atomic import atomic_text_writer
+from otel_blackbox._cassette.diff.contract import CONTRACT_SUFFIX
+from otel_blackbox._cassette.evals import dump_contract, load_contract, validate_contract
+from otel_blackbox._cassette.io import loads_json, parse_cassette, read_text
+from otel_blackbox._cassette.model import Cassette
+from otel_blackbox.errors import BadArgument, CassetteError, OutputError
+
+__all__ = ["SuiteEntry", "check_name", "load_suite", "save_entry", "stubs_of", "with_rerun"]
+
+# A name is a file stem on every system: no separator, no leading dot (hidden, or "..").
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,79}")
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    name: str
+    incident: Path
+    contract_path: Path
+    contract: dict[str, Any]
+
+
+def _names(folder: Path) -> list[str]:
+    """The entries' names: each ``NAME.contract.json`` file (not hidden), sorted."""
+    return sorted(
+        path.name.removesuffix(CONTRACT_SUFFIX)
+        for path in folder.glob(f"*{CONTRACT_SUFFIX}")
+        if path.is_file() and not path.name.startswith(".")
+    )
+
+
+def load_suite(folder: Path) -> list[SuiteEntry]:
+    """Every entry of the folder, its contract loaded and validated; CassetteError (one line) for a
+    missing folder, a folder with no contract, a contract without its incident or a bad contract,
+    so that a suite is known whole before anything reruns."""
+    if not folder.is_dir():
+        what = "not a folder" if folder.exists() else "no such folder"
+        raise CassetteError(
+            f"{folder}: {what} (a contract suite is a folder of NAME.json + NAME{CONTRACT_SUFFIX})"
+        )
+    names = _names(folder)
+    if not names:
+        raise CassetteError(f"{folder}: no contract in the folder (NAME{CONTRACT_SUFFIX} beside NAME.json)")
+    entries = []
+    for name in names:
+        contract_path, incident = folder / f"{name}{CONTRACT_SUFFIX}", folder / f"{name}.json"
+        if not incident.is_file():
+            raise CassetteError(f"{contract_path}: its incident {incident} is missing")
+        entries.append(SuiteEntry(name, incident, contract_path, load_contract(contract_path)))
+    return entries
+
+
+def check_name(name: str) -> str:
+    """The name if it is a safe file stem (letters, digits, ``-``, ``_``, ``.``; 1 to 80; no leading dot)."""
+    if not _SAFE_NAME.fullmatch(name):
+        raise BadArgument(
+            f"entry name {name!r}: use 1 to 80 letters, digits, '-', '_' or '.', not starting with '.'"
+        )
+    return name
+
+
+def save_entry(
+    folder: Path, name: str, incident: Path, contract: dict[str, Any], *, replace: bool = False
+) -> SuiteEntry:
+    """Keep an incident and its contract in the suite as ``NAME.json`` and ``NAME.contract.json``.
+
+    Both are checked first (a cassette, a valid contract), and an existing entry is kept unless
+    ``replace``. The incident is written before the contract: an entry exists once its contract
+    does, so one cut short leaves no contract without its incident."""
+    check_name(name)
+    contract = validate_contract(contract)
+    text = read_text(incident)
+    parse_cassette(loads_json(text, str(incident)), str(incident))  # CassetteError: not a cassette
+    incident_out, contract_out = folder / f"{name}.json", folder / f"{name}{CONTRACT_SUFFIX}"
+    if not replace:
+        for path in (contract_out, incident_out):
+            if path.exists():
+                raise OutputError(
+                    f"{path}: the suite already has an entry {name!r} (replace it, or choose a name)"
+                )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{folder}: cannot create the suite folder ({exc.strerror or exc})") from None
+    with atomic_text_writer(incident_out) as handle:
+        handle.write(text)
+    with atomic_text_writer(contract_out) as handle:
+        handle.write(dump_contract(contract))
+    return SuiteEntry(name, incident_out, contract_out, contract)
+
+
+def stubs_of(child: Cassette) -> dict[str, Any]:
+    """The stub answers a built-in rerun's child got (its ``tool_result`` steps marked ``"stub": true``):
+    tool name → result, for the contract's ``rerun.stubs``. A stub always answers with a result."""
+    stubs: dict[str, Any] = {}
+    for step in child.steps_of("tool_result"):
+        payload = step.payload if isinstance(step.payload, dict) else {}
+        tool = payload.get("toolName")
+        if payload.get("stub") is True and isinstance(tool, str) and "result" in payload:
+            stubs.setdefault(tool, payload["result"])
+    return stubs
+
+
+def with_rerun(
+    contract: dict[str, Any],
+    *,
+    stubs: dict[str, Any] | None = None,
+    model: str | None = None,
+    provider: str | None = None,
+) -> dict[str, Any]:
+    """A copy of the contract whose ``rerun`` block has these parts (None keeps the contract's own;
+    an empty part is left out, and an empty block too); CassetteError if the result is not valid."""
+    block = dict(contract.get("rerun") or {})
+    for key, value in (("stubs", stubs), ("model", model), ("provider", provider)):
+        if value is not None:
+            block[key] = value
+        if not block.get(key):
+            block.pop(key, None)
+    updated = {k: v for k, v in contract.items() if k != "rerun"}
+    if block:
+        updated["rerun"] = block
+    return validate_contract(updated)
