@@ -313,3 +313,12 @@ def record_refund_incident(folder: Path, openai_base_url: str, model: str = "slo
     assert done.returncode == 1 and "no refund went through" in done.stderr, done.stderr
     (recorded,) = json.loads(run_cli("runs", "--json", db=db, check=True).stdout)
     return RefundRun(db, ledger, recorded["run_id"])
+
+
+def refund_incident_cassette(folder: Path, openai_base_url: str) -> tuple[RefundRun, Path]:
+    """The refund incident recorded by the processor alone (the sloppy model) and made a cassette,
+    ``folder/incident.json``, as the demo does."""
+    recorded = record_refund_incident(folder, openai_base_url)
+    path = folder / "incident.json"
+    run_cli("cassette", "--run", recorded.run_id, "-o", str(path), db=recorded.db, check=True)
+    return recorded, path

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_llm import GEMINI_PATH, HASTY_MODEL, SLOPPY_MODEL, THOROUGH_MODEL, FakeLLMServer
-from helpers import REFUND_STUB, record_refund_incident, run_cli
+from fake_llm import GEMINI_PATH, HASTY_MODEL, THOROUGH_MODEL, FakeLLMServer
+from helpers import REFUND_STUB, refund_incident_cassette, run_cli
 
 from otel_blackbox._cassette.io import load_cassette
 
@@ -49,11 +49,7 @@ def llm() -> Iterator[FakeLLMServer]:
 @pytest.fixture(scope="module")
 def incident(tmp_path_factory: pytest.TempPathFactory, llm: FakeLLMServer) -> Path:
     """The refund incident, recorded by the processor alone and made a cassette, as the demo does."""
-    folder = tmp_path_factory.mktemp("incident")
-    recorded = record_refund_incident(folder, llm.openai_base_url, SLOPPY_MODEL)
-    path = folder / "incident.json"
-    run_cli("cassette", "--run", recorded.run_id, "-o", str(path), db=recorded.db, check=True)
-    return path
+    return refund_incident_cassette(tmp_path_factory.mktemp("incident"), llm.openai_base_url)[1]
 
 
 @pytest.fixture

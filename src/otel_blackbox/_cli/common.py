@@ -7,6 +7,7 @@ import json
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -15,6 +16,7 @@ import click
 from otel_blackbox._render.text import safe_json
 from otel_blackbox._store.connection import connect_reader, connect_writer, describe_sqlite_error
 from otel_blackbox._store.schema import SCHEMA_VERSION
+from otel_blackbox._urls import http_url
 from otel_blackbox.errors import OutputError, RunNotFound, StoreError
 
 if TYPE_CHECKING:
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PRICE_MODEL",
+    "base_url_option",
     "db_path",
     "echo_json",
     "exactly_one",
@@ -31,6 +34,7 @@ __all__ = [
     "reader",
     "style",
     "trace_run_or_session",
+    "usd_option",
     "utf8_text",
 ]
 
@@ -53,6 +57,30 @@ def utf8_text(ctx: click.Context, param: click.Parameter, value: str | None) -> 
         except UnicodeEncodeError:
             raise click.BadParameter(f"not UTF-8 text: {value!r}", ctx, param) from None
     return value
+
+
+def base_url_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """The callback of a built-in rerun's --base-url: http(s)://host[:port][/path], else exit 2
+    before anything runs."""
+    if value is not None:
+        try:
+            http_url(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), ctx, param) from None
+    return value
+
+
+def usd_option(ctx: click.Context, param: click.Parameter, value: str | None) -> Decimal | None:
+    """The callback of --max-cost: a positive amount of US dollars (``0.50``, ``$2``), else exit 2
+    before anything runs."""
+    if value is None:
+        return None
+    from otel_blackbox._playback.budget import parse_usd  # the execution side: only when it is given
+
+    try:
+        return parse_usd(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
 
 
 def output_option(

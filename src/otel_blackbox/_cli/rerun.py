@@ -13,7 +13,7 @@ import click
 
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cli.app import cli
-from otel_blackbox._cli.common import output_option
+from otel_blackbox._cli.common import base_url_option, output_option, usd_option
 from otel_blackbox._cli.playback import (
     PASS_THROUGH,
     read_script,
@@ -21,21 +21,10 @@ from otel_blackbox._cli.playback import (
     stub_plan,
     stub_tools_option,
 )
-from otel_blackbox._urls import http_url
 from otel_blackbox._wire.apis import API_NAMES
 from otel_blackbox.errors import SessionError
 
 __all__: list[str] = []
-
-
-def _http_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """--base-url: http(s)://host[:port][/path] (exit 2 otherwise, before anything runs)."""
-    if value is not None:
-        try:
-            http_url(value)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), ctx, param) from None
-    return value
 
 
 @cli.command(context_settings=PASS_THROUGH)
@@ -54,7 +43,7 @@ def _http_url(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option(
     "--base-url",
     metavar="URL",
-    callback=_http_url,
+    callback=base_url_option,
     help="Built-in agent: the provider's base URL (default: the SDK's own variable).",
 )
 @click.option(
@@ -79,6 +68,7 @@ def _http_url(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option(
     "--max-cost",
     metavar="USD",
+    callback=usd_option,
     help="Stop before the next model call once the calls so far cost this many US dollars (priced "
     "from their token counts with genai-prices); the child ends run_failed / max_cost. A model with "
     "no price is refused.",
@@ -105,7 +95,7 @@ def rerun(
     stubs: tuple[str, ...],
     tool_match: str,
     max_turns: int | None,
-    max_cost: str | None,
+    max_cost: Decimal | None,
     script: Path | None,
     allow_network: bool,
     stub_tools: bool,
@@ -197,18 +187,11 @@ def rerun(
     sys.exit(run_program("rerun", incident, program, plan=plan))
 
 
-def _budget(max_cost: str | None, script: Path | None) -> Decimal | None:
-    """--max-cost as an amount of US dollars (exit 2 for one that is not, or beside --script)."""
-    if max_cost is None:
-        return None
-    if script is not None:
+def _budget(max_cost: Decimal | None, script: Path | None) -> Decimal | None:
+    """--max-cost (parsed by its callback), refused beside --script (exit 2)."""
+    if max_cost is not None and script is not None:
         raise click.UsageError("--max-cost is a budget for a live model: --script answers without one")
-    from otel_blackbox._playback.budget import parse_usd  # the execution side: only when it runs
-
-    try:
-        return parse_usd(max_cost)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--max-cost") from None
+    return max_cost
 
 
 def _check_priced(model: str, api: Any) -> None:

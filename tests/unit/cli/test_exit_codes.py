@@ -74,6 +74,7 @@ CASES: list[tuple[str, tuple[str, ...], int, str]] = [
     ("diff", ("{cassette}", "{missing}"), 2, "missing.json"),
     ("assert", ("{missing}",), 2, "missing.json"),
     ("eval", ("run", "{missing}", "{cassette}"), 2, "missing.json"),
+    ("eval", ("run-all", "{missing}"), 2, "missing.json: no such folder"),
     ("record", ("-o", "{out}"), 2, "Missing argument"),
     ("replay", ("{missing}", "--", "true"), 2, "missing.json"),
     ("fork", ("{missing}", "--at", "1", "--set", "1", "--live", "-o", "{out}", "--", "true"), 2, "missing"),

@@ -17,7 +17,7 @@ from otel_blackbox._cassette.model import Cassette, terminal_outcome
 if TYPE_CHECKING:
     from otel_blackbox._cassette.evals import AssertionResult
 
-__all__ = ["CONTRACT_SUFFIX", "ContractCheck", "contract_beside", "find_contract"]
+__all__ = ["CONTRACT_SUFFIX", "ContractCheck", "contract_beside", "find_contract", "results_json"]
 
 CONTRACT_SUFFIX = ".contract.json"
 
@@ -54,11 +54,16 @@ class ContractCheck:
             "name": self.contract.get("name"),
             "childCompleted": self.child_completed,
             "passed": self.passed,
-            "assertions": [
-                {"kind": r.kind, "description": r.description, "passed": r.passed, "detail": r.detail}
-                for r in self.results
-            ],
+            "assertions": results_json(self.results),
         }
+
+
+def results_json(results: list[AssertionResult]) -> list[dict[str, Any]]:
+    """Assertion results in the JSON answers (``diff --json``, ``eval run-all --json``)."""
+    return [
+        {"kind": r.kind, "description": r.description, "passed": r.passed, "detail": r.detail}
+        for r in results
+    ]
 
 
 def find_contract(incident: Path, given: Path | None) -> ContractCheck | None:

@@ -40,7 +40,7 @@ from otel_blackbox._wire.protocol import Provider
 from otel_blackbox._wire.registry import PROVIDERS
 from otel_blackbox.errors import BlackboxError, ReplayDivergence, ResultKept
 
-__all__ = ["BuiltInRerun", "BuiltInRerunSession", "replay_built_in", "rerun_built_in"]
+__all__ = ["BuiltInRerun", "BuiltInRerunSession", "prepare_rerun", "replay_built_in", "rerun_built_in"]
 
 MIN_TURNS = 10
 
@@ -100,11 +100,10 @@ def translation(api: str) -> Provider:
     return next(p for p in PROVIDERS if p.name == api)
 
 
-def rerun_built_in(
-    incident_path: Path, plan: BuiltInRerun, progress: Callable[[JsonObject], None] | None = None
-) -> int:
-    """Rerun the incident with the built-in agent; 0 when the child completed, else 1. ``progress``
-    hears each model call and tool answer as it happens (``loop.drive``'s events)."""
+def prepare_rerun(incident_path: Path, plan: BuiltInRerun) -> tuple[Cassette, Incident, str, str]:
+    """The incident read and the plan checked against it (its stubs, the API, the model, the budget's
+    price), with the API and model chosen: every setup error but the client's (an SDK, a key, the
+    base URL), so that a caller with many incidents can check them all before the first call."""
     cassette = load_cassette(incident_path)
     incident = read_incident(cassette, str(incident_path))
     offered = incident.offered_tools()
@@ -118,12 +117,20 @@ def rerun_built_in(
     model = plan.model or incident.model
     if not model:
         raise BlackboxError(f"{incident_path}: the incident names no model: give --model")
-    budget = None
     if plan.max_cost is not None:
         refused = unpriced(model, api)
         if refused is not None:  # before any call: a setup error, exit 2
             raise BlackboxError(f"--max-cost: {refused}")
-        budget = Budget(plan.max_cost)
+    return cassette, incident, api, model
+
+
+def rerun_built_in(
+    incident_path: Path, plan: BuiltInRerun, progress: Callable[[JsonObject], None] | None = None
+) -> int:
+    """Rerun the incident with the built-in agent; 0 when the child completed, else 1. ``progress``
+    hears each model call and tool answer as it happens (``loop.drive``'s events)."""
+    cassette, incident, api, model = prepare_rerun(incident_path, plan)
+    budget = Budget(plan.max_cost) if plan.max_cost is not None else None
     stream = plan.stream if plan.stream is not None else bool(incident.stream)
     max_turns = plan.max_turns or max(MIN_TURNS, 2 * len(incident.model_inputs))
     client = make_client(api, base_url=plan.base_url)
