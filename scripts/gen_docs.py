@@ -75,6 +75,13 @@ OTHER_VARIABLES: tuple[tuple[str, str, str, str], ...] = (
         "(a variable keeps it out of `ps`)",
     ),
     (
+        "OTEL_BLACKBOX_UI_TOKEN",
+        "`otel-blackbox ui`",
+        "none",
+        "the token of `--token`, needed beyond 127.0.0.1: open `/?token=TOKEN` once (a cookie keeps it) "
+        "or send `Authorization: Bearer TOKEN` (a variable keeps it out of `ps`)",
+    ),
+    (
         "OTEL_BLACKBOX_DEBUG",
         "`otel-blackbox`",
         "unset",

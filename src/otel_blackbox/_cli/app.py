@@ -65,7 +65,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "report",
         "One trace (a unique id prefix, from --db), a run or a session, or one cassette, as one HTML page.",
     ),
-    "ui": ("ui", "A local web viewer: recent traces with filters, each trace's report, refreshed live."),
+    "ui": (
+        "ui",
+        "The workbench: runs, a run's timeline opened on its failing span, a rerun from the page, "
+        "its verdict and diff, contracts saved and run all.",
+    ),
     "cassette": ("cassettes", "Turn a recorded trace (even a failed or killed one) into a v2 cassette."),
     "inspect": ("cassettes", "The steps of a cassette as a readable timeline."),
     "verify": (

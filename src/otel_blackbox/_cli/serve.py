@@ -7,10 +7,8 @@ the command: nothing of them loads for the other commands.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import signal
-import socket
 import sys
 import threading
 from typing import Any
@@ -19,6 +17,7 @@ import click
 
 from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import db_path
+from otel_blackbox._cli.listen import check_host, check_token, is_loopback
 
 __all__: list[str] = []
 
@@ -31,38 +30,6 @@ class _UsageExit(click.ClickException):
     exit_code = 2
 
 
-def _host(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    value = value.strip()
-    if value.startswith("[") and value.endswith("]"):
-        value = value[1:-1]  # [::1] as in a URL
-    if any(c.isspace() or not c.isprintable() for c in value) or "/" in value:
-        raise click.BadParameter(f"not a host name or address: {value!r}", ctx, param)
-    return value
-
-
-def _token(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is None:
-        return None
-    if not value or not value.isascii() or any(c.isspace() or not c.isprintable() for c in value):
-        raise click.BadParameter("the token must be non-empty printable ASCII without spaces", ctx, param)
-    return value
-
-
-def _is_loopback(host: str) -> bool:
-    """127.0.0.0/8, ::1, or a name (localhost) that resolves to loopback addresses only."""
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        pass
-    if not host:
-        return False  # every interface
-    try:
-        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except OSError:
-        return False
-    return bool(infos) and all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
-
-
 def _url(host: str, port: int) -> str:
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}/v1/traces"
@@ -73,7 +40,7 @@ def _url(host: str, port: int) -> str:
     "--host",
     default=DEFAULT_HOST,
     show_default=True,
-    callback=_host,
+    callback=check_host,
     help="The address to listen on. Any but a loopback address needs --token.",
 )
 @click.option(
@@ -87,7 +54,7 @@ def _url(host: str, port: int) -> str:
     "--token",
     envvar="OTEL_BLACKBOX_SERVE_TOKEN",
     metavar="TOKEN",
-    callback=_token,
+    callback=check_token,
     help="Require 'Authorization: Bearer TOKEN' on every request (env OTEL_BLACKBOX_SERVE_TOKEN, which "
     "keeps it out of ps).",
 )
@@ -120,7 +87,7 @@ def serve(
       OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 python agent.py
       OTEL_BLACKBOX_SERVE_TOKEN=s3cret otel-blackbox --db fleet.db serve --host 0.0.0.0
     """
-    if token is None and not _is_loopback(host):
+    if token is None and not is_loopback(host):
         raise _UsageExit(
             f"--host {host or '(all interfaces)'}: listening beyond this machine needs --token "
             "(or OTEL_BLACKBOX_SERVE_TOKEN)"

@@ -1,15 +1,17 @@
-"""The ui command: a local, read-only web viewer over the span database."""
+"""The ui command: the workbench, a local web page over the span database and the incident path."""
 
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 import click
 
 from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import db_path
+from otel_blackbox._cli.listen import check_host, check_token
 from otel_blackbox._store.connection import connect_reader
-from otel_blackbox._web.server import LOCAL_HOST, make_server
+from otel_blackbox._web.guard import LOCAL_HOST
 
 __all__: list[str] = []
 
@@ -26,32 +28,82 @@ class _UsageExit(click.ClickException):
     "--host",
     default=LOCAL_HOST,
     show_default=True,
-    help=f"The address to bind: {LOCAL_HOST} or localhost (the viewer is local-only).",
+    callback=check_host,
+    help=f"The address to bind: {LOCAL_HOST} (or localhost); any other needs --token.",
+)
+@click.option(
+    "--token",
+    envvar="OTEL_BLACKBOX_UI_TOKEN",
+    metavar="TOKEN",
+    callback=check_token,
+    help="Beyond 127.0.0.1: the access token (open /?token=TOKEN once, or send 'Authorization: Bearer "
+    "TOKEN'; env OTEL_BLACKBOX_UI_TOKEN keeps it out of ps).",
+)
+@click.option("--read-only", is_flag=True, help="Show everything, refuse every action (403): a demo mode.")
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Where reruns, job records and saved contracts go (default: DB.workbench/ beside the database).",
 )
 @click.option("--verbose", "-v", is_flag=True, help="Log each request to stderr.")
 @click.pass_context
-def ui(ctx: click.Context, port: int, host: str, verbose: bool) -> None:
-    """A local web viewer: recent traces with filters, each trace's report, refreshed live.
+def ui(
+    ctx: click.Context,
+    port: int,
+    host: str,
+    token: str | None,
+    read_only: bool,
+    workdir: Path | None,
+    verbose: bool,
+) -> None:
+    """The workbench: runs, a run's timeline opened on its failing span, a rerun from the page,
+    its verdict and diff, contracts saved and run all.
 
-    It listens on 127.0.0.1 only, answers only GET and opens the database read-only for each
-    request, so traces a running agent writes appear without a restart.
+    Runs and traces are listed with their status; a run's page is its report with the failing span
+    selected and, on a failed run, a rerun form: provider (those whose SDK is installed and whose key
+    or base URL this process has in its environment), model, cost limit, a stub for each tool the
+    incident has no result for. The rerun (the built-in agent, every tool answered from the
+    recording, never run) is a background job with its progress, cancellable; its child cassette,
+    verdict and diff follow, and a good child gives a contract to save. Saved contracts (in
+    DB.workbench/contracts, usable by `eval run-all`) run all from the contracts page.
+
+    The database is only read. Listening on 127.0.0.1, the workbench answers pages whose Host is
+    the loopback; any other address needs --token. Every action is a POST carrying this launch's
+    token from the page, refused (403) from another origin; --read-only refuses them all.
 
     \b
     Example:
       otel-blackbox ui
-      otel-blackbox --db run.db ui --port 9000
+      otel-blackbox --db demo.db ui --read-only
+      OTEL_BLACKBOX_UI_TOKEN=s3cret otel-blackbox ui --host 0.0.0.0 --port 9000
     """
-    if host.strip().lower() not in (LOCAL_HOST, "localhost"):
-        raise _UsageExit(f"--host {host}: the viewer is local-only: give {LOCAL_HOST} or localhost")
-    host = LOCAL_HOST  # localhost may also name ::1, which this IPv4 server does not bind
+    local = host.lower() in (LOCAL_HOST, "localhost")
+    if not local and token is None:
+        where = host or "(all interfaces)"
+        raise _UsageExit(
+            f"--host {where}: the workbench beyond {LOCAL_HOST} needs --token (or OTEL_BLACKBOX_UI_TOKEN)"
+        )
+    if local:
+        host = LOCAL_HOST  # localhost may also name ::1, which this IPv4 server does not bind
+    from otel_blackbox._web.server import make_server  # the workbench: when it runs, not for --help
+
     path = db_path(ctx)
     connect_reader(path).close()  # a missing or non-SQLite file: one line, exit 2, before serving
     try:
-        server = make_server(path, host=host, port=port, verbose=verbose)
+        server = make_server(path, host=host, port=port, verbose=verbose, read_only=read_only,
+                             token=None if local else token, workdir=workdir)  # fmt: skip
     except OSError as exc:
-        raise _UsageExit(f"cannot listen on {LOCAL_HOST}:{port}: {exc.strerror or exc}") from None
+        raise _UsageExit(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     with server:
-        url = f"http://{LOCAL_HOST}:{server.server_address[1]}"
-        click.echo(f"otel-blackbox viewer on {url} (database {path}) — Ctrl-C to stop", err=True)
+        shown = f"[{host}]" if ":" in host else host
+        url = f"http://{shown}:{server.server_address[1]}"
+        mode = ", read-only" if read_only else ""
+        click.echo(
+            f"otel-blackbox workbench on {url} (database {path}, files in {server.workspace.root}{mode})"
+            " — Ctrl-C to stop",
+            err=True,
+        )
         with contextlib.suppress(KeyboardInterrupt):
             server.serve_forever()
+        server.board.stop_all()

@@ -383,9 +383,12 @@ def trace_report(
     spans: list[SpanRecord],
     last_seen_ns: int,
     span_done: Callable[[int], None] = lambda _n: None,
+    *,
+    select_failure: bool = False,
 ) -> str:
-    """The trace page: header, waterfall, span tree, details, search, errors-only, arrow keys."""
-    return _page(trace_data(summary, spans, last_seen_ns, span_done))
+    """The trace page: header, waterfall, span tree, details, search, errors-only, arrow keys;
+    opened on the span where it failed with ``select_failure`` (else on the first span)."""
+    return _page({**trace_data(summary, spans, last_seen_ns, span_done), "selectFailure": select_failure})
 
 
 def group_report(
@@ -393,9 +396,11 @@ def group_report(
     spans: list[SpanRecord],
     last_seen_by_trace: dict[str, int],
     span_done: Callable[[int], None] = lambda _n: None,
+    *,
+    select_failure: bool = False,
 ) -> str:
     """The page of a run or a session: every trace's spans on one time axis, the same views."""
-    return _page(group_data(group, spans, last_seen_by_trace, span_done))
+    return _page({**group_data(group, spans, last_seen_by_trace, span_done), "selectFailure": select_failure})
 
 
 def cassette_report(cassette: Cassette) -> str:

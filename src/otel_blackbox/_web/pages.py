@@ -92,7 +92,10 @@ def list_page(
     flt: TraceFilter,
     db: Path,
     costs: dict[str, Cost] | None = None,
+    *,
+    top: str = "",
 ) -> str:
+    """The front page: ``top`` (the workbench's runs, already HTML), then the traces, refreshed live."""
     e = html.escape
     rows: list[str] = []
     for t in traces:
@@ -128,7 +131,8 @@ def list_page(
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         "<title>otel-blackbox</title>"
         f"<style>{_CSS}</style></head><body>"
-        f'<h1>otel-blackbox traces <span class="mono">{e(str(db))}</span></h1>{form}'
+        '<nav><a href="/">runs</a> <a href="/contracts">contracts</a></nav>'
+        f'<h1>otel-blackbox <span class="mono">{e(str(db))}</span></h1>{top}{form}'
         f'<table><thead><tr>{head}</tr></thead><tbody id="rows">{"".join(rows)}</tbody></table>'
         f"<script>{_JS % (len(_COLUMNS), REFRESH_SECONDS * 1000)}</script></body></html>"
     )

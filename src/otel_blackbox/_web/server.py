@@ -1,36 +1,102 @@
-"""A local, read-only web viewer over the span database: ``otel-blackbox ui``.
+"""The workbench over the span database: ``otel-blackbox ui``.
 
-Standard library only (``http.server``). It binds to 127.0.0.1 and nothing else, answers only GET,
-and opens the database read-only (``mode=ro``) for each request, so traces a running agent writes
-appear without a restart and the viewer can never change the file.
+Standard library only (``http.server``). It opens the database read-only (``mode=ro``) for each
+request, so traces a running agent writes appear without a restart and the workbench never changes
+the file; what it makes (incidents, children, contracts, job records) goes to its workspace
+(``workspace.py``). Who may read and who may act: ``guard.py``.
 
-Routes: ``/`` the trace list (filters as query parameters), ``/api/traces`` the same list as JSON,
-``/trace/<id>`` one trace's HTML report (a unique id prefix is enough).
+GET: ``/`` runs and traces (filters as query parameters), ``/api/traces`` the traces as JSON,
+``/run/<id>`` and ``/trace/<id>`` the report opened on where it failed, with the rerun form (a unique
+id prefix is enough), ``/job/<id>`` a job (``/child``, ``/incident``: its cassettes; ``/contract``:
+the contract its child holds), ``/api/job/<id>`` its progress, ``/contracts`` the saved contracts.
+POST (the actions): ``/rerun``, ``/job/<id>/cancel``, ``/contracts/save``, ``/contracts/run-all``.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import socket
 import sqlite3
 import sys
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
+from otel_blackbox._cassette.diff.contract import CONTRACT_SUFFIX
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.suite import load_suite
 from otel_blackbox._cost import llm_calls
-from otel_blackbox._render.html_report import trace_report
-from otel_blackbox._store import queries
+from otel_blackbox._playback.agent.sdk import available_apis
+from otel_blackbox._render.html_report import SpanGroup, cassette_report, group_report, trace_report
+from otel_blackbox._store import queries, runs
 from otel_blackbox._store.connection import connect_reader, describe_sqlite_error
+from otel_blackbox._web.actions import (
+    BadForm,
+    child_contract,
+    job_verdict,
+    read_rerun_form,
+    save_contract,
+    start_rerun,
+    start_run_all,
+)
 from otel_blackbox._web.filters import BadRequest, parse_filter
+from otel_blackbox._web.guard import ACCESS_COOKIE, LOCAL_HOST, Guard, Refused
+from otel_blackbox._web.jobs import Job, JobBoard
 from otel_blackbox._web.pages import list_page, message_page, row_cells, summary_json
 from otel_blackbox._web.trace_list import find_traces
-from otel_blackbox.errors import AmbiguousTraceId, ConfigError, StoreError, TraceNotFound
+from otel_blackbox._web.workbench_pages import (
+    BAR_CSS,
+    contract_page,
+    contracts_page,
+    event_line,
+    job_page,
+    rerun_panel,
+    runs_section,
+)
+from otel_blackbox._web.workspace import Workspace, incident_of, stub_fields, target_spans
+from otel_blackbox.errors import (
+    AmbiguousRunId,
+    AmbiguousTraceId,
+    BlackboxError,
+    CassetteError,
+    ConfigError,
+    RunNotFound,
+    StoreError,
+    TraceNotFound,
+)
 
 __all__ = ["LOCAL_HOST", "ViewerServer", "make_server"]
 
-LOCAL_HOST = "127.0.0.1"
+MAX_FORM_BYTES = 1 << 20
+ACTIONS = frozenset({"/rerun", "/contracts/save", "/contracts/run-all"})
+_JOB_PAGE = re.compile(r"/job/(?P<id>[\w-]+)(?:/(?P<what>child|incident|contract))?")
+_JOB_API = re.compile(r"/api/job/(?P<id>[\w-]+)")
+_JOB_CANCEL = re.compile(r"/job/(?P<id>[\w-]+)/cancel")
+
+
+class _NotFound(Exception):
+    """A page or a job that is not there: 404."""
+
+
+class _TooLarge(Exception):
+    """A form larger than MAX_FORM_BYTES: 413."""
+
+
+def _last(fields: dict[str, list[str]], name: str) -> str | None:
+    values = fields.get(name)
+    return values[-1] if values else None
+
+
+def _contract_name(job: Job) -> str:
+    """A default name for a job's contract: its target, shortened."""
+    if job.target is None:
+        return f"contract-{job.id}"
+    return f"{job.target.kind}-{job.target.id[:12]}"
+
 
 _SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -43,10 +109,27 @@ _SECURITY_HEADERS = {
 class ViewerServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, db_path: Path, port: int, *, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        db_path: Path,
+        address: tuple[str, int],
+        *,
+        guard: Guard,
+        workspace: Workspace,
+        verbose: bool = False,
+    ) -> None:
         self.db_path = db_path
         self.verbose = verbose
-        super().__init__((LOCAL_HOST, port), ViewerHandler)
+        self.guard = guard
+        self.workspace = workspace
+        self.board = JobBoard(workspace)
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(address, ViewerHandler)
+
+    def server_close(self) -> None:
+        self.board.stop_all()
+        super().server_close()
 
 
 class ViewerHandler(BaseHTTPRequestHandler):
@@ -57,12 +140,18 @@ class ViewerHandler(BaseHTTPRequestHandler):
         if self.server.verbose:
             sys.stderr.write(f"{self.address_string()} - {format % args}\n")
 
-    def _send(self, status: HTTPStatus, body: str, content_type: str = "text/html; charset=utf-8") -> None:
+    def _send(
+        self,
+        status: HTTPStatus,
+        body: str,
+        content_type: str = "text/html; charset=utf-8",
+        headers: dict[str, str] | None = None,
+    ) -> None:
         data = body.encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
-        for key, value in _SECURITY_HEADERS.items():
+        for key, value in {**_SECURITY_HEADERS, **(headers or {})}.items():
             self.send_header(key, value)
         if status == HTTPStatus.METHOD_NOT_ALLOWED:
             self.send_header("Allow", "GET")
@@ -70,85 +159,233 @@ class ViewerHandler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
 
+    def _redirect(self, location: str, headers: dict[str, str] | None = None) -> None:
+        self._send(HTTPStatus.SEE_OTHER, "", headers={"Location": location, **(headers or {})})
+
     def _error(self, status: HTTPStatus, message: str, *, as_json: bool = False) -> None:
         if as_json:
             self._send(status, json.dumps({"error": message}), "application/json")
         else:
             self._send(status, message_page(status, message))
 
-    def _host_ok(self) -> bool:
-        # Refuse a Host other than the loopback one: a web page cannot reach the viewer by DNS rebinding.
-        host = (self.headers.get("Host") or "").strip().lower()
-        name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]", 1)[0] + "]"
-        return name in {LOCAL_HOST, "localhost"}
-
     def do_GET(self) -> None:
         url = urlsplit(self.path)
-        as_json = url.path.startswith("/api/")
-        if not self._host_ok():
-            self._error(HTTPStatus.FORBIDDEN, "the viewer answers only on 127.0.0.1", as_json=as_json)
+        self._answer(url.path, lambda: self._get(url.path, url.query), as_json=url.path.startswith("/api/"))
+
+    do_HEAD = do_GET
+
+    def do_POST(self) -> None:
+        path = urlsplit(self.path).path
+        if path not in ACTIONS and not _JOB_CANCEL.fullmatch(path):
+            self._refuse()
             return
+        self._answer(path, lambda: self._post(path), as_json=False)
+
+    def _refuse(self) -> None:
+        self.close_connection = True  # the body (if any) is never read
+        self._error(
+            HTTPStatus.METHOD_NOT_ALLOWED, "only GET is allowed here (actions are POSTs to their own paths)"
+        )
+
+    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse
+
+    def _answer(self, path: str, respond: Callable[[], None], *, as_json: bool) -> None:
+        """Run ``respond`` with every failure made one clear answer, never a traceback."""
         try:
-            if url.path in ("/", "/index.html"):
-                flt = parse_filter(url.query)
-                with self._reader() as conn:
-                    traces = find_traces(conn, flt)
-                    costs = llm_calls.trace_costs(conn, [t.trace_id for t in traces])
-                self._send(HTTPStatus.OK, list_page(traces, flt, self.server.db_path, costs))
-            elif url.path == "/favicon.ico":  # every browser asks; a 404 is an error in its console
-                self._send(HTTPStatus.NO_CONTENT, "", "image/x-icon")
-            elif url.path == "/api/traces":
-                flt = parse_filter(url.query)
-                with self._reader() as conn:
-                    traces = find_traces(conn, flt)
-                    costs = llm_calls.trace_costs(conn, [t.trace_id for t in traces])
-                payload = {
-                    "traces": [
-                        {**summary_json(t, costs[t.trace_id]), "cells": row_cells(t, costs[t.trace_id])}
-                        for t in traces
-                    ]
-                }
-                self._send(HTTPStatus.OK, json.dumps(payload, default=str), "application/json")
-            elif url.path.startswith("/trace/"):
-                self._send(HTTPStatus.OK, self._report(unquote(url.path[len("/trace/") :])))
-            else:
-                self._error(HTTPStatus.NOT_FOUND, f"no such page: {url.path}", as_json=as_json)
-        except BadRequest as exc:
+            query = parse_qs(urlsplit(self.path).query)
+            given = _last(query, "token") if self.command == "GET" and path == "/" else None
+            self.server.guard.check_read(self.headers, given)
+            if given is not None:  # the access token, once: kept in a cookie, out of the address bar
+                cookie = f"{ACCESS_COOKIE}={given}; HttpOnly; SameSite=Strict; Path=/"
+                self._redirect("/", {"Set-Cookie": cookie})
+                return
+            respond()
+        except Refused as exc:
+            self.close_connection = True
+            self._error(HTTPStatus.FORBIDDEN, str(exc), as_json=as_json)
+        except (BadRequest, BadForm, CassetteError, AmbiguousTraceId, AmbiguousRunId) as exc:
             self._error(HTTPStatus.BAD_REQUEST, str(exc), as_json=as_json)
-        except TraceNotFound as exc:
+        except _TooLarge as exc:
+            self.close_connection = True
+            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, str(exc), as_json=as_json)
+        except (TraceNotFound, RunNotFound, _NotFound) as exc:
             self._error(HTTPStatus.NOT_FOUND, str(exc), as_json=as_json)
-        except AmbiguousTraceId as exc:
-            self._error(HTTPStatus.BAD_REQUEST, str(exc), as_json=as_json)
         except StoreError as exc:
             self._error(HTTPStatus.SERVICE_UNAVAILABLE, str(exc), as_json=as_json)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the browser went away before the answer: nothing to tell anyone
+        except OSError as exc:
+            if isinstance(exc, (BrokenPipeError, ConnectionResetError)):
+                return  # the browser went away before the answer: nothing to tell anyone
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"the workbench could not write its files: {exc}")
         except Exception as exc:  # a bug: still an answer, and one log line rather than a traceback
             reason = f"{type(exc).__name__}: {exc}"
             sys.stderr.write(f"otel-blackbox viewer: internal error on {self.path!r}: {reason}\n")
             self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error", as_json=as_json)
 
-    do_HEAD = do_GET
+    # -- GET -----------------------------------------------------------------------------------------
 
-    def _refuse(self) -> None:
-        self.close_connection = True  # the body (if any) is never read
-        self._error(HTTPStatus.METHOD_NOT_ALLOWED, "the viewer is read-only: only GET is allowed")
+    def _get(self, path: str, query: str) -> None:
+        server = self.server
+        if path in ("/", "/index.html"):
+            flt = parse_filter(query)
+            with self._reader() as conn:
+                traces = find_traces(conn, flt)
+                costs = llm_calls.trace_costs(conn, [t.trace_id for t in traces])
+                found = runs.recent_runs(conn, limit=flt.limit)
+                run_costs = llm_calls.run_costs(conn, found)
+            top = runs_section(found, run_costs)
+            self._send(HTTPStatus.OK, list_page(traces, flt, server.db_path, costs, top=top))
+        elif path == "/favicon.ico":  # every browser asks; a 404 is an error in its console
+            self._send(HTTPStatus.NO_CONTENT, "", "image/x-icon")
+        elif path == "/api/traces":
+            flt = parse_filter(query)
+            with self._reader() as conn:
+                traces = find_traces(conn, flt)
+                costs = llm_calls.trace_costs(conn, [t.trace_id for t in traces])
+            payload = {
+                "traces": [
+                    {**summary_json(t, costs[t.trace_id]), "cells": row_cells(t, costs[t.trace_id])}
+                    for t in traces
+                ]
+            }
+            self._send(HTTPStatus.OK, json.dumps(payload, default=str), "application/json")
+        elif path.startswith(("/trace/", "/run/")):
+            kind, _, ident = path[1:].partition("/")
+            self._send(HTTPStatus.OK, self._target_page(kind, unquote(ident)))
+        elif path == "/contracts":
+            self._send(HTTPStatus.OK, self._contracts_page())
+        elif match := _JOB_PAGE.fullmatch(path):
+            self._job_get(self._job(match["id"]), match["what"])
+        elif match := _JOB_API.fullmatch(path):
+            job = self._job(match["id"])
+            record = job.record()
+            lines = [event_line(ev) for ev in record["events"] if ev.get("event") != "end"]
+            progress = {"state": record["state"], "seconds": record["seconds"], "lines": lines}
+            self._send(HTTPStatus.OK, json.dumps(progress), "application/json")
+        else:
+            raise _NotFound(f"no such page: {path}")
 
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse
+    def _job(self, job_id: str) -> Job:
+        job = self.server.board.get(job_id)
+        if job is None:
+            raise _NotFound(f"no job {job_id!r} in this workbench (jobs live as long as ui runs; records in "
+                            f"{self.server.workspace.jobs})")  # fmt: skip
+        return job
+
+    def _job_get(self, job: Job, what: str | None) -> None:
+        guard = self.server.guard
+        if what is None:
+            report, completed = job_verdict(job)
+            page = job_page(job, report, token=guard.action_token, read_only=guard.read_only,
+                            child_completed=completed)  # fmt: skip
+            self._send(HTTPStatus.OK, page)
+        elif what in ("child", "incident"):
+            path = job.child if what == "child" else job.incident
+            if path is None or not path.is_file():
+                raise _NotFound(f"job {job.id} has no {what} cassette")
+            self._send(HTTPStatus.OK, cassette_report(load_cassette(path)))
+        else:  # contract
+            _, descriptions = child_contract(job)
+            name = _contract_name(job)
+            page = contract_page(job, descriptions, name, self.server.workspace.contracts,
+                                 token=guard.action_token, read_only=guard.read_only)  # fmt: skip
+            self._send(HTTPStatus.OK, page)
+
+    def _target_page(self, kind: str, ident: str) -> str:
+        """A run's or a trace's report, opened on where it failed, under the workbench's bar."""
+        with self._reader() as conn:
+            target, spans = target_spans(conn, kind, ident)
+            if kind == "run":
+                summary = runs.run_summary(conn, target.id)
+                status = summary.status
+                last_seen = runs.last_seen_by_traces(conn, spans)
+                page = group_report(
+                    SpanGroup("run", target.id, spans[0].pid), spans, last_seen, select_failure=True
+                )
+            else:
+                (trace,) = queries.summarize(conn, [target.id])
+                status = trace.status
+                seen = queries.last_seen_by_trace(conn, target.id).get(target.id, trace.end_ns)
+                page = trace_report(trace, spans, seen, select_failure=True)
+        guard = self.server.guard
+        jobs = [j for j in self.server.board.all() if j.target == target]
+        try:
+            incident = incident_of(spans, target)
+        except BlackboxError as exc:  # spans no built-in agent can follow (no model call): nothing to rerun
+            panel = rerun_panel(target, status, [], [], api=None, model=None, token=guard.action_token,
+                                read_only=guard.read_only, jobs=jobs, program=False,
+                                unusable=str(exc))  # fmt: skip
+        else:
+            apis = available_apis()
+            api = incident.api if incident.api in apis else (apis[0] if apis else None)
+            panel = rerun_panel(target, status, stub_fields(incident), apis, api=api, model=incident.model,
+                                token=guard.action_token, read_only=guard.read_only, jobs=jobs,
+                                program=False)  # fmt: skip
+        head, _, rest = page.partition("</head>")
+        rest, body, after = rest.partition("<body>")
+        return f"{head}<style>{BAR_CSS}</style></head>{rest}{body}{panel}{after}"
+
+    def _contracts_page(self, problem: str | None = None) -> str:
+        workspace, guard = self.server.workspace, self.server.guard
+        entries = []
+        if workspace.contracts.is_dir() and any(workspace.contracts.glob(f"*{CONTRACT_SUFFIX}")):
+            try:
+                entries = load_suite(workspace.contracts)
+            except BlackboxError as exc:
+                problem = str(exc)
+        runs_all = [j for j in self.server.board.all() if j.kind == "run-all"]
+        return contracts_page(entries, workspace.contracts, available_apis(), token=guard.action_token,
+                              read_only=guard.read_only, last_run=runs_all[-1] if runs_all else None,
+                              problem=problem)  # fmt: skip
+
+    # -- POST ----------------------------------------------------------------------------------------
+
+    def _form(self) -> dict[str, list[str]]:
+        length = self.headers.get("Content-Length")
+        try:
+            size = int(length or "0")
+        except ValueError:
+            raise BadForm("Content-Length is not a number") from None
+        if size < 0:
+            raise BadForm("Content-Length is not a number")
+        if size > MAX_FORM_BYTES:
+            raise _TooLarge(f"a form of {size} bytes is larger than {MAX_FORM_BYTES}")
+        body = self.rfile.read(size)
+        kind = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if body and kind != "application/x-www-form-urlencoded":
+            raise BadForm(f"a form is sent as application/x-www-form-urlencoded, not {kind or 'nothing'}")
+        try:
+            return parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+        except UnicodeDecodeError:
+            raise BadForm("the form is not UTF-8") from None
+
+    def _post(self, path: str) -> None:
+        form = self._form()
+        self.server.guard.check_action(self.headers, _last(form, "token"))
+        board = self.server.board
+        if path == "/rerun":
+            kind = (form.get("target_kind") or [""])[-1]
+            if kind not in ("run", "trace"):
+                raise BadForm("target_kind: run or trace")
+            with self._reader() as conn:
+                target, spans = target_spans(conn, kind, (form.get("target_id") or [""])[-1].strip())
+            job = start_rerun(board, read_rerun_form(form, target, spans, available_apis()), spans)
+            self._redirect(f"/job/{job.id}")
+        elif path == "/contracts/save":
+            job = self._job((form.get("job") or [""])[-1])
+            save_contract(self.server.workspace, job, form)
+            self._redirect("/contracts")
+        elif path == "/contracts/run-all":
+            job = start_run_all(board, form, available_apis())
+            self._redirect(f"/job/{job.id}")
+        else:
+            match = _JOB_CANCEL.fullmatch(path)
+            assert match is not None
+            job = self._job(match["id"])
+            board.cancel(job)
+            self._redirect(f"/job/{job.id}")
 
     def _reader(self) -> _Reader:
         return _Reader(self.server.db_path)
-
-    def _report(self, trace_id: str) -> str:
-        with self._reader() as conn:
-            full_id = queries.resolve_trace_id(conn, trace_id)
-            spans = queries.trace_spans(conn, full_id)
-            summaries = queries.summarize(conn, [full_id])
-            if not summaries:
-                raise TraceNotFound(f"no trace with id {trace_id!r}")
-            (summary,) = summaries
-            last_seen = queries.last_seen_by_trace(conn, full_id).get(full_id, summary.end_ns)
-        return trace_report(summary, spans, last_seen)
 
 
 class _Reader:
@@ -170,9 +407,21 @@ class _Reader:
 
 
 def make_server(
-    db_path: str | Path, *, host: str = LOCAL_HOST, port: int = 0, verbose: bool = False
+    db_path: str | Path,
+    *,
+    host: str = LOCAL_HOST,
+    port: int = 0,
+    verbose: bool = False,
+    read_only: bool = False,
+    token: str | None = None,
+    workdir: str | Path | None = None,
 ) -> ViewerServer:
-    """A viewer bound to 127.0.0.1:port (0: any free port); ConfigError for any other host."""
-    if host != LOCAL_HOST:
-        raise ConfigError(f"--host {host}: the viewer is local-only and binds to {LOCAL_HOST} only")
-    return ViewerServer(Path(db_path), port, verbose=verbose)
+    """A workbench on host:port (0: any free port): 127.0.0.1, or any other address with ``token``
+    (ConfigError without one). Its files go to ``workdir`` (default: beside the database)."""
+    local = host == LOCAL_HOST
+    if not local and token is None:
+        raise ConfigError(f"--host {host}: the workbench beyond 127.0.0.1 needs --token")
+    db = Path(db_path)
+    workspace = Workspace(Path(workdir)) if workdir is not None else Workspace.beside(db)
+    guard = Guard(local=local, access_token=None if local else token, read_only=read_only)
+    return ViewerServer(db, (host, port), guard=guard, workspace=workspace, verbose=verbose)

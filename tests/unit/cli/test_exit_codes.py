@@ -65,7 +65,7 @@ CASES: list[tuple[str, tuple[str, ...], int, str]] = [
     ("push", ("--endpoint", "not-a-url"), 2, "expected http(s)://host[:port][/path]"),
     ("report", (UNKNOWN_TRACE, "-o", "{out}"), 1, "no trace with id"),
     ("report", ("--run", "aaaa", "-o", "{out}"), 2, "is ambiguous"),
-    ("ui", ("--host", "0.0.0.0"), 2, "local-only"),
+    ("ui", ("--host", "0.0.0.0"), 2, "needs --token"),
     ("cassette", (UNKNOWN_TRACE, "-o", "{out}"), 1, "no trace with id"),
     ("cassette", ("--run", UNKNOWN_RUN, "-o", "{out}"), 1, "no run with id"),
     ("cassette", ("--run", "zzzz", "-o", "{out}"), 2, "not a run id"),

@@ -80,9 +80,9 @@ def _ids(srv: ViewerServer, query: str = "") -> set[str]:
     return {t["trace_id"] for t in _api(srv, query)}
 
 
-def test_binds_to_loopback_only(server: ViewerServer) -> None:
+def test_binds_to_loopback_unless_given_a_token(server: ViewerServer) -> None:
     assert server.server_address[0] == "127.0.0.1"
-    with pytest.raises(ValueError, match="local-only"):
+    with pytest.raises(ValueError, match="beyond 127.0.0.1 needs --token"):
         make_server(Path("unused.db"), host="0.0.0.0")
 
 
@@ -180,9 +180,9 @@ def test_database_untouched(server: ViewerServer, recorder: Recorder, traces: di
 def test_cli_refuses_other_host_and_missing_db(tmp_path: Path) -> None:
     result = run_cli("ui", "--host", "0.0.0.0", db=tmp_path / "x.db")
     assert result.returncode == 2
-    assert len(result.stderr.strip().splitlines()) == 1 and "local-only" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "beyond 127.0.0.1 needs --token" in result.stderr
     result = run_cli("ui", "--host", "example.com", db=tmp_path / "x.db")
-    assert result.returncode == 2 and "local-only" in result.stderr
+    assert result.returncode == 2 and "beyond 127.0.0.1 needs --token" in result.stderr
     result = run_cli("ui", "--port", "0", db=tmp_path / "missing.db")
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1 and "not found" in result.stderr
@@ -198,7 +198,7 @@ def test_cli_takes_localhost_for_the_loopback_address(traces: dict[str, str], re
         try:
             assert viewer.stderr is not None
             line = viewer.stderr.readline()
-            assert "viewer on http://127.0.0.1:" in line, line
+            assert "workbench on http://127.0.0.1:" in line, line
             url = line.split(" on ")[1].split()[0]
             with urllib.request.urlopen(url, timeout=10) as answer:
                 assert answer.status == 200

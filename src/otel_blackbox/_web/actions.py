@@ -1,0 +1,217 @@
+"""What the workbench's forms do, each the same function the CLI calls: a rerun by the built-in agent
+(``rerun``), a contract from a good child (``eval generate``) saved with its incident, every saved
+contract run (``eval run-all``). A form is checked whole before anything starts: a bad field is one
+line (``BadForm``, answered 400) and no job, no file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from otel_blackbox._cassette.diff.report import DiffReport, diff_cassettes
+from otel_blackbox._cassette.evals import generate_contract, run_contract
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import terminal_outcome
+from otel_blackbox._cassette.suite import SuiteEntry, load_suite, save_entry, stubs_of, with_rerun
+from otel_blackbox._types import JsonObject
+from otel_blackbox._web.jobs import Job, JobBoard
+from otel_blackbox._web.workspace import Target, Workspace, incident_of, stub_fields
+from otel_blackbox.errors import BlackboxError
+
+__all__ = [
+    "BadForm",
+    "Form",
+    "RerunForm",
+    "child_contract",
+    "job_verdict",
+    "read_rerun_form",
+    "save_contract",
+    "start_rerun",
+    "start_run_all",
+]
+
+MAX_MODEL_NAME = 200
+_MODEL = re.compile(r"^[\w.:/@+-]+$")  # what a provider's model names are made of
+
+
+class BadForm(Exception):
+    """A form field that cannot be used: 400, with this one line, and nothing started."""
+
+
+Form = Mapping[str, list[str]]
+
+
+def _one(form: Form, name: str, default: str = "") -> str:
+    values = form.get(name) or [default]
+    return values[-1].strip()
+
+
+def _provider(form: Form, apis: list[str]) -> str:
+    provider = _one(form, "provider")
+    if provider not in apis:
+        offered = ", ".join(apis) or "none: start ui with a key or a base URL in its environment"
+        raise BadForm(f"provider {provider or '(none)'!r} is not available here (available: {offered})")
+    return provider
+
+
+def _model(form: Form, *, required: bool) -> str | None:
+    model = _one(form, "model")
+    if not model:
+        if required:
+            raise BadForm("give a model name")
+        return None
+    if len(model) > MAX_MODEL_NAME or not _MODEL.match(model):
+        raise BadForm(f"model {model[:60]!r}: not a model name (letters, digits and . : / @ + - _)")
+    return model
+
+
+def _max_cost(form: Form, model: str | None, api: str) -> Decimal | None:
+    text = _one(form, "max_cost")
+    if not text:
+        return None
+    from otel_blackbox._playback.budget import parse_usd, unpriced  # genai-prices: when a limit is given
+
+    try:
+        amount = parse_usd(text)
+    except ValueError as exc:
+        raise BadForm(f"cost limit: {exc}") from None
+    if model is not None and (refused := unpriced(model, api)) is not None:
+        raise BadForm(f"cost limit: {refused}")
+    return amount
+
+
+@dataclass(frozen=True)
+class RerunForm:
+    target: Target
+    provider: str
+    model: str
+    max_cost: Decimal | None
+    stubs: dict[str, Any]
+
+
+def read_rerun_form(form: Form, target: Target, spans: list[Any], apis: list[str]) -> RerunForm:
+    """The rerun form, checked against the incident (its tools, its model) before anything starts."""
+    if _one(form, "agent", "built-in") != "built-in":
+        raise BadForm(
+            "only the built-in agent reruns from the workbench: start ui with --program for a program"
+        )
+    provider = _provider(form, apis)
+    incident = incident_of(spans, target)
+    model = _model(form, required=False) or incident.model
+    if not model:
+        raise BadForm("the incident names no model: give a model name")
+    offered = {f.tool for f in stub_fields(incident)} | incident.offered_tools()
+    stubs: dict[str, Any] = {}
+    for key, values in form.items():
+        if not key.startswith("stub:"):
+            continue
+        name, text = key.removeprefix("stub:"), values[-1].strip()
+        if not text:
+            continue
+        if name not in offered:
+            raise BadForm(f"stub {name}: the incident never offered a tool of that name")
+        try:
+            stubs[name] = json.loads(text)
+        except ValueError:
+            raise BadForm(f'stub {name}: {text[:60]!r} is not JSON (quote a string: "text")') from None
+    return RerunForm(target, provider, model, _max_cost(form, model, provider), stubs)
+
+
+def start_rerun(board: JobBoard, form: RerunForm, spans: list[Any]) -> Job:
+    """The incident written, then its rerun started as a job; CassetteError (400) when the spans make
+    a cassette no replay could play."""
+    workspace = board.workspace
+    incident, _ = workspace.write_incident(form.target, spans)
+    asked: JsonObject = {
+        "provider": form.provider,
+        "model": form.model,
+        "max_cost": None if form.max_cost is None else str(form.max_cost),
+        "stubs": sorted(form.stubs),
+    }
+    job_id = board.new_id()
+    child = workspace.children / f"{form.target.kind}-{form.target.id[:16]}-{job_id}.json"
+    child.parent.mkdir(parents=True, exist_ok=True)
+    spec: JsonObject = {
+        "incident": str(incident),
+        "child": str(child),
+        "provider": form.provider,
+        "model": form.model,
+        "max_cost": asked["max_cost"],
+        "stubs": form.stubs,
+    }
+    return board.start(job_id, "rerun", asked, spec, target=form.target, incident=incident, child=child)
+
+
+def start_run_all(board: JobBoard, form: Form, apis: list[str]) -> Job:
+    """Every saved contract's incident rerun and its contract checked, as one job."""
+    workspace = board.workspace
+    try:
+        entries = load_suite(workspace.contracts)
+    except BlackboxError as exc:
+        raise BadForm(str(exc)) from None
+    provider = _provider(form, apis)
+    model = _model(form, required=False)
+    max_cost = _max_cost(form, model, provider)
+    asked: JsonObject = {
+        "provider": provider,
+        "model": model,
+        "max_cost": None if max_cost is None else str(max_cost),
+        "contracts": [entry.name for entry in entries],
+    }
+    job_id = board.new_id()
+    spec: JsonObject = {
+        **asked,
+        "folder": str(workspace.contracts),
+        "children": str(workspace.children / job_id),
+    }
+    return board.start(job_id, "run-all", asked, spec)
+
+
+def job_verdict(job: Job) -> tuple[DiffReport | None, bool]:
+    """A finished rerun's diff against its incident, and whether its child completed."""
+    if job.kind != "rerun" or job.state != "done" or job.child is None or job.incident is None:
+        return None, False
+    child = load_cassette(job.child)
+    return diff_cassettes(load_cassette(job.incident), child), terminal_outcome(child).status == "success"
+
+
+def child_contract(job: Job) -> tuple[JsonObject, list[str]]:
+    """The contract a done job's child holds, with each assertion's description."""
+    if job.kind != "rerun" or job.state != "done" or job.child is None:
+        raise BadForm(f"job {job.id} has no finished rerun to derive a contract from")
+    child = load_cassette(job.child)
+    if terminal_outcome(child).status != "success":
+        raise BadForm(f"job {job.id}: its child did not complete: a contract comes from a good run")
+    contract = generate_contract(child)
+    return contract, [r.description for r in run_contract(contract, child)]
+
+
+def save_contract(workspace: Workspace, job: Job, form: Form) -> SuiteEntry:
+    """The kept assertions of the child's contract, saved with the incident (and the stubs, model and
+    provider the child ran with, for run-all)."""
+    contract, _ = child_contract(job)
+    assertions = contract["assertions"]
+    try:
+        keep = sorted({int(v) for v in form.get("keep", [])})
+    except ValueError:
+        raise BadForm("keep: assertion numbers only") from None
+    if not keep:
+        raise BadForm("keep at least one assertion")
+    if keep[-1] >= len(assertions) or keep[0] < 0:
+        raise BadForm(f"keep: this contract has {len(assertions)} assertions, numbered from 0")
+    name = _one(form, "name")
+    assert job.child is not None and job.incident is not None
+    child = load_cassette(job.child)
+    kept = {**contract, "name": name, "assertions": [assertions[i] for i in keep]}
+    kept = with_rerun(
+        kept, stubs=stubs_of(child), model=job.asked.get("model"), provider=job.asked.get("provider")
+    )
+    try:
+        return save_entry(workspace.contracts, name, job.incident, kept)
+    except (ValueError, BlackboxError) as exc:
+        raise BadForm(str(exc)) from None

@@ -1,0 +1,403 @@
+"""The workbench's HTML: the runs on the front page, the rerun form on a run's page, a job's page
+(progress, verdict, diff), a contract to save, and the contracts page. Every value is escaped
+(``html.escape``); the pages' scripts set text only. The ``data-testid`` hooks are a stable
+interface for tests, ours and anyone's (docs/workbench.md lists them).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from otel_blackbox._cassette.diff.report import DiffReport
+from otel_blackbox._cassette.diff.text import format_diff
+from otel_blackbox._cassette.suite import SuiteEntry
+from otel_blackbox._cost.prices import Cost
+from otel_blackbox._render.text import fmt_time
+from otel_blackbox._store.runs import RunSummary
+from otel_blackbox._types import JsonObject
+from otel_blackbox._web.jobs import Job
+from otel_blackbox._web.workspace import StubField, Target
+
+__all__ = [
+    "BAR_CSS",
+    "CSS",
+    "contract_page",
+    "contracts_page",
+    "event_line",
+    "job_page",
+    "rerun_panel",
+    "runs_section",
+    "shell",
+]
+
+e = html.escape
+
+CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;background:#fafafa}
+h1{font-size:1.2em;margin:0 0 .6em}h2{font-size:1.05em;margin:1.2em 0 .4em}
+nav{margin:0 0 1em}nav a{margin-right:1em}
+table{border-collapse:collapse;width:100%;background:#fff}
+th,td{text-align:left;padding:.3em .6em;border-bottom:1px solid #e3e3e3;vertical-align:top}
+th{background:#f0f0f0;font-weight:600}.ok,.pass,.done{color:#1a7f37}
+.error,.fail,.failed{color:#cf222e;font-weight:600}.open,.running{color:#9a6700}
+.mono,pre,textarea{font-family:ui-monospace,monospace;font-size:12px}
+pre{white-space:pre-wrap;background:#f5f5f5;padding:.5em;border-radius:3px}
+form.panel,.panel{background:#fff;border:1px solid #ddd;border-radius:4px;padding:.8em 1em;margin:.6em 0}
+label{display:block;margin:.3em 0}label.inline{display:inline-block;margin-right:1em}
+.hint{color:#666;font-size:12px}.note{color:#777}
+.verdict{font-size:1.1em;font-weight:600;padding:.4em .6em;border-radius:3px;display:inline-block}
+.verdict.good{background:#dafbe1;color:#1a7f37}.verdict.bad{background:#ffebe9;color:#cf222e}
+.verdict.other{background:#fff8c5;color:#6f5400}button{padding:.3em .9em}
+"""
+
+BAR_CSS = """
+#workbench{font:13px/1.4 system-ui,sans-serif;background:#fff;border-bottom:1px solid #ddd;padding:8px 16px}
+#workbench nav a{margin-right:1em}#workbench form{display:flex;flex-wrap:wrap;gap:6px 14px;
+align-items:flex-end;margin:6px 0 0}#workbench label{display:flex;flex-direction:column;font-size:12px}
+#workbench input[type=text]{font:12px ui-monospace,monospace}
+#workbench .hint{color:#666;font-size:11px;max-width:22em}#workbench .note{color:#777}
+"""
+
+GOOD_VERDICTS = {"failure_fixed"}
+BAD_VERDICTS = {"regression", "still_failing"}
+
+
+def shell(title: str, body: str, *, script: str = "") -> str:
+    """A whole page of the workbench: its nav, then ``body`` (HTML already escaped)."""
+    nav = '<nav><a href="/">runs</a><a href="/contracts">contracts</a></nav>'
+    tail = f"<script>{script}</script>" if script else ""
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>'
+        f"<style>{CSS}</style></head><body>{nav}{body}{tail}</body></html>"
+    )
+
+
+def _hidden(token: str, **fields: str) -> str:
+    pairs = {"token": token, **fields}
+    return "".join(f'<input type="hidden" name="{e(k)}" value="{e(v)}">' for k, v in pairs.items())
+
+
+def _provider_select(apis: Sequence[str], chosen: str | None) -> str:
+    if not apis:
+        return (
+            '<label>provider<select name="provider" disabled><option>none</option></select>'
+            '<span class="hint">no provider: start ui with a key or a base URL in its environment '
+            "(OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, GEMINI_API_KEY...)</span></label>"
+        )
+    options = "".join(
+        f'<option value="{e(api)}"{" selected" if api == chosen else ""}>{e(api)}</option>' for api in apis
+    )
+    return f'<label>provider<select name="provider">{options}</select></label>'
+
+
+def _cost_field(value: str = "") -> str:
+    return (
+        f'<label>cost limit (USD)<input type="text" name="max_cost" size="8" value="{e(value)}" '
+        'placeholder="no limit"></label>'
+    )
+
+
+def runs_section(found: list[RunSummary], costs: dict[str, Cost]) -> str:
+    """The front page's runs: one ``run-row`` each (``data-status`` ok / error / open)."""
+    rows = []
+    for run in found:
+        cost = costs.get(run.run_id)
+        roots = ", ".join(run.root_names) + (f" +{run.more_root_names}" if run.more_root_names else "")
+        rows.append(
+            f'<tr data-testid="run-row" data-status="{e(run.status)}" data-run-id="{e(run.run_id)}">'
+            f'<td><a class="mono" href="/run/{e(run.run_id)}">{e(run.run_id[:16])}</a></td>'
+            f'<td class="{e(run.status)}">{e(run.status)}</td><td>{e(fmt_time(run.started_ns))}</td>'
+            f"<td>{run.traces}</td><td>{run.spans}</td><td>{run.error_count}</td>"
+            f"<td>{e('' if cost is None or cost.usd is None else cost.text())}</td><td>{e(roots)}</td></tr>"
+        )
+    if not rows:
+        rows.append('<tr><td colspan="8">no runs recorded yet</td></tr>')
+    head = "".join(
+        f"<th>{h}</th>" for h in ("run", "status", "started", "traces", "spans", "errors", "cost", "roots")
+    )
+    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return f"<h2>Runs</h2>{table}<h2>Traces</h2>"
+
+
+def rerun_panel(
+    target: Target,
+    status: str,
+    fields: list[StubField],
+    apis: Sequence[str],
+    *,
+    api: str | None,
+    model: str | None,
+    token: str,
+    read_only: bool,
+    jobs: list[Job],
+    program: bool,
+    unusable: str | None = None,
+) -> str:
+    """The bar above a run's report: nav, its jobs, and on a failed (or killed) run the rerun form
+    (``unusable``: why the built-in agent cannot follow it, instead)."""
+    parts = ['<section id="workbench"><nav><a href="/">runs</a><a href="/contracts">contracts</a></nav>']
+    if jobs:
+        links = ", ".join(
+            f'<a href="/job/{e(j.id)}" class="{e(j.state)}">{e(j.id)} ({e(j.state)})</a>' for j in jobs
+        )
+        parts.append(f"<div>reruns of this {e(target.kind)}: {links}</div>")
+    if status not in ("error", "open"):
+        parts.append(
+            f'<div class="note">this {e(target.kind)} did not fail: nothing to rerun</div></section>'
+        )
+        return _bar(parts)
+    stubs = []
+    for stub in fields:
+        asked = "" if stub.asked is None else json.dumps(stub.asked, ensure_ascii=False)
+        hint = f"the failing call asked: {asked}" if stub.failed else "never answered in the incident"
+        stubs.append(
+            f'<label>stub:{e(stub.tool)}<input type="text" name="stub:{e(stub.tool)}" size="36" '
+            f'value="{e(asked)}" placeholder="blank: no stub"><span class="hint">{e(hint)}</span></label>'
+        )
+    agent = (
+        '<label>agent<span><input type="radio" name="agent" value="built-in" checked> built-in'
+        f' <input type="radio" name="agent" value="program"{"" if program else " disabled"}> program</span>'
+        + ("" if program else '<span class="hint">start ui with --program CMD to rerun the program</span>')
+        + "</label>"
+    )
+    disabled = " disabled" if read_only or not apis else ""
+    note = '<span class="note">read-only: no rerun</span>' if read_only else ""
+    parts.append(
+        '<form method="post" action="/rerun" data-testid="rerun-form">'
+        + _hidden(token, target_kind=target.kind, target_id=target.id)
+        + _provider_select(apis, api)
+        + f'<label>model<input type="text" name="model" value="{e(model or "")}" size="18"></label>'
+        + _cost_field()
+        + agent
+        + "".join(stubs)
+        + f'<button type="submit" data-testid="rerun-submit"{disabled}>Rerun</button>{note}</form></section>'
+    )
+    return _bar(parts)
+
+
+def _disabled(off: bool) -> str:
+    return " disabled" if off else ""
+
+
+def _bar(parts: list[str]) -> str:
+    return "".join(parts)
+
+
+def event_line(event: JsonObject) -> str:
+    """One event of a job, as its page shows it."""
+    kind = event.get("event")
+    if kind == "model_call":
+        return f"model call {event.get('call')} ({event.get('model')})…"
+    if kind == "model_output":
+        tools = event.get("tools") or []
+        said = (
+            f"calls {', '.join(map(str, tools))}"
+            if tools
+            else f"answers: {str(event.get('text') or '')[:160]}"
+        )
+        return f"model call {event.get('call')} {said}"
+    if kind == "tool_answer":
+        source = "your stub" if event.get("from") == "stub" else "the incident's recording"
+        error = " (an error)" if event.get("error") else ""
+        return f"{event.get('tool')} answered from {source}{error}"
+    if kind == "contract_start":
+        return f"contract {event.get('name')}: rerunning its incident"
+    if kind == "contract_result":
+        return f"contract {event.get('name')}: {'pass' if event.get('passed') else 'fail'}"
+    if kind == "error":
+        return f"could not start: {event.get('message')}"
+    if kind == "end":
+        return f"ended (exit code {event.get('exit')})"
+    return str(kind)
+
+
+def _asked_line(job: Job) -> str:
+    asked = job.asked
+    cost = f", cost limit ${asked['max_cost']}" if asked.get("max_cost") else ""
+    stubs = asked.get("stubs") or []
+    stub = f", stubs: {', '.join(stubs)}" if stubs else ""
+    model = asked.get("model") or "the incident's model"
+    what = f"rerun of {job.target.label}" if job.target is not None else "run of every contract"
+    return f"{what} on {asked.get('provider') or 'the incident’s provider'} (model {model}){cost}{stub}"
+
+
+def _contract_results(events: list[JsonObject]) -> str:
+    rows = []
+    for event in events:
+        if event.get("event") != "contract_result":
+            continue
+        state = "pass" if event.get("passed") else "fail"
+        bad = [a for a in event.get("assertions") or [] if not a.get("passed")]
+        details = "".join(
+            f"<li>✗ {e(str(a.get('description')))}: {e(str(a.get('detail')))}</li>" for a in bad
+        )
+        if event.get("stopped"):
+            details += f"<li>the rerun stopped short: {e(str(event['stopped']))}</li>"
+        total = len(event.get("assertions") or [])
+        rows.append(
+            f'<tr data-testid="contract-result" data-state="{state}" data-name="{e(str(event.get("name")))}">'
+            f'<td>{e(str(event.get("name")))}</td><td class="{state}">{state.upper()}</td>'
+            f"<td>{total - len(bad)}/{total}</td><td><ul>{details}</ul></td></tr>"
+        )
+    if not rows:
+        return ""
+    return (
+        "<h2>Contracts</h2><table><thead><tr><th>contract</th><th>result</th><th>assertions</th>"
+        f"<th>failing</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _verdict(report: DiffReport, job: Job) -> str:
+    outcome = report.outcome
+    tone = "good" if outcome.kind in GOOD_VERDICTS else "bad" if outcome.kind in BAD_VERDICTS else "other"
+    parent_cost = "unpriced" if report.parent_cost is None else report.parent_cost.describe()
+    child_cost = "unpriced" if report.child_cost is None else report.child_cost.describe()
+    divergence = (
+        "none: the child repeats the incident step for step"
+        if report.index is None
+        else f"step {report.index} ({report.shared_prefix} steps shared)"
+    )
+    rows = [
+        (
+            "incident",
+            f"{outcome.parent_status}" + (f": {outcome.parent_result}" if outcome.parent_result else ""),
+        ),
+        ("child", f"{outcome.child_status}" + (f": {outcome.child_result}" if outcome.child_result else "")),
+        ("first divergence", divergence),
+        ("cost", f"child {child_cost} (incident {parent_cost})"),
+    ]
+    table = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in rows)
+    links = f'<a href="/job/{e(job.id)}/child">the child</a> · '
+    links += f'<a href="/job/{e(job.id)}/incident">the incident</a>'
+    if job.target is not None:
+        links += f' · <a href="{e(job.target.path)}">the recorded {e(job.target.kind)}</a>'
+    diff = "\n".join(format_diff(report))
+    return (
+        f'<p><span class="verdict {tone}" data-testid="verdict" data-kind="{e(outcome.kind)}">'
+        f"{e(outcome.verdict)}</span></p><table>{table}</table><p>{links}</p>"
+        f'<h2>Diff</h2><pre data-testid="diff">{e(diff)}</pre>'
+    )
+
+
+def job_page(
+    job: Job, report: DiffReport | None, *, token: str, read_only: bool, child_completed: bool
+) -> str:
+    """A job: what it was asked, its progress as it happens, then its verdict and diff, or why it failed."""
+    record = job.record()
+    lines = "".join(f"<li>{e(event_line(ev))}</li>" for ev in record["events"] if ev.get("event") != "end")
+    parts = [
+        f'<div data-testid="job" data-state="{e(job.state)}" data-job-id="{e(job.id)}">',
+        f"<h1>{e(_asked_line(job))}</h1>",
+        f'<p>job {e(job.id)}: <span class="{e(job.state)}" id="state">{e(job.state)}</span> '
+        f'<span id="seconds">{job.seconds:.1f} s</span></p>',
+        f'<ol id="events">{lines}</ol>',
+    ]
+    if job.state == "running":
+        parts.append(
+            f'<form method="post" action="/job/{e(job.id)}/cancel">{_hidden(token)}'
+            f'<button type="submit" data-testid="cancel"{_disabled(read_only)}>Cancel</button></form>'
+        )
+    if job.state == "failed":
+        parts.append(f'<p class="failed" data-testid="job-error">{e(job.message or "failed")}</p>')
+        if job.child is not None and job.child.is_file():
+            parts.append(
+                f'<p><a href="/job/{e(job.id)}/child">what the rerun recorded before it ended</a></p>'
+            )
+    if report is not None:
+        parts.append(_verdict(report, job))
+        if child_completed:
+            parts.append(
+                f'<p><a data-testid="generate-contract" href="/job/{e(job.id)}/contract">'
+                "Generate contract</a> "
+                '<span class="hint">from this child: the assertions a good run holds</span></p>'
+            )
+    parts.append(_contract_results(record["events"]))
+    if job.log:
+        parts.append(f'<details{" open" if job.state == "failed" else ""}><summary>log</summary>'
+                     f'<pre id="log">{e(chr(10).join(job.log))}</pre></details>')  # fmt: skip
+    parts.append("</div>")
+    script = _POLL % json.dumps(f"/api/job/{job.id}") if job.state == "running" else ""
+    return shell(f"job {job.id}", "".join(parts), script=script)
+
+
+# While a job runs its page asks for its lines; when it ends, the page is drawn again with the verdict.
+_POLL = """
+(function(){var url=%s,list=document.getElementById('events'),secs=document.getElementById('seconds');
+function tick(){fetch(url,{cache:'no-store'}).then(function(r){return r.json();}).then(function(d){
+  if(d.state!=='running'){location.reload();return;}
+  while(list.children.length<d.lines.length){var li=document.createElement('li');
+    li.textContent=d.lines[list.children.length];list.appendChild(li);}
+  secs.textContent=d.seconds.toFixed(1)+' s';setTimeout(tick,250);
+}).catch(function(){setTimeout(tick,1000);});}
+setTimeout(tick,250);})();
+"""
+
+
+def contract_page(
+    job: Job, descriptions: list[str], name: str, folder: Path, *, token: str, read_only: bool
+) -> str:
+    """The contract a good child would hold: each assertion with a box to keep it, and Save."""
+    items = "".join(
+        f'<li data-testid="assertion"><label class="inline">'
+        f'<input type="checkbox" name="keep" value="{i}" checked> {e(text)}</label></li>'
+        for i, text in enumerate(descriptions)
+    )
+    disabled = " disabled" if read_only else ""
+    body = (
+        f"<h1>Contract from job {e(job.id)}</h1>"
+        f'<p class="note">saved in {e(str(folder))} with its incident, for the contracts page and '
+        f"<code>otel-blackbox eval run-all {e(str(folder))}</code></p>"
+        f'<form method="post" action="/contracts/save" class="panel" data-testid="contract">'
+        + _hidden(token, job=job.id)
+        + f'<label>name<input type="text" name="name" value="{e(name)}" size="40"></label>'
+        + f"<ol>{items}</ol>"
+        + f'<button type="submit" data-testid="save-contract"{disabled}>Save contract</button></form>'
+    )
+    return shell(f"contract from job {job.id}", body)
+
+
+def contracts_page(
+    entries: list[SuiteEntry],
+    folder: Path,
+    apis: Sequence[str],
+    *,
+    token: str,
+    read_only: bool,
+    last_run: Job | None,
+    problem: str | None = None,
+) -> str:
+    """Every saved contract with its incident, and Run all (each incident rerun, each contract checked)."""
+    rows = "".join(
+        f'<tr data-testid="saved-contract" data-name="{e(entry.name)}"><td>{e(entry.name)}</td>'
+        f'<td class="mono">{e(entry.incident.name)}</td><td>{len(entry.contract.get("assertions", []))}</td>'
+        f"<td>{e(str((entry.contract.get('rerun') or {}).get('model') or ''))}</td></tr>"
+        for entry in entries
+    )
+    if not rows:
+        rows = '<tr><td colspan="4">no contract saved yet: generate one from a good rerun</td></tr>'
+    disabled = " disabled" if read_only or not apis or not entries else ""
+    body = (
+        f'<h1>Contracts <span class="mono">{e(str(folder))}</span></h1>'
+        + (f'<p class="failed" data-testid="problem">{e(problem)}</p>' if problem else "")
+        + "<table><thead><tr><th>contract</th><th>incident</th><th>assertions</th>"
+        + "<th>its model</th></tr></thead>"
+        + f"<tbody>{rows}</tbody></table>"
+        + '<form method="post" action="/contracts/run-all" class="panel">'
+        + _hidden(token)
+        + _provider_select(apis, None)
+        + '<label>model<input type="text" name="model" size="18" placeholder="each contract\'s own"></label>'
+        + _cost_field()
+        + f'<button type="submit" data-testid="run-all"{disabled}>Run all</button>'
+        + ('<span class="note"> read-only</span>' if read_only else "")
+        + "</form>"
+    )
+    if last_run is not None:
+        state = last_run.state
+        body += (
+            f'<p>last run: <a href="/job/{e(last_run.id)}">{e(last_run.id)}</a> '
+            f'<span class="{e(state)}">{e(state)}</span></p>' + _contract_results(last_run.record()["events"])
+        )
+    return shell("contracts", body)

@@ -1,0 +1,97 @@
+"""A workbench job, run as a process of its own: ``python -m otel_blackbox._web.worker SPEC.json``.
+
+A process rather than a thread of the viewer: the built-in agent's HTTP hook is process-wide (one
+session at a time), a cancel is the SIGINT a rerun already answers (its child written, ending
+``interrupted``), and nothing a job does can take the viewer down. The job calls what the CLI calls
+(``rerun_built_in``, ``run_entry``) and tells the workbench what happens as JSON lines on stdout:
+the rerun's own events (``model_call``, ``model_output``, ``tool_answer``), ``contract_start`` and
+``contract_result`` for a run of all contracts, then ``end`` with the exit code, or ``error`` with
+one line for a rerun that could not start. Its stderr (the rerun's summary) is the job's log.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from otel_blackbox._types import JsonObject
+from otel_blackbox.errors import BlackboxError
+
+__all__ = ["main"]
+
+
+def _emit(event: JsonObject) -> None:
+    sys.stdout.write(json.dumps(event, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def _cost(spec: dict[str, Any]) -> Decimal | None:
+    return None if spec.get("max_cost") is None else Decimal(str(spec["max_cost"]))
+
+
+def _rerun(spec: dict[str, Any]) -> int:
+    from otel_blackbox._playback.agent.run import BuiltInRerun, rerun_built_in
+
+    plan = BuiltInRerun(
+        output=Path(spec["child"]),
+        provider=spec.get("provider"),
+        model=spec.get("model"),
+        stubs=dict(spec.get("stubs") or {}),
+        max_cost=_cost(spec),
+    )
+    return rerun_built_in(Path(spec["incident"]), plan, progress=_emit)
+
+
+def _run_all(spec: dict[str, Any]) -> int:
+    from otel_blackbox._cassette.diff.contract import results_json
+    from otel_blackbox._cassette.suite import load_suite
+    from otel_blackbox._playback.agent.run_all import check_suite, run_entry
+
+    entries = load_suite(Path(spec["folder"]))
+    check_suite(entries, model=spec.get("model"), provider=spec.get("provider"), max_cost=_cost(spec))
+    children = Path(spec["children"])
+    children.mkdir(parents=True, exist_ok=True)
+    failed = 0
+    for entry in entries:
+        _emit({"event": "contract_start", "name": entry.name})
+        result = run_entry(
+            entry,
+            children=children,
+            model=spec.get("model"),
+            provider=spec.get("provider"),
+            max_cost=_cost(spec),
+            progress=_emit,
+        )
+        failed += not result.passed
+        _emit(
+            {
+                "event": "contract_result",
+                "name": entry.name,
+                "passed": result.passed,
+                "child": None if result.child is None else str(result.child),
+                "stopped": result.stopped,
+                "assertions": results_json(result.results),
+            }
+        )
+    return 1 if failed else 0
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    try:
+        code = _rerun(spec) if spec["kind"] == "rerun" else _run_all(spec)
+    except BlackboxError as exc:  # could not start: a setup error, one line
+        _emit({"event": "error", "message": str(exc)})
+        return 2
+    except KeyboardInterrupt:  # cancelled between reruns
+        _emit({"event": "end", "exit": 130})
+        return 130
+    _emit({"event": "end", "exit": code})
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
