@@ -699,3 +699,58 @@ def test_masks_stand_where_the_secrets_were(corpus: Corpus, run: Run) -> None:
     ]
     assert "token=[REDACTED:github-token]&api_key=[REDACTED:custom]" in exchange["request"]["url"]
     assert "token=[REDACTED:github-token]&api_key=[REDACTED:custom]" in exchange["response"]["body"]
+
+
+def test_workbench_pages_and_answers_hold_no_secret(
+    corpus: Corpus, run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ui`: every page and JSON answer, a rerun's job page, its log and its cassettes included, with the
+    provider keys and a base URL holding a password in the workbench's own environment."""
+    from workbench_client import workbench
+
+    password = "wb-" + "".join(random.Random(SEED).choices(ALNUM, k=24))
+    scanner = Scanner.of(corpus)
+    with FakeLLMServer() as llm:
+        monkeypatch.setenv("OPENAI_API_KEY", corpus.openai_key.value)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", corpus.anthropic_key.value)
+        monkeypatch.setenv("OPENAI_BASE_URL", f"http://blackbox:{password}@127.0.0.1:{llm.port}/v1")
+        with workbench(run.db, tmp_path / "wb") as client:
+            pages = {
+                "/": client.get("/"),
+                "/api/traces": client.get("/api/traces"),
+                "/contracts": client.get("/contracts"),
+            }
+            for trace in (run.openai_trace, run.anthropic_trace):
+                pages[f"/trace/{trace}"] = client.get(f"/trace/{trace}")
+            run_ids = re.findall(r'data-run-id="(\w+)"', pages["/"].body)
+            assert run_ids
+            for run_id in run_ids:
+                pages[f"/run/{run_id}"] = client.get(f"/run/{run_id}")
+            form = {"token": client.token(), "target_kind": "trace", "target_id": run.openai_trace,
+                    "provider": "openai-chat", "model": "gpt-4o-mini"}  # fmt: skip
+            job = client.post("/rerun", form)
+            assert job.status == 303, job.body
+            assert client.wait(job.location)["state"] in ("done", "failed")
+            for path in (
+                job.location,
+                f"/api{job.location}",
+                f"{job.location}/child",
+                f"{job.location}/incident",
+            ):
+                pages[path] = client.get(path)
+            (done,) = client.server.board.all()
+            assert done.child is not None and done.child.is_file()
+            records = sorted((tmp_path / "wb").rglob("*.json"))
+    assert all(answer.status == 200 for answer in pages.values()), {p: a.status for p, a in pages.items()}
+    for path, answer in pages.items():
+        if path.startswith("/api/"):
+            scanner.scan_json(f"ui {path}", answer.body)
+        elif path.startswith(("/trace/", "/run/")) or path.endswith(("/child", "/incident")):
+            scanner.scan_html(f"ui {path}", answer.body)  # a report: its embedded data decoded too
+        else:
+            scanner.scan(f"ui {path}", html.unescape(answer.body))
+        assert password not in answer.body, path
+    for record in records:  # the incident, the child, the job's spec and record
+        scanner.scan(f"ui file {record.name}", record.read_bytes())
+        assert password not in record.read_text(), record
+    scanner.assert_clean(f"{TEST}::ui")

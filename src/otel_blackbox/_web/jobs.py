@@ -70,6 +70,7 @@ class Job:
     ended: float | None = None
     cancelled: bool = False
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    follower: threading.Thread | None = field(default=None, repr=False)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -137,7 +138,8 @@ class JobBoard:
                 del self._jobs[old.id]
         log_reader = threading.Thread(target=self._read_log, args=(job, job.proc.stderr), daemon=True)
         log_reader.start()
-        threading.Thread(target=self._follow, args=(job, log_reader), daemon=True).start()
+        job.follower = threading.Thread(target=self._follow, args=(job, log_reader), daemon=True)
+        job.follower.start()
         return job
 
     def cancel(self, job: Job) -> bool:
@@ -162,9 +164,13 @@ class JobBoard:
         return True
 
     def stop_all(self) -> None:
-        """The viewer is closing: every running job is cancelled."""
-        for job in self.all():
+        """The viewer is closing: every running job is cancelled, and each ends (its child written)."""
+        jobs = self.all()
+        for job in jobs:
             self.cancel(job)
+        for job in jobs:
+            if job.follower is not None:
+                job.follower.join(CANCEL_GRACE_S + 5)
 
     # -- the reader threads ---------------------------------------------------------------------------
 
@@ -188,6 +194,9 @@ class JobBoard:
                     job.dropped_events += 1
         code = proc.wait()
         log_reader.join(5)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
         self._conclude(job, code, ended)
         try:
             self.workspace.write_record(job.id, job.record())

@@ -82,7 +82,7 @@ def _ids(srv: ViewerServer, query: str = "") -> set[str]:
 
 def test_binds_to_loopback_unless_given_a_token(server: ViewerServer) -> None:
     assert server.server_address[0] == "127.0.0.1"
-    with pytest.raises(ValueError, match="beyond 127.0.0.1 needs --token"):
+    with pytest.raises(ValueError, match=r"beyond 127\.0\.0\.1 needs --token"):
         make_server(Path("unused.db"), host="0.0.0.0")
 
 

@@ -1,0 +1,287 @@
+"""The workbench's actions over HTTP: who may act, bad input, jobs that fail or are cancelled.
+
+The incident is the demo's refund run (the OpenAI Agents SDK, recorded by the processor) and the
+provider the fake one on 127.0.0.1; every rerun is a real worker process driving the openai SDK.
+The browser walk of the same path is tests/integration/test_workbench_browser.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_llm import FAIL_MODEL, SLOW_MODEL, THOROUGH_MODEL, FakeLLMServer
+from helpers import REFUND_STUB, RefundRun, record_refund_incident
+from workbench_client import Client, workbench
+
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import terminal_outcome
+
+STUB = REFUND_STUB.split("=", 1)[1]
+ACTIONS = ["/rerun", "/contracts/save", "/contracts/run-all", "/job/20261207-000000-abcdef/cancel"]
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def refund(tmp_path_factory: pytest.TempPathFactory, llm: FakeLLMServer) -> RefundRun:
+    return record_refund_incident(tmp_path_factory.mktemp("refund"), llm.openai_base_url)
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch, llm: FakeLLMServer) -> None:
+    """openai reachable (the fake provider), no other provider: what the form offers."""
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "GEMINI_API_KEY",
+                 "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-workbench-not-a-real-key")
+
+
+def rerun_form(client: Client, refund: RefundRun, **fields: Any) -> dict[str, Any]:
+    form = {
+        "token": client.token(f"/run/{refund.run_id}"),
+        "target_kind": "run",
+        "target_id": refund.run_id,
+        "provider": "openai-chat",
+        "model": THOROUGH_MODEL,
+        "max_cost": "",
+        "stub:refund_order": STUB,
+    }
+    return {**form, **fields}
+
+
+def nothing_started(client: Client, workdir: Path) -> None:
+    assert client.server.board.all() == []
+    assert not workdir.exists() or not any(p.is_file() for p in workdir.rglob("*")), list(workdir.rglob("*"))
+
+
+def test_the_rerun_form_offers_what_the_incident_needs(tmp_path: Path, refund: RefundRun, env: None) -> None:
+    with workbench(refund.db, tmp_path / "wb") as client:
+        front = client.get("/")
+        assert front.status == 200
+        assert re.findall(r'data-testid="run-row" data-status="(\w+)" data-run-id="(\w+)"', front.body) == [
+            ("error", refund.run_id)
+        ]
+        page = client.get(f"/run/{refund.run_id[:8]}").body  # a prefix is enough
+        assert 'data-testid="rerun-form"' in page and 'data-testid="rerun-submit"' in page
+        # Only the provider this process can reach; the incident's model; a stub for the tool whose
+        # only recorded result is the error, prefilled with what the failing call asked.
+        assert re.findall(r'<option value="([\w-]+)"', page) == ["openai-chat", "openai-responses"]
+        assert 'name="model" value="sloppy"' in page
+        assert re.findall(r'name="(stub:\w+)"', page) == ["stub:refund_order"]
+        prefilled = re.search(r'name="stub:refund_order" size="\d+" value="([^"]*)"', page)
+        assert prefilled and json.loads(prefilled.group(1).replace("&quot;", '"')) == {
+            "order_id": "Alpha",
+            "amount": "12.OO",
+        }
+        assert '"selectFailure": true' in page  # the report opens on the failing span
+
+
+def test_every_action_needs_the_launch_token_from_this_origin(
+    tmp_path: Path, refund: RefundRun, env: None
+) -> None:
+    workdir = tmp_path / "wb"
+    with workbench(refund.db, workdir) as client:
+        form = rerun_form(client, refund)
+        for path in ACTIONS:
+            refused = {
+                "no token": client.post(path, {k: v for k, v in form.items() if k != "token"}),
+                "a wrong token": client.post(path, {**form, "token": "x" * 43}),
+                "another origin": client.post(path, form, {"Origin": "http://evil.example"}),
+                "another site": client.post(path, form, {"Sec-Fetch-Site": "cross-site"}),
+                "a null origin": client.post(path, form, {"Origin": "null"}),
+            }
+            for why, answer in refused.items():
+                assert answer.status == 403, (path, why, answer.status, answer.body)
+            nothing_started(client, workdir)
+        # Other methods are not actions; a GET changes nothing.
+        assert client.request("PUT", "/rerun", b"").status == 405
+        assert client.get("/rerun").status == 404
+        # The same form from the page itself is taken: the refusals above were the checks'.
+        taken = client.post("/rerun", form)
+        assert taken.status == 303 and taken.location.startswith("/job/"), taken.body
+        assert client.wait(taken.location)["state"] == "done"
+
+
+def test_read_only_shows_everything_and_refuses_every_action(
+    tmp_path: Path, refund: RefundRun, env: None
+) -> None:
+    workdir = tmp_path / "wb"
+    with workbench(refund.db, workdir, read_only=True) as client:
+        page = client.get(f"/run/{refund.run_id}")
+        assert page.status == 200 and 'data-testid="rerun-submit" disabled' in page.body
+        form = rerun_form(client, refund)
+        for path in ACTIONS:
+            answer = client.post(path, form)
+            assert answer.status == 403 and "read-only" in answer.body, (path, answer.body)
+        nothing_started(client, workdir)
+
+
+def test_beyond_loopback_every_request_needs_the_access_token(
+    tmp_path: Path, refund: RefundRun, env: None
+) -> None:
+    with workbench(refund.db, tmp_path / "wb", host="127.0.0.2", token="s3cret-access") as client:
+        assert client.get("/").status == 403
+        assert client.get("/", {"Authorization": "Bearer wrong"}).status == 403
+        assert client.get("/", {"Authorization": "Bearer s3cret-access"}).status == 200
+        opened = client.get("/?token=s3cret-access")
+        assert opened.status == 303 and opened.location == "/"
+        cookie = opened.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert client.get("/contracts", {"Cookie": cookie.split(";")[0]}).status == 200
+        assert client.get("/?token=wrong").status == 403
+        # Acting needs both: the access token and the launch token.
+        page = client.get(f"/run/{refund.run_id}", {"Cookie": cookie.split(";")[0]}).body
+        token = re.search(r'name="token" value="([^"]+)"', page)
+        assert token
+        form = {**rerun_form_fields(refund), "token": token.group(1)}
+        assert client.post("/rerun", form).status == 403
+        taken = client.post("/rerun", form, {"Cookie": cookie.split(";")[0]})
+        assert taken.status == 303
+
+
+def rerun_form_fields(refund: RefundRun) -> dict[str, str]:
+    return {"target_kind": "run", "target_id": refund.run_id, "provider": "openai-chat",
+            "model": THOROUGH_MODEL, "stub:refund_order": STUB}  # fmt: skip
+
+
+def test_a_page_asked_by_another_host_name_is_refused(tmp_path: Path, refund: RefundRun) -> None:
+    with workbench(refund.db, tmp_path / "wb") as client:
+        assert client.get("/", {"Host": "evil.example:8765"}).status == 403
+        assert client.get("/", {"Host": f"localhost:{client.port}"}).status == 200
+
+
+BAD_RERUNS = [
+    ({"target_id": "ffffffffffffffff"}, 404, "no run"),
+    ({"target_kind": "session"}, 400, "target_kind: run or trace"),
+    ({"stub:refund_order": "refunded 12.00"}, 400, "stub refund_order: 'refunded 12.00' is not JSON"),
+    ({"stub:send_email": '"sent"'}, 400, "stub send_email: the incident never offered a tool of that name"),
+    ({"max_cost": "-1"}, 400, "cost limit: a budget must be a positive amount"),
+    ({"max_cost": "lots"}, 400, "cost limit: not an amount in US dollars"),
+    ({"max_cost": "0.50"}, 400, "cost limit: "),  # the fake model has no price: refused before any call
+    ({"provider": "anthropic"}, 400, "provider 'anthropic' is not available here"),
+    ({"provider": ""}, 400, "provider '(none)' is not available here"),
+    ({"model": "gpt 4; rm -rf"}, 400, "not a model name"),
+    ({"agent": "program"}, 400, "only the built-in agent reruns from the workbench"),
+]
+
+
+@pytest.mark.parametrize(("change", "status", "message"), BAD_RERUNS)
+def test_a_bad_rerun_form_is_one_message_and_starts_nothing(
+    tmp_path: Path, refund: RefundRun, env: None, change: dict[str, str], status: int, message: str
+) -> None:
+    workdir = tmp_path / "wb"
+    with workbench(refund.db, workdir) as client:
+        answer = client.post("/rerun", rerun_form(client, refund, **change))
+        assert answer.status == status, answer.body
+        text = re.sub(r"<[^>]+>", " ", answer.body).replace("&#x27;", "'")
+        assert message in text and "Traceback" not in text, text
+        nothing_started(client, workdir)
+
+
+def test_bad_requests_of_every_other_kind(tmp_path: Path, refund: RefundRun, env: None) -> None:
+    workdir = tmp_path / "wb"
+    with workbench(refund.db, workdir) as client:
+        token = client.token()
+        assert client.get("/run/ffffffffffff").status == 404
+        assert client.get("/job/nope").status == 404
+        assert client.get("/api/job/nope").status == 404
+        assert client.post("/contracts/save", {"token": token, "job": "nope"}).status == 404
+        nothing = client.post("/contracts/run-all", {"token": token, "provider": "openai-chat"})
+        assert nothing.status == 400 and "no such folder" in nothing.body
+        huge = client.request(
+            "POST", "/rerun", b"x" * (1 << 21), {"Content-Type": "application/x-www-form-urlencoded"}
+        )
+        assert huge.status == 413
+        wrong = client.request("POST", "/rerun", b'{"token": 1}', {"Content-Type": "application/json"})
+        assert wrong.status == 400 and "urlencoded" in wrong.body
+        nothing_started(client, workdir)
+
+
+def test_saving_a_contract_checks_what_is_kept(tmp_path: Path, refund: RefundRun, env: None) -> None:
+    with workbench(refund.db, tmp_path / "wb") as client:
+        job = client.post("/rerun", rerun_form(client, refund)).location
+        assert client.wait(job)["state"] == "done"
+        page = client.get(f"{job}/contract").body
+        count = page.count('data-testid="assertion"')
+        assert count >= 5
+        token, job_id = client.token(), job.rsplit("/", 1)[1]
+        for fields, message in [
+            ({"keep": []}, "keep at least one assertion"),
+            ({"keep": ["0", str(count)]}, f"this contract has {count} assertions"),
+            ({"keep": ["x"]}, "assertion numbers only"),
+            ({"keep": ["0"], "name": "../escape"}, "../escape"),
+        ]:
+            answer = client.post(
+                "/contracts/save", {"token": token, "job": job_id, "name": "refund", **fields}
+            )
+            assert answer.status == 400 and message in answer.body.replace("&#x27;", "'"), answer.body
+        saved = client.post(
+            "/contracts/save", {"token": token, "job": job_id, "name": "refund", "keep": ["0", "1"]}
+        )
+        assert saved.status == 303 and saved.location == "/contracts"
+        contract = json.loads((tmp_path / "wb" / "contracts" / "refund.contract.json").read_text())
+        assert len(contract["assertions"]) == 2
+        assert contract["rerun"] == {"stubs": {"refund_order": "refunded 12.00 on order Alpha"},
+                                     "model": THOROUGH_MODEL, "provider": "openai-chat"}  # fmt: skip
+        again = client.post(
+            "/contracts/save", {"token": token, "job": job_id, "name": "refund", "keep": ["0"]}
+        )
+        assert again.status == 400 and "refund" in again.body  # never overwritten
+
+
+def test_a_model_the_provider_refuses_fails_the_job_with_a_readable_record(
+    tmp_path: Path, refund: RefundRun, env: None
+) -> None:
+    with workbench(refund.db, tmp_path / "wb") as client:
+        job = client.post("/rerun", rerun_form(client, refund, model=FAIL_MODEL)).location
+        progress = client.wait(job)
+        assert progress["state"] == "failed", progress
+        page = client.get(job).body
+        error = re.search(r'data-testid="job-error">([^<]*)<', page)
+        assert error and "model call 1 failed" in error.group(1) and "injected failure" in error.group(1)
+        assert "Traceback" not in page
+        record = json.loads((tmp_path / "wb" / "jobs" / f"{job.rsplit('/', 1)[1]}.json").read_text())
+        assert record["state"] == "failed" and "model call 1 failed" in record["message"]
+
+
+def test_a_job_whose_provider_is_down(
+    tmp_path: Path, refund: RefundRun, env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    with workbench(refund.db, tmp_path / "wb") as client:
+        job = client.post("/rerun", rerun_form(client, refund)).location
+        assert client.wait(job)["state"] == "failed"
+        message = re.search(r'data-testid="job-error">([^<]*)<', client.get(job).body)
+        assert message and "Connection" in message.group(1), message
+
+
+def test_a_running_job_is_cancelled_and_its_child_kept(tmp_path: Path, refund: RefundRun, env: None) -> None:
+    with workbench(refund.db, tmp_path / "wb") as client:
+        job = client.post("/rerun", rerun_form(client, refund, model=SLOW_MODEL)).location
+        deadline = time.monotonic() + 30  # cancelled once the first (slow) model call is under way
+        while not json.loads(client.get(f"/api{job}").body)["lines"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        running = client.get(job).body
+        assert 'data-state="running"' in running and 'data-testid="cancel"' in running
+        assert client.post(f"{job}/cancel", {"token": client.token()}).status == 303
+        progress = client.wait(job, timeout=20)
+        assert progress["state"] == "failed", progress
+        (found,) = client.server.board.all()
+        assert found.message == "cancelled" and found.child is not None
+        assert terminal_outcome(load_cassette(found.child)).failure_reason == "interrupted"
