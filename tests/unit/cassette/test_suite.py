@@ -146,15 +146,14 @@ def stubbed_child() -> Cassette:
     """A built-in rerun's child as the recorder writes it: results from the incident, two stubs."""
     child = Cassette("incident-rerun-1", 0, parent_id="incident")
     child.append("model_input", {"messages": []}, 0)
-    for n, (tool, outcome) in enumerate(
-        [
-            ("lookup_order", {"result": "order Alpha: paid 12.00"}),
-            ("refund_order", {"result": "refunded 12.00 on order Alpha", "stub": True}),
-            ("refund_order", {"result": "refunded 12.00 on order Alpha", "stub": True}),
-            ("notify", {"result": {"sent": True, "to": ["a"]}, "stub": True}),
-            ("audit", {"error": "no such order"}),
-        ]
-    ):
+    results: list[tuple[str, dict[str, Any]]] = [
+        ("lookup_order", {"result": "order Alpha: paid 12.00"}),
+        ("refund_order", {"result": "refunded 12.00 on order Alpha", "stub": True}),
+        ("refund_order", {"result": "refunded 12.00 on order Alpha", "stub": True}),
+        ("notify", {"result": {"sent": True, "to": ["a"]}, "stub": True}),
+        ("audit", {"error": "no such order"}),
+    ]
+    for n, (tool, outcome) in enumerate(results):
         call = {"toolCallId": f"c{n}", "toolName": tool, "toolInput": {}}
         child.append("tool_call", call, n)
         child.append("tool_result", {"toolCallId": f"c{n}", "toolName": tool, **outcome}, n)
@@ -195,7 +194,8 @@ def test_the_rerun_block_in_the_schema(tmp_path: Path, contract: dict[str, Any])
         None,
     ]
     assert saved.contract["contractVersion"] == 1
-    for extra in ({"maxTurns": 3}, {"model": 4}, {"stubs": []}):
+    extras: list[dict[str, Any]] = [{"maxTurns": 3}, {"model": 4}, {"stubs": []}]
+    for extra in extras:
         write(tmp_path / "with.contract.json", json.dumps({**contract, "rerun": extra}))
         with pytest.raises(CassetteError) as refused:
             load_suite(tmp_path)

@@ -216,12 +216,13 @@ def test_saving_a_contract_checks_what_is_kept(tmp_path: Path, refund: RefundRun
         count = page.count('data-testid="assertion"')
         assert count >= 5
         token, job_id = client.token(), job.rsplit("/", 1)[1]
-        for fields, message in [
+        bad: list[tuple[dict[str, Any], str]] = [
             ({"keep": []}, "keep at least one assertion"),
             ({"keep": ["0", str(count)]}, f"this contract has {count} assertions"),
             ({"keep": ["x"]}, "assertion numbers only"),
             ({"keep": ["0"], "name": "../escape"}, "../escape"),
-        ]:
+        ]
+        for fields, message in bad:
             answer = client.post(
                 "/contracts/save", {"token": token, "job": job_id, "name": "refund", **fields}
             )
