@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -92,19 +93,27 @@ class RerunForm:
     model: str
     max_cost: Decimal | None
     stubs: dict[str, Any]
+    program: list[str] | None = None  # the program ui was started with, when the form chose it
 
 
-def read_rerun_form(form: Form, target: Target, spans: list[Any], apis: list[str]) -> RerunForm:
-    """The rerun form, checked against the incident (its tools, its model) before anything starts."""
-    if _one(form, "agent", "built-in") != "built-in":
+def read_rerun_form(
+    form: Form, target: Target, spans: list[Any], apis: list[str], program: list[str] | None = None
+) -> RerunForm:
+    """The rerun form, checked against the incident (its tools, its model) before anything starts.
+    ``program``: the one ``ui --program`` names, which the form may choose instead of the built-in
+    agent (its tools then answered from the recording, as ``rerun --stub-tools -- CMD`` does)."""
+    agent = _one(form, "agent", "built-in")
+    if agent not in ("built-in", "program") or (agent == "program" and program is None):
         raise BadForm(
-            "only the built-in agent reruns from the workbench: start ui with --program for a program"
+            f"agent {agent!r}: the built-in agent only (start ui with --program CMD to rerun a program)"
         )
-    provider = _provider(form, apis)
     incident = incident_of(spans, target)
     model = _model(form, required=False) or incident.model
     if not model:
         raise BadForm("the incident names no model: give a model name")
+    if agent == "program":  # its own provider and base URL; its tools answered from the recording
+        return RerunForm(target, "program", model, _max_cost(form, model, incident.api or ""), {}, program)
+    provider = _provider(form, apis)
     offered = {f.tool for f in stub_fields(incident)} | incident.offered_tools()
     stubs: dict[str, Any] = {}
     for key, values in form.items():
@@ -132,6 +141,7 @@ def start_rerun(board: JobBoard, form: RerunForm, spans: list[Any]) -> Job:
         "model": form.model,
         "max_cost": None if form.max_cost is None else str(form.max_cost),
         "stubs": sorted(form.stubs),
+        "program": None if form.program is None else shlex.join(form.program),
     }
     job_id = board.new_id()
     child = workspace.children / f"{form.target.kind}-{form.target.id[:16]}-{job_id}.json"
@@ -143,6 +153,7 @@ def start_rerun(board: JobBoard, form: RerunForm, spans: list[Any]) -> Job:
         "model": form.model,
         "max_cost": asked["max_cost"],
         "stubs": form.stubs,
+        "program": form.program,
     }
     return board.start(job_id, "rerun", asked, spec, target=form.target, incident=incident, child=child)
 

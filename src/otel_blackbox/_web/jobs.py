@@ -11,6 +11,7 @@ and the credentials of a URL.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -149,14 +150,15 @@ class JobBoard:
                 return False
             job.cancelled = True
             proc = job.proc
-        try:
-            proc.send_signal(signal.SIGINT)
+        try:  # the worker and a program it started: their own process group
+            os.killpg(proc.pid, signal.SIGINT)
         except ProcessLookupError:
             return False
 
         def kill_if_alive() -> None:
             if proc.poll() is None:
-                proc.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
 
         timer = threading.Timer(CANCEL_GRACE_S, kill_if_alive)
         timer.daemon = True
@@ -220,7 +222,7 @@ class JobBoard:
                 job.state, job.message = "failed", "cancelled"
             elif ended is not None and ended.get("event") == "error":
                 job.state, job.message = "failed", mask(str(ended.get("message")))
-            elif ended is None or code not in (0, 1):
+            elif ended is None or (code not in (0, 1) and not job.asked.get("program")):
                 last = next((line for line in reversed(job.log) if line.strip()), "no output")
                 job.state, job.message = "failed", f"the job ended with exit code {code}: {last}"
             else:

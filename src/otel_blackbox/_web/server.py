@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import socket
 import sqlite3
 import sys
@@ -116,9 +117,11 @@ class ViewerServer(ThreadingHTTPServer):
         *,
         guard: Guard,
         workspace: Workspace,
+        program: list[str] | None = None,
         verbose: bool = False,
     ) -> None:
         self.db_path = db_path
+        self.program = program
         self.verbose = verbose
         self.guard = guard
         self.workspace = workspace
@@ -307,19 +310,20 @@ class ViewerHandler(BaseHTTPRequestHandler):
                 seen = queries.last_seen_by_trace(conn, target.id).get(target.id, trace.end_ns)
                 page = trace_report(trace, spans, seen, select_failure=True)
         guard = self.server.guard
+        server_program = None if self.server.program is None else shlex.join(self.server.program)
         jobs = [j for j in self.server.board.all() if j.target == target]
         try:
             incident = incident_of(spans, target)
         except BlackboxError as exc:  # spans no built-in agent can follow (no model call): nothing to rerun
             panel = rerun_panel(target, status, [], [], api=None, model=None, token=guard.action_token,
-                                read_only=guard.read_only, jobs=jobs, program=False,
+                                read_only=guard.read_only, jobs=jobs, program=server_program,
                                 unusable=str(exc))  # fmt: skip
         else:
             apis = available_apis()
             api = incident.api if incident.api in apis else (apis[0] if apis else None)
             panel = rerun_panel(target, status, stub_fields(incident), apis, api=api, model=incident.model,
                                 token=guard.action_token, read_only=guard.read_only, jobs=jobs,
-                                program=False)  # fmt: skip
+                                program=server_program)  # fmt: skip
         head, _, rest = page.partition("</head>")
         rest, body, after = rest.partition("<body>")
         return f"{head}<style>{BAR_CSS}</style></head>{rest}{body}{panel}{after}"
@@ -368,7 +372,8 @@ class ViewerHandler(BaseHTTPRequestHandler):
                 raise BadForm("target_kind: run or trace")
             with self._reader() as conn:
                 target, spans = target_spans(conn, kind, (form.get("target_id") or [""])[-1].strip())
-            job = start_rerun(board, read_rerun_form(form, target, spans, available_apis()), spans)
+            asked = read_rerun_form(form, target, spans, available_apis(), self.server.program)
+            job = start_rerun(board, asked, spans)
             self._redirect(f"/job/{job.id}")
         elif path == "/contracts/save":
             job = self._job((form.get("job") or [""])[-1])
@@ -415,13 +420,15 @@ def make_server(
     read_only: bool = False,
     token: str | None = None,
     workdir: str | Path | None = None,
+    program: list[str] | None = None,
 ) -> ViewerServer:
     """A workbench on host:port (0: any free port): 127.0.0.1, or any other address with ``token``
-    (ConfigError without one). Its files go to ``workdir`` (default: beside the database)."""
+    (ConfigError without one). Its files go to ``workdir`` (default: beside the database); ``program``:
+    what a rerun form may choose instead of the built-in agent."""
     local = host == LOCAL_HOST
     if not local and token is None:
         raise ConfigError(f"--host {host}: the workbench beyond 127.0.0.1 needs --token")
     db = Path(db_path)
     workspace = Workspace(Path(workdir)) if workdir is not None else Workspace.beside(db)
     guard = Guard(local=local, access_token=None if local else token, read_only=read_only)
-    return ViewerServer(db, (host, port), guard=guard, workspace=workspace, verbose=verbose)
+    return ViewerServer(db, (host, port), guard=guard, workspace=workspace, program=program, verbose=verbose)

@@ -133,7 +133,7 @@ def rerun_panel(
     token: str,
     read_only: bool,
     jobs: list[Job],
-    program: bool,
+    program: str | None,
     unusable: str | None = None,
 ) -> str:
     """The bar above a run's report: nav, its jobs, and on a failed (or killed) run the rerun form
@@ -160,10 +160,14 @@ def rerun_panel(
     agent = (
         '<label>agent<span><input type="radio" name="agent" value="built-in" checked> built-in'
         f' <input type="radio" name="agent" value="program"{"" if program else " disabled"}> program</span>'
-        + ("" if program else '<span class="hint">start ui with --program CMD to rerun the program</span>')
+        + (
+            f'<span class="hint">program: {e(program)} (its tools answered from the recording)</span>'
+            if program
+            else '<span class="hint">start ui with --program CMD to rerun the program</span>'
+        )
         + "</label>"
     )
-    disabled = " disabled" if read_only or not apis else ""
+    disabled = " disabled" if read_only or not (apis or program) else ""
     note = '<span class="note">read-only: no rerun</span>' if read_only else ""
     parts.append(
         '<form method="post" action="/rerun" data-testid="rerun-form">'
@@ -221,6 +225,8 @@ def _asked_line(job: Job) -> str:
     stub = f", stubs: {', '.join(stubs)}" if stubs else ""
     model = asked.get("model") or "the incident's model"
     what = f"rerun of {job.target.label}" if job.target is not None else "run of every contract"
+    if asked.get("program"):
+        return f"{what} by the program {asked['program']} (model {model}){cost}"
     return f"{what} on {asked.get('provider') or 'the incident’s provider'} (model {model}){cost}{stub}"
 
 

@@ -12,6 +12,7 @@ one line for a rerun that could not start. Its stderr (the rerun's summary) is t
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from decimal import Decimal
 from pathlib import Path
@@ -32,7 +33,20 @@ def _cost(spec: dict[str, Any]) -> Decimal | None:
     return None if spec.get("max_cost") is None else Decimal(str(spec["max_cost"]))
 
 
+def _rerun_program(spec: dict[str, Any]) -> int:
+    """``rerun INCIDENT --model M --stub-tools -o CHILD -- PROGRAM``, as typed: the program's exit code."""
+    command = [sys.executable, "-m", "otel_blackbox.cli", "rerun", spec["incident"], "--model", spec["model"]]
+    command += ["--stub-tools", "-o", spec["child"]]
+    if spec.get("max_cost") is not None:
+        command += ["--max-cost", str(spec["max_cost"])]
+    return subprocess.run(
+        [*command, "--", *spec["program"]], stdin=subprocess.DEVNULL, check=False
+    ).returncode
+
+
 def _rerun(spec: dict[str, Any]) -> int:
+    if spec.get("program"):
+        return _rerun_program(spec)
     from otel_blackbox._playback.agent.run import BuiltInRerun, rerun_built_in
 
     plan = BuiltInRerun(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 from fake_llm import FAIL_MODEL, SLOW_MODEL, THOROUGH_MODEL, FakeLLMServer
-from helpers import REFUND_STUB, RefundRun, record_refund_incident
+from helpers import EXAMPLES, REFUND_QUESTION, REFUND_STUB, RefundRun, record_refund_incident
 from workbench_client import Client, workbench
 
 from otel_blackbox._cassette.io import load_cassette
@@ -172,7 +173,7 @@ BAD_RERUNS = [
     ({"provider": "anthropic"}, 400, "provider 'anthropic' is not available here"),
     ({"provider": ""}, 400, "provider '(none)' is not available here"),
     ({"model": "gpt 4; rm -rf"}, 400, "not a model name"),
-    ({"agent": "program"}, 400, "only the built-in agent reruns from the workbench"),
+    ({"agent": "program"}, 400, "agent 'program': the built-in agent only (start ui with --program CMD"),
 ]
 
 
@@ -286,3 +287,24 @@ def test_a_running_job_is_cancelled_and_its_child_kept(tmp_path: Path, refund: R
         (found,) = client.server.board.all()
         assert found.message == "cancelled" and found.child is not None
         assert terminal_outcome(load_cassette(found.child)).failure_reason == "interrupted"
+
+
+def test_the_program_given_to_ui_reruns_with_its_tools_answered_from_the_recording(
+    tmp_path: Path, refund: RefundRun, env: None, llm: FakeLLMServer
+) -> None:
+    ledger = tmp_path / "ledger.txt"
+    program = [sys.executable, str(EXAMPLES / "handoff_agent.py"), "--question", REFUND_QUESTION,
+               "--ledger", str(ledger), "--base-url", llm.openai_base_url]  # fmt: skip
+    with workbench(refund.db, tmp_path / "wb", program=program) as client:
+        page = client.get(f"/run/{refund.run_id}").body
+        assert 'value="program">' in page and "handoff_agent.py" in page
+        job = client.post("/rerun", rerun_form(client, refund, agent="program")).location
+        progress = client.wait(job, timeout=120)
+        assert progress["state"] == "done", client.get(job).body
+        (done,) = client.server.board.all()
+        assert done.asked["program"] and done.child is not None
+        child = load_cassette(done.child)
+        assert child.parent_id is not None and child.steps_of("model_output")
+        assert 'data-testid="verdict"' in client.get(job).body
+    # The program ran with the model live and its tools answered from the incident: no refund.
+    assert not ledger.exists() or ledger.read_text() == ""
