@@ -21,7 +21,7 @@ OLD_PYDANTIC_AI := $(VENV)/old-pydantic-ai
 # What `make test-pythons` runs `make test` on, those found on PATH or in pyenv.
 PYTHONS ?= python3.10 python3.11 python3.12 python3.13
 
-.PHONY: setup browser node demo test test-pythons lint typecheck unit wheel-check stress bench interop clean
+.PHONY: setup browser node demo workbench test test-pythons lint typecheck unit wheel-check stress bench interop clean
 
 # _version.py too: the installed metadata (pip show, importlib.metadata) carries the version.
 $(STAMP): pyproject.toml src/otel_blackbox/_version.py
@@ -55,6 +55,10 @@ $(NODE_STAMP): $(NODE_DIR)/package-lock.json $(NODE_DIR)/package.json
 
 demo: setup
 	$(PY) examples/demo.py
+
+# The workbench over demo.db with the fake provider running: the incident path clicked, no API key.
+workbench: setup
+	$(PY) examples/workbench.py
 
 lint: setup
 	$(VENV)/bin/ruff check src tests examples bench interop scripts

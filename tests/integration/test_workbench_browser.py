@@ -77,9 +77,11 @@ def workbench(db: Path, openai_base_url: str, *extra: str) -> Iterator[Workbench
     """The real CLI's ``ui`` on any free port, offering OpenAI's APIs at ``openai_base_url`` alone."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(_LEFT_OUT)}
     env |= {"OPENAI_BASE_URL": openai_base_url, "OPENAI_API_KEY": KEY}
-    argv = [sys.executable, "-m", "otel_blackbox.cli", "--db", str(db), "ui", "--port", "0", *extra]
+    # Run in the database's folder, as a user does: the pages (and the docs' screenshots) name it
+    # as given, blackbox.db, not a temporary path.
+    argv = [sys.executable, "-m", "otel_blackbox.cli", "--db", db.name, "ui", "--port", "0", *extra]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=db.parent)  # fmt: skip
     assert proc.stderr is not None
     lines: list[str] = []
     listening = threading.Event()
@@ -223,7 +225,7 @@ def _only_the_workbench(seen: dict[str, list[str]], bench: Workbench) -> None:
 def test_the_incident_path_clicked_to_a_green_contract_suite(
     browser: Any, ui: Workbench, incident: RefundRun, openai_env: None
 ) -> None:
-    assert f"files in {ui.root}" in "\n".join(ui.stderr)  # <db stem>.workbench/, beside the database
+    assert "files in blackbox.workbench" in "\n".join(ui.stderr)  # <db stem>.workbench/, beside the database
     page, seen = _page(browser, ui, "/", "[data-testid=run-row]")
     rows = page.locator("[data-testid=run-row]")
     assert rows.count() == 1 and rows.first.get_attribute("data-run-id") == incident.run_id

@@ -165,9 +165,9 @@ def start_run_all(board: JobBoard, form: Form, apis: list[str]) -> Job:
         entries = load_suite(workspace.contracts)
     except BlackboxError as exc:
         raise BadForm(str(exc)) from None
-    provider = _provider(form, apis)
+    provider = _provider(form, apis) if _one(form, "provider") else None  # blank: each contract's own
     model = _model(form, required=False)
-    max_cost = _max_cost(form, model, provider)
+    max_cost = _max_cost(form, model, provider or "")
     asked: JsonObject = {
         "provider": provider,
         "model": model,

@@ -215,33 +215,32 @@ class JobBoard:
                     job.log.append(line)
 
     def _conclude(self, job: Job, code: int, ended: JsonObject | None) -> None:
+        """The job's end, published at once: a page never sees a state that is about to change."""
+        message: str | None = None
+        if job.cancelled:
+            state, message = "failed", "cancelled"
+        elif ended is not None and ended.get("event") == "error":
+            state, message = "failed", mask(str(ended.get("message")))
+        elif ended is None or (code not in (0, 1) and not job.asked.get("program")):
+            last = next((line for line in reversed(job.log) if line.strip()), "no output")
+            state, message = "failed", f"the job ended with exit code {code}: {last}"
+        elif job.kind == "rerun":
+            state, message = self._judge_child(job)
+        else:
+            state = "done"
         with job.lock:
-            job.exit_code = code
-            job.ended = time.time()
-            if job.cancelled:
-                job.state, job.message = "failed", "cancelled"
-            elif ended is not None and ended.get("event") == "error":
-                job.state, job.message = "failed", mask(str(ended.get("message")))
-            elif ended is None or (code not in (0, 1) and not job.asked.get("program")):
-                last = next((line for line in reversed(job.log) if line.strip()), "no output")
-                job.state, job.message = "failed", f"the job ended with exit code {code}: {last}"
-            else:
-                job.state, job.message = "done", None
-        if job.state == "done" and job.kind == "rerun":
-            self._check_child(job)
+            job.exit_code, job.ended, job.state, job.message = code, time.time(), state, message
 
-    def _check_child(self, job: Job) -> None:
-        """A child whose every model call the provider refused (down, or the model unknown) is a failed
-        job: there is no model answer to judge."""
+    @staticmethod
+    def _judge_child(job: Job) -> tuple[str, str | None]:
+        """A rerun that wrote its child is done, unless the provider refused every model call (down,
+        or the model unknown): then there is no model answer to judge, and the job failed."""
         if job.child is None or not job.child.is_file():
-            job.state, job.message = "failed", "the rerun wrote no child cassette"
-            return
-        outcome = terminal_outcome(load_cassette(job.child))
-        if outcome.failure_reason == "model_error":
-            reason = next((line for line in job.log if "model call" in line and "failed" in line), None)
-            with job.lock:
-                job.state = "failed"
-                job.message = (reason or "the provider refused the model call").removeprefix("[blackbox] ")
+            return "failed", "the rerun wrote no child cassette"
+        if terminal_outcome(load_cassette(job.child)).failure_reason != "model_error":
+            return "done", None
+        reason = next((line for line in job.log if "model call" in line and "failed" in line), None)
+        return "failed", (reason or "the provider refused the model call").removeprefix("[blackbox] ")
 
 
 def _masked(value: Any) -> Any:

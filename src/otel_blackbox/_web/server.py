@@ -102,7 +102,9 @@ def _contract_name(job: Job) -> str:
 _SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    # same-origin, not no-referrer: under no-referrer a browser sends a form's POST with "Origin: null",
+    # which the guard refuses; nothing links off the workbench for a referrer to leak to.
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 

@@ -80,14 +80,17 @@ def _hidden(token: str, **fields: str) -> str:
     return "".join(f'<input type="hidden" name="{e(k)}" value="{e(v)}">' for k, v in pairs.items())
 
 
-def _provider_select(apis: Sequence[str], chosen: str | None) -> str:
+def _provider_select(apis: Sequence[str], chosen: str | None, *, own: str | None = None) -> str:
+    """The providers this process can reach; ``own``: the label of a first, empty choice (run all:
+    each contract's own provider)."""
     if not apis:
         return (
             '<label>provider<select name="provider" disabled><option>none</option></select>'
             '<span class="hint">no provider: start ui with a key or a base URL in its environment '
             "(OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, GEMINI_API_KEY...)</span></label>"
         )
-    options = "".join(
+    options = f'<option value="">{e(own)}</option>' if own else ""
+    options += "".join(
         f'<option value="{e(api)}"{" selected" if api == chosen else ""}>{e(api)}</option>' for api in apis
     )
     return f'<label>provider<select name="provider">{options}</select></label>'
@@ -393,7 +396,7 @@ def contracts_page(
         + f"<tbody>{rows}</tbody></table>"
         + '<form method="post" action="/contracts/run-all" class="panel">'
         + _hidden(token)
-        + _provider_select(apis, None)
+        + _provider_select(apis, None, own="each contract's own")
         + '<label>model<input type="text" name="model" size="18" placeholder="each contract\'s own"></label>'
         + _cost_field()
         + f'<button type="submit" data-testid="run-all"{disabled}>Run all</button>'
