@@ -150,6 +150,7 @@ def main() -> int:
     print("Try it yourself, in a new shell in this folder:")
     for line in try_yourself(trace_id):
         print(f"  {line}")
+    print("In the browser, the same road clicked (the fake provider started for you): make workbench")
     return 0
 
 
