@@ -242,6 +242,21 @@ def test_saving_a_contract_checks_what_is_kept(tmp_path: Path, refund: RefundRun
             "/contracts/save", {"token": token, "job": job_id, "name": "refund", "keep": ["0"]}
         )
         assert again.status == 400 and "refund" in again.body  # never overwritten
+        # The run-all form, on the suite that now holds one contract: each bad field one 400, no job.
+        bad_runs: list[tuple[dict[str, str], str]] = [
+            ({"provider": "anthropic"}, "provider 'anthropic' is not available here"),
+            ({"provider": "openai-chat", "max_cost": "-1"}, "cost limit: a budget must be a positive amount"),
+            ({"model": "not a model!"}, "not a model name"),
+        ]
+        for run_fields, message in bad_runs:
+            answer = client.post("/contracts/run-all", {"token": token, **run_fields})
+            assert answer.status == 400 and message in answer.body.replace("&#x27;", "'"), answer.body
+        assert [j.kind for j in client.server.board.all()] == ["rerun"]
+        # A file in the suite that is not a contract: the page says so and still answers.
+        (tmp_path / "wb" / "contracts" / "broken.contract.json").write_text("{not json")
+        page = client.get("/contracts")
+        assert page.status == 200 and 'data-testid="problem"' in page.body
+        assert "broken.contract.json" in page.body
 
 
 def test_a_model_the_provider_refuses_fails_the_job_with_a_readable_record(
