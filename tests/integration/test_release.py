@@ -121,5 +121,5 @@ def test_the_wheel_check_finds_every_command_in_help() -> None:
             for args in ([], ["eval"], ["list"])
         )  # fmt: skip
         assert commands_in_help(top) == sorted(COMMANDS)
-        assert commands_in_help(group) == ["generate", "run"]
+        assert commands_in_help(group) == ["generate", "run", "run-all"]
         assert commands_in_help(command) == []
