@@ -21,7 +21,7 @@ from otel_blackbox._cassette.model import terminal_outcome
 from otel_blackbox._cassette.suite import SuiteEntry, load_suite, save_entry, stubs_of, with_rerun
 from otel_blackbox._types import JsonObject
 from otel_blackbox._web.jobs import Job, JobBoard
-from otel_blackbox._web.workspace import Target, Workspace, incident_of, stub_fields
+from otel_blackbox._web.workspace import Target, Workspace, incident_of
 from otel_blackbox.errors import BlackboxError
 
 __all__ = [
@@ -114,7 +114,7 @@ def read_rerun_form(
     if agent == "program":  # its own provider and base URL; its tools answered from the recording
         return RerunForm(target, "program", model, _max_cost(form, model, incident.api or ""), {}, program)
     provider = _provider(form, apis)
-    offered = {f.tool for f in stub_fields(incident)} | incident.offered_tools()
+    offered = incident.offered_tools()
     stubs: dict[str, Any] = {}
     for key, values in form.items():
         if not key.startswith("stub:"):
@@ -219,9 +219,9 @@ def save_contract(workspace: Workspace, job: Job, form: Form) -> SuiteEntry:
     assert job.child is not None and job.incident is not None
     child = load_cassette(job.child)
     kept = {**contract, "name": name, "assertions": [assertions[i] for i in keep]}
-    kept = with_rerun(
-        kept, stubs=stubs_of(child), model=job.asked.get("model"), provider=job.asked.get("provider")
-    )
+    # A program's child ran on the program's own provider: run all reruns it on the incident's.
+    provider = None if job.asked.get("program") else job.asked.get("provider")
+    kept = with_rerun(kept, stubs=stubs_of(child), model=job.asked.get("model"), provider=provider)
     try:
         return save_entry(workspace.contracts, name, job.incident, kept)
     except (ValueError, BlackboxError) as exc:

@@ -25,7 +25,7 @@ from otel_blackbox._store import queries, runs
 from otel_blackbox._store.queries import SpanRecord
 from otel_blackbox.errors import RunNotFound
 
-__all__ = ["StubField", "Target", "Workspace", "stub_fields", "target_spans"]
+__all__ = ["StubField", "Target", "Workspace", "incident_of", "stub_fields", "target_spans"]
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
 

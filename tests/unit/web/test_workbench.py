@@ -322,6 +322,14 @@ def test_the_program_given_to_ui_reruns_with_its_tools_answered_from_the_recordi
         assert done.asked["program"] and done.child is not None
         child = load_cassette(done.child)
         assert child.parent_id is not None and child.steps_of("model_output")
-        assert 'data-testid="verdict"' in client.get(job).body
+        page = client.get(job).body
+        assert 'data-testid="verdict"' in page and 'data-testid="generate-contract"' in page
+        # Its contract keeps the model; the provider was the program's own, so run all takes the incident's.
+        saved = client.post(
+            "/contracts/save", {"token": client.token(), "job": done.id, "name": "program", "keep": ["0"]}
+        )
+        assert saved.status == 303, saved.body
+        contract = json.loads((tmp_path / "wb" / "contracts" / "program.contract.json").read_text())
+        assert contract["rerun"]["model"] == THOROUGH_MODEL and "provider" not in contract["rerun"]
     # The program ran with the model live and its tools answered from the incident: no refund.
     assert not ledger.exists() or ledger.read_text() == ""
