@@ -12,6 +12,7 @@ and the credentials of a URL.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -29,7 +30,7 @@ from typing import IO, Any
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import terminal_outcome
 from otel_blackbox._config import BlackboxConfig
-from otel_blackbox._spans.redact import redactor_for
+from otel_blackbox._spans.redact import Redactor, redactor_for
 from otel_blackbox._types import JsonObject
 from otel_blackbox._web.workspace import Target, Workspace
 
@@ -50,7 +51,14 @@ def mask(text: str) -> str:
         if _SECRET_NAME.search(name) and len(value) >= _MIN_SECRET and value in text:
             text = text.replace(value, "[REDACTED:env]")
     text = _URL_CREDENTIALS.sub(r"\1[REDACTED]@", text)
-    return redactor_for(BlackboxConfig.from_env()).redact_text(text)
+    settings = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("OTEL_BLACKBOX_REDACT")))
+    return _redactor(settings).redact_text(text)
+
+
+@functools.lru_cache(maxsize=4)
+def _redactor(_settings: tuple[tuple[str, str], ...]) -> Redactor:
+    """The redactor of these OTEL_BLACKBOX_REDACT_* settings, made once (they rarely change)."""
+    return redactor_for(BlackboxConfig.from_env())
 
 
 @dataclass

@@ -254,9 +254,9 @@ def test_saving_a_contract_checks_what_is_kept(tmp_path: Path, refund: RefundRun
         assert [j.kind for j in client.server.board.all()] == ["rerun"]
         # A file in the suite that is not a contract: the page says so and still answers.
         (tmp_path / "wb" / "contracts" / "broken.contract.json").write_text("{not json")
-        page = client.get("/contracts")
-        assert page.status == 200 and 'data-testid="problem"' in page.body
-        assert "broken.contract.json" in page.body
+        suite = client.get("/contracts")
+        assert suite.status == 200 and 'data-testid="problem"' in suite.body
+        assert "broken.contract.json" in suite.body
 
 
 def test_a_model_the_provider_refuses_fails_the_job_with_a_readable_record(
