@@ -25,6 +25,7 @@ __all__ = [
     "Step",
     "choice_calls",
     "comparable_results",
+    "highest_call_index",
     "observed_view",
     "terminal_outcome",
     "tool_call_sequence",
@@ -259,3 +260,15 @@ def _canonical_result(part: Any) -> Any:
     except (ValueError, RecursionError):  # not JSON after all: text, compared as text
         return part
     return part if canonical is None or canonical == result else {**part, "result": canonical}
+
+
+def highest_call_index(steps: list[Step]) -> int:
+    """The highest neutral ``call-N`` these steps use (-1: none): a child's new calls number after it."""
+    highest = -1
+    for step in steps:
+        ids = [step.payload.get("toolCallId")] if isinstance(step.payload, dict) else []
+        ids += [c.tool_call_id for calls in choice_calls(step.payload) for c in calls]
+        for call_id in ids:
+            if isinstance(call_id, str) and call_id.startswith("call-") and call_id[5:].isdigit():
+                highest = max(highest, int(call_id[5:]))
+    return highest

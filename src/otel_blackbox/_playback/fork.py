@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from otel_blackbox._cassette.model import Cassette, choice_calls, tool_calls_of
+from otel_blackbox._cassette.model import Cassette, choice_calls, highest_call_index, tool_calls_of
 from otel_blackbox._playback.http.exchange import HttpRequest, HttpResponse
 from otel_blackbox._playback.interceptor import Match, Mode, Session, json_body, now_ms, provider_of
 from otel_blackbox._playback.record import Recorder
@@ -84,7 +84,7 @@ class ForkSession(Session):
             "result": plan.result,
         }
         self.cassette.append("tool_result", replaced, forked.timestamp)
-        self.ids = CallIds(start=_max_call_index(self.parent, plan.at + 1) + 1)
+        self.ids = CallIds(start=highest_call_index(self.parent.steps[: plan.at + 1]) + 1)
         # Before the fork point: the parent's answers. After it: a recording of the child.
         self.player = Player(
             self.parent,
@@ -180,17 +180,6 @@ class ForkSession(Session):
                 f"{len(self.player.model_steps)} model calls before step {self.plan.at}"
             )
         self.recorder.close(error)
-
-
-def _max_call_index(cassette: Cassette, end: int) -> int:
-    highest = -1
-    for step in cassette.steps[:end]:
-        ids = [step.payload.get("toolCallId")] if isinstance(step.payload, dict) else []
-        ids += [c.tool_call_id for calls in choice_calls(step.payload) for c in calls]
-        for call_id in ids:
-            if isinstance(call_id, str) and call_id.startswith("call-") and call_id[5:].isdigit():
-                highest = max(highest, int(call_id[5:]))
-    return highest
 
 
 def _unresolved_calls(child: Cassette) -> list[dict[str, Any]]:

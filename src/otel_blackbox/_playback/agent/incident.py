@@ -60,6 +60,11 @@ class Incident:
     model: str | None  # the model the first call named
     api: str | None  # the API the first call went to, where the cassette says
     stream: bool | None
+    user_turn_at: tuple[int, ...] = ()  # the model input (from 0) each of user_turns is added at
+
+    def user_turns_after(self, turn: int) -> list[list[JsonObject]]:
+        """The user turns added after model call ``turn``: what a branch from there still says."""
+        return [list(t) for t, at in zip(self.user_turns, self.user_turn_at, strict=True) if at > turn]
 
     def settings_at(self, turn: int) -> JsonObject:
         """The system prompt, tools and params of model turn ``turn`` (from 0)."""
@@ -96,12 +101,13 @@ def read_incident(cassette: Cassette, source: str) -> Incident:
     if not model_inputs or not isinstance(model_inputs[0].get("messages"), list):
         raise CassetteError(f"{source}: the cassette has no model_input step to start a conversation from")
     outputs = [s.payload for s in steps if s.type == "model_output"]
-    user_turns = []
+    user_turns, user_turn_at = [], []
     for position in range(1, len(model_inputs)):
         answered = position - 1 < len(outputs) and _is_answer(outputs[position - 1])
         added = _added_user_messages(model_inputs[position]) if answered else []
         if added:
             user_turns.append(added)
+            user_turn_at.append(position)
     model = model_inputs[0].get("model")
     api = cassette.api or {}
     return Incident(
@@ -114,6 +120,7 @@ def read_incident(cassette: Cassette, source: str) -> Incident:
         model=model if isinstance(model, str) and model else None,
         api=api.get("name") if isinstance(api.get("name"), str) else None,
         stream=api.get("stream") if isinstance(api.get("stream"), bool) else None,
+        user_turn_at=tuple(user_turn_at),
     )
 
 

@@ -24,7 +24,7 @@ from otel_blackbox._spans.messages import ToolCall
 from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.protocol import Provider
 
-__all__ = ["AgentPlan", "AgentRun", "assistant_message", "drive"]
+__all__ = ["AgentPlan", "AgentRun", "Resume", "assistant_message", "drive"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,16 @@ class AgentPlan:
     stream: bool
     native: bool  # the incident was recorded on this same API: its own settings are sent as they are
     max_turns: int
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Where a branch takes the conversation up (blame): the messages model call ``turn`` (from 0)
+    sends, and the user turns the incident adds after it."""
+
+    messages: list[JsonObject]
+    turn: int
+    user_turns: list[list[JsonObject]]
 
 
 @dataclass
@@ -57,16 +67,20 @@ def drive(
     run: AgentRun,
     before_call: Callable[[int], None] | None = None,
     observe: Callable[[JsonObject], None] | None = None,
+    resume: Resume | None = None,
 ) -> None:
     """Run the conversation to its end, keeping count in ``run``; RunStopped when it stops short (the
     reason says why). ``before_call(n)`` runs before model call n (from 1), and may stop the run.
     ``observe(event)`` hears each step as it happens (the workbench's progress): ``model_call``,
-    ``model_output`` and ``tool_answer`` events."""
+    ``model_output`` and ``tool_answer`` events. ``resume``: start at that model call instead of the
+    first (``run.turns`` counts from it)."""
     tell = observe or (lambda _event: None)
-    messages = incident.first_messages()
-    user_turns = list(incident.user_turns)
+    messages = incident.first_messages() if resume is None else [dict(m) for m in resume.messages]
+    user_turns = list(incident.user_turns if resume is None else resume.user_turns)
+    first = 0 if resume is None else resume.turn
+    run.turns = max(run.turns, first)
     while True:
-        if run.turns >= plan.max_turns:
+        if run.turns - first >= plan.max_turns:
             raise RunStopped(
                 "max_turns",
                 f"[blackbox] stopped after {run.turns} model turns (--max-turns {plan.max_turns})",

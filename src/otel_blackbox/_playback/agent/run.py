@@ -24,7 +24,7 @@ from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import Cassette, terminal_outcome
 from otel_blackbox._cost.cassettes import cassette_cost
 from otel_blackbox._playback.agent.incident import Incident, read_incident
-from otel_blackbox._playback.agent.loop import AgentPlan, AgentRun, drive
+from otel_blackbox._playback.agent.loop import AgentPlan, AgentRun, Resume, drive
 from otel_blackbox._playback.agent.sdk import ModelClient, make_client
 from otel_blackbox._playback.agent.tools import ToolBook, ToolMatch
 from otel_blackbox._playback.budget import MAX_COST, Budget, unpriced
@@ -40,7 +40,14 @@ from otel_blackbox._wire.protocol import Provider
 from otel_blackbox._wire.registry import PROVIDERS
 from otel_blackbox.errors import BlackboxError, ReplayDivergence, ResultKept
 
-__all__ = ["BuiltInRerun", "BuiltInRerunSession", "prepare_rerun", "replay_built_in", "rerun_built_in"]
+__all__ = [
+    "BuiltInRerun",
+    "BuiltInRerunSession",
+    "drive_session",
+    "prepare_rerun",
+    "replay_built_in",
+    "rerun_built_in",
+]
 
 MIN_TURNS = 10
 
@@ -145,7 +152,7 @@ def rerun_built_in(
             budget.before_call(session.cassette, model=model, api=api, call=call)
 
     try:
-        run, stopped = _drive(session, incident, agent_plan, book, client, before_call, progress)
+        run, stopped = drive_session(session, incident, agent_plan, book, client, before_call, progress)
     except KeyboardInterrupt:  # the child is written, ending run_failed / interrupted
         _say(f"[blackbox] interrupted: {plan.output} holds the rerun so far")
         return 130
@@ -206,7 +213,7 @@ def replay_built_in(child_path: Path) -> int:
             raise RunStopped(MAX_COST, f"[blackbox] stopped before model call {call}, as the recording did")
 
     try:
-        run, stopped = _drive(session, incident, agent_plan, book, client, before_call)
+        run, stopped = drive_session(session, incident, agent_plan, book, client, before_call)
     finally:
         client.close()
     if session.error is None and stopped is not None:
@@ -221,7 +228,7 @@ def replay_built_in(child_path: Path) -> int:
     return 0
 
 
-def _drive(
+def drive_session(
     session: RecordSession | ReplaySession,
     incident: Incident,
     plan: AgentPlan,
@@ -229,6 +236,7 @@ def _drive(
     client: ModelClient,
     before_call: Callable[[int], None] | None = None,
     observe: Callable[[JsonObject], None] | None = None,
+    resume: Resume | None = None,
 ) -> tuple[AgentRun, RunStopped | None]:
     """The loop under the started session: what it did, and how it stopped short (None: it completed)."""
     if isinstance(session, ReplaySession):
@@ -251,6 +259,7 @@ def _drive(
             run=run,
             before_call=before_call,
             observe=observe,
+            resume=resume,
         )
     except RunStopped as stopped:
         if isinstance(session, RecordSession) and stopped.reason == "unrecorded_tool_call":

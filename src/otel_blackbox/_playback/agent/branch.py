@@ -1,0 +1,187 @@
+"""A branch of an incident (``blame``): its steps kept up to a point, the built-in agent from there.
+
+Two kinds of point. A *decision* is a ``model_output`` step: the branch keeps every step before the
+request that produced it, verbatim (same timestamps, so the same hashes: a fork's proof), and sends
+that request again to the model, live. An *intervention* is a ``tool_result`` step: the branch keeps
+every step before it, puts a corrected result in its place (the rest of that tool round as
+recorded), and lets the model go on from the next request. Either way the conversation goes on as
+``rerun`` runs it: every tool call answered from the incident's results (name and arguments, each
+once, those after the point first) or a ``--stub``, never executed; a call neither answers ends the
+branch ``unrecorded_tool_call``, which ``blame`` counts as unanswerable.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from otel_blackbox._cassette.model import Cassette, highest_call_index
+from otel_blackbox._playback.agent.incident import Incident, RecordedResult
+from otel_blackbox._playback.agent.loop import AgentPlan, Resume
+from otel_blackbox._playback.agent.run import BuiltInRerunSession, drive_session
+from otel_blackbox._playback.agent.sdk import ModelClient
+from otel_blackbox._playback.agent.tools import ToolBook
+from otel_blackbox._playback.interceptor import Mode, now_ms
+from otel_blackbox._types import JsonObject
+from otel_blackbox.errors import BlackboxError
+
+__all__ = ["Branch", "BranchPoint", "BranchSession", "decision_points", "run_branch", "tool_points"]
+
+
+@dataclass(frozen=True)
+class BranchPoint:
+    """Where a branch leaves the incident: ``index`` is the incident's step, of ``type`` model_output
+    (a decision) or tool_result (an intervention, ``correction`` its new outcome)."""
+
+    index: int
+    type: str
+    turn: int  # the model call (from 0) the branch sends first
+    correction: JsonObject | None = None  # {"result": ...} or {"error": ...}; None for a decision
+    source: str | None = None  # where the correction came from: "good" or "stub"
+
+    def intervention(self) -> JsonObject | None:
+        if self.correction is None:
+            return None
+        return {"source": self.source, **self.correction}
+
+
+def _model_input_indexes(cassette: Cassette) -> list[int]:
+    return [s.index for s in cassette.steps if s.type == "model_input"]
+
+
+def decision_points(cassette: Cassette) -> list[BranchPoint]:
+    """Every model_output step that answers a model_input, in order: the incident's decisions."""
+    inputs = _model_input_indexes(cassette)
+    points = []
+    for step in cassette.steps:
+        if step.type != "model_output":
+            continue
+        turn = sum(1 for i in inputs if i < step.index) - 1
+        if turn >= 0:
+            points.append(BranchPoint(step.index, "model_output", turn))
+    return points
+
+
+def tool_points(cassette: Cassette, corrections: dict[int, tuple[JsonObject, str]]) -> list[BranchPoint]:
+    """The tool_result steps with a correction (step index -> (outcome, source)) that a model call
+    follows: an intervention needs a next request to change."""
+    inputs = _model_input_indexes(cassette)
+    points = []
+    for index, (outcome, source) in sorted(corrections.items()):
+        later = [i for i in inputs if i > index]
+        if later and cassette.steps[index].type == "tool_result":
+            points.append(BranchPoint(index, "tool_result", inputs.index(later[0]), outcome, source))
+    return points
+
+
+class BranchSession(BuiltInRerunSession):
+    """A rerun session whose child starts with the incident's steps before the branch point."""
+
+    mode: ClassVar[Mode] = "rerun"
+
+    def __init__(self, incident: Cassette, point: BranchPoint, output: Path, agent: dict[str, Any]) -> None:
+        super().__init__(incident, output, agent)
+        now = now_ms()
+        steps = incident.steps
+        self.cassette = Cassette(
+            id=f"{incident.id}-branch-{point.index}-{now}",
+            created_at=now,
+            parent_id=incident.id,
+            forked_from_step_id=steps[point.index].id,
+            api=incident.api,
+            agent=agent,
+        )
+        self.recorder.cassette = self.cassette
+        for step_type, payload, timestamp in _seed(incident, point):
+            self.cassette.append(step_type, payload, timestamp)
+
+
+def _request_of(incident: Cassette, point: BranchPoint) -> int:
+    """The index of the model_input the branch sends first."""
+    return _model_input_indexes(incident)[point.turn]
+
+
+def _seed(incident: Cassette, point: BranchPoint) -> list[tuple[str, Any, int | float]]:
+    """The steps a branch's child starts with (type, payload, timestamp): before the request a
+    decision re-sends; before an intervention, then the corrected result and the rest of its round."""
+    request = _request_of(incident, point)
+    if point.correction is None:
+        kept = incident.steps[:request]
+        return [(s.type, s.payload, s.timestamp) for s in kept]
+    forked = incident.steps[point.index]
+    head = {k: forked.payload[k] for k in ("toolCallId", "toolName") if k in forked.payload}
+    rest = incident.steps[point.index + 1 : request]
+    return [
+        *[(s.type, s.payload, s.timestamp) for s in incident.steps[: point.index]],
+        ("tool_result", {**head, **point.correction}, forked.timestamp),
+        *[(s.type, s.payload, s.timestamp) for s in rest],
+    ]
+
+
+def resume_at(incident: Cassette, reader: Incident, point: BranchPoint) -> Resume:
+    """The conversation the branch's first request carries, and the user turns still to come."""
+    messages = copy.deepcopy(reader.model_inputs[point.turn].get("messages", []))
+    if point.correction is not None:
+        call_id = incident.steps[point.index].payload.get("toolCallId")
+        for message in messages:
+            for part in message.get("content") if isinstance(message.get("content"), list) else []:
+                if (
+                    isinstance(part, dict)
+                    and part.get("type") == "tool_result"
+                    and part.get("toolCallId") == call_id
+                ):
+                    part.pop("result", None)
+                    part.pop("error", None)
+                    part.update(point.correction)
+    return Resume(messages, point.turn, reader.user_turns_after(point.turn))
+
+
+def _book(reader: Incident, point: BranchPoint, stubs: dict[str, Any]) -> ToolBook:
+    """The incident's results, those after the point first (each once), then the stubs."""
+    after: list[RecordedResult] = [r for r in reader.results if r.step > point.index]
+    before = [r for r in reader.results if r.step <= point.index]
+    return ToolBook([*after, *before], match="arguments", stubs=stubs, unanswered=reader.unanswered)
+
+
+@dataclass(frozen=True)
+class Branch:
+    """One branch's child on disk, and how its run ended (None: it completed)."""
+
+    point: BranchPoint
+    child: Path
+    stopped: str | None  # the run_failed reason, e.g. unrecorded_tool_call, model_error, max_cost
+    seeded: int  # the child's steps taken from the incident (its own start after them)
+
+
+def run_branch(
+    incident: Cassette,
+    reader: Incident,
+    point: BranchPoint,
+    *,
+    output: Path,
+    plan: AgentPlan,
+    client: ModelClient,
+    stubs: dict[str, Any],
+    before_call: Callable[[Cassette, int], None] | None = None,
+) -> Branch:
+    """Run one branch to its end with the built-in agent; its child written to ``output``.
+    ``before_call(child, n)`` runs before each model call, and may stop the branch (RunStopped)."""
+    if point.turn >= len(reader.model_inputs):
+        raise BlackboxError(f"step {point.index}: no model call follows it to branch from")
+    agent = {"kind": "built-in", "provider": plan.api, "model": plan.model, "toolMatch": "arguments"}
+    session = BranchSession(incident, point, output, agent)
+    session.ids.start = highest_call_index(session.cassette.steps) + 1
+    resume = resume_at(incident, reader, point)
+    book = _book(reader, point, stubs)
+    seeded = len(session.cassette.steps)
+
+    def check(call: int) -> None:
+        if before_call is not None:
+            before_call(session.cassette, call)
+
+    _, stopped = drive_session(session, reader, plan, book, client, check, None, resume)
+    session.finish(stopped)
+    return Branch(point, output, None if stopped is None else stopped.reason, seeded)

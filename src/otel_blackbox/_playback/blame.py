@@ -1,0 +1,315 @@
+"""``blame``: which step made the run fail, answered by reruns rather than by a guess.
+
+For a decision point (a ``model_output`` of the incident) a branch keeps the steps before it and
+lets the model answer live from there, every tool answered from the recording (branch.py); for a
+tool result with a correction (from a good run, ``--good``, or a ``--stub``) a branch puts the
+correction in its place and lets the model go on. Each branch's child is judged by the contract
+given, else by ``diff``'s verdict (a fixed failure is a success); ``samples`` branches a point give
+it a success rate.
+
+The decisive step is the last decision point from which the run can still succeed when every later
+one cannot; when no decision can succeed, the first tool result whose correction makes it succeed.
+The search bisects over the decision points (the last first, then the first, then halves: a point
+is measured once), so it spends about 2 + log2(points) points, not one a point; it assumes that a
+point after a point that cannot succeed cannot either. ``max_branches`` and ``max_cost`` stop it
+with what it found.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from otel_blackbox._cassette.diff.contract import ContractCheck, find_contract
+from otel_blackbox._cassette.diff.outcome import diff_outcome, run_failure
+from otel_blackbox._cassette.io import load_cassette
+from otel_blackbox._cassette.model import Cassette, Step
+from otel_blackbox._cost.cassettes import cassette_cost
+from otel_blackbox._cost.prices import total_usd
+from otel_blackbox._playback.agent.branch import Branch, BranchPoint, decision_points, run_branch, tool_points
+from otel_blackbox._playback.agent.incident import Incident
+from otel_blackbox._playback.agent.loop import AgentPlan
+from otel_blackbox._playback.agent.run import MIN_TURNS, BuiltInRerun, prepare_rerun
+from otel_blackbox._playback.agent.sdk import make_client
+from otel_blackbox._playback.budget import MAX_COST
+from otel_blackbox._playback.record import RunStopped
+from otel_blackbox._render.text import safe
+from otel_blackbox._types import JsonObject
+from otel_blackbox.errors import BlackboxError
+
+__all__ = ["BlamePlan", "BlameReport", "PointResult", "blame", "corrections_from"]
+
+DEFAULT_SAMPLES = 3
+
+
+@dataclass(frozen=True)
+class BlamePlan:
+    output: Path  # the folder the children go to
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    stubs: dict[str, Any] = field(default_factory=dict)
+    good: Path | None = None
+    contract: Path | None = None
+    samples: int = DEFAULT_SAMPLES
+    max_cost: Decimal | None = None
+    max_branches: int | None = None
+
+
+@dataclass
+class PointResult:
+    """What the branches from one point did."""
+
+    point: BranchPoint
+    branches: list[Branch] = field(default_factory=list)
+    successes: int = 0
+    unanswerable: int = 0
+    model_calls: int = 0
+    cost_usd: Decimal | None = None
+
+    @property
+    def can_succeed(self) -> bool:
+        return self.successes > 0
+
+
+@dataclass
+class BlameReport:
+    incident: Cassette
+    failure: str
+    decision_count: int
+    measured: list[PointResult]  # in the order they were measured
+    decisive: BranchPoint | None = None
+    reason: str = ""
+    stopped: str | None = None  # why the search ended early (--max-branches, --max-cost)
+    children: Path = Path()
+
+    @property
+    def branch_count(self) -> int:
+        return sum(len(r.branches) for r in self.measured)
+
+    @property
+    def model_calls(self) -> int:
+        return sum(r.model_calls for r in self.measured)
+
+    @property
+    def cost_usd(self) -> Decimal | None:
+        """What every branch's own model calls cost (None: no call had a price)."""
+        known = [r.cost_usd for r in self.measured if r.cost_usd is not None]
+        return sum(known, Decimal(0)) if known else None
+
+    def result_of(self, point: BranchPoint) -> PointResult | None:
+        return next((r for r in self.measured if r.point == point), None)
+
+
+class _Exhausted(Exception):
+    """--max-branches or --max-cost reached: the search ends with what it found."""
+
+
+def corrections_from(
+    incident: Cassette, good: Cassette | None, stubs: dict[str, Any]
+) -> dict[int, tuple[JsonObject, str]]:
+    """Corrected outcomes for the incident's tool results: the good run's result of the same tool at
+    the same occurrence, where it differs; a --stub's value for that tool's results."""
+    found: dict[int, tuple[JsonObject, str]] = {}
+    ours = _results_by_tool(incident)
+    if good is not None:
+        theirs = _results_by_tool(good)
+        matched = False
+        for name, steps in ours.items():
+            for n, step in enumerate(steps):
+                if n < len(theirs.get(name, [])):
+                    matched = True
+                    other = _outcome(theirs[name][n])
+                    if other != _outcome(step):
+                        found[step.index] = (other, "good")
+        if not matched:
+            raise BlackboxError(
+                f"--good {good.id}: none of its tool results matches one of the incident's (another task?)"
+            )
+    for name, value in stubs.items():
+        for step in ours.get(name, []):
+            found.setdefault(step.index, ({"result": value}, "stub"))
+    return found
+
+
+def _results_by_tool(cassette: Cassette) -> dict[str, list[Step]]:
+    found: dict[str, list[Step]] = {}
+    for step in cassette.steps_of("tool_result"):
+        found.setdefault(str(step.payload.get("toolName")), []).append(step)
+    return found
+
+
+def _outcome(step: Step) -> JsonObject:
+    payload = step.payload
+    return {"error": payload["error"]} if "error" in payload else {"result": payload.get("result")}
+
+
+class _Search:
+    def __init__(
+        self,
+        incident: Cassette,
+        reader: Incident,
+        plan: BlamePlan,
+        agent: AgentPlan,
+        judge: Callable[[Cassette], bool],
+        say: Callable[[str], None],
+    ) -> None:
+        self.incident, self.reader, self.plan, self.agent = incident, reader, plan, agent
+        self.judge, self.say = judge, say
+        self.client = make_client(agent.api, base_url=plan.base_url)
+        self.measured: dict[int, PointResult] = {}
+        self.order: list[PointResult] = []
+        self.spent = Decimal(0)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def measure(self, point: BranchPoint) -> PointResult:
+        """``samples`` branches from the point (once: a point measured before is not measured again)."""
+        key = point.index
+        if key in self.measured:
+            return self.measured[key]
+        result = PointResult(point)
+        self.measured[key] = result
+        self.order.append(result)
+        for sample in range(self.plan.samples):
+            if (
+                self.plan.max_branches is not None
+                and sum(len(r.branches) for r in self.order) >= self.plan.max_branches
+            ):
+                raise _Exhausted(f"--max-branches {self.plan.max_branches} reached")
+            self._branch(result, sample)
+        return result
+
+    def _branch(self, result: PointResult, sample: int) -> None:
+        point = result.point
+        kind = "d" if point.correction is None else "t"
+        output = self.plan.output / f"branch-{kind}{point.index:04d}-{sample + 1}.json"
+        limit = self.plan.max_cost
+
+        seeded: list[int] = []  # the child's length at its first call: the incident's steps before it
+
+        def before_call(child: Cassette, call: int) -> None:
+            seeded[:] = seeded or [len(child.steps)]
+            if limit is not None and self.spent + (_new_cost(child, seeded[0]) or 0) >= limit:
+                raise RunStopped(MAX_COST, f"[blackbox] --max-cost ${limit} reached before model call {call}")
+
+        branch = run_branch(
+            self.incident, self.reader, point, output=output, plan=self.agent, client=self.client,
+            stubs=self.plan.stubs, before_call=before_call,
+        )  # fmt: skip
+        child = load_cassette(branch.child)
+        cost = _new_cost(child, branch.seeded)
+        self.spent += cost or Decimal(0)
+        result.branches.append(branch)
+        result.model_calls += sum(1 for s in child.steps[branch.seeded :] if s.type == "model_output")
+        if cost is not None:
+            result.cost_usd = (result.cost_usd or Decimal(0)) + cost
+        if branch.stopped == "unrecorded_tool_call":
+            result.unanswerable += 1
+            verdict = "unanswerable"
+        elif self.judge(child):
+            result.successes += 1
+            verdict = "succeeded"
+        else:
+            verdict = f"failed ({branch.stopped})" if branch.stopped else "failed"
+        which = f"{sample + 1}/{self.plan.samples}"
+        self.say(f"[blackbox] branch from step {point.index} ({point.type}) {which}: {verdict}")
+        if branch.stopped == MAX_COST:
+            raise _Exhausted(f"--max-cost ${limit} reached")
+
+
+def _new_cost(child: Cassette, start: int) -> Decimal | None:
+    """What a branch's own model calls cost (not the incident's, copied before the point)."""
+    return total_usd([c.price for c in cassette_cost(child).calls if c.step >= start])
+
+
+def blame(incident_path: Path, plan: BlamePlan, say: Callable[[str], None] | None = None) -> BlameReport:
+    """Find the decisive step of a failed incident by branching from its steps (see the module)."""
+    tell = say or (lambda line: print(safe(line), file=sys.stderr))
+    rerun = BuiltInRerun(
+        output=plan.output, provider=plan.provider, model=plan.model, base_url=plan.base_url,
+        stubs=plan.stubs, max_cost=plan.max_cost,
+    )  # fmt: skip
+    incident, reader, api, model = prepare_rerun(incident_path, rerun)  # setup errors: exit 2, no call
+    failure = run_failure(incident)
+    check = find_contract(incident_path, plan.contract) if plan.contract is not None else None
+    if check is not None:
+        check.run(incident)
+        if check.passed:
+            raise BlackboxError(f"{incident_path}: the incident passes the contract: nothing to blame")
+    elif failure is None:
+        raise BlackboxError(f"{incident_path}: the incident did not fail: nothing to blame")
+    decisions = decision_points(incident)
+    if not decisions:
+        raise BlackboxError(f"{incident_path}: the cassette has no model step to branch from")
+    good = load_cassette(plan.good) if plan.good is not None else None
+    tools = tool_points(incident, corrections_from(incident, good, plan.stubs))
+    plan.output.mkdir(parents=True, exist_ok=True)
+    max_turns = max(MIN_TURNS, 2 * len(reader.model_inputs))
+    agent = AgentPlan(api, model, bool(reader.stream), native=reader.api == api, max_turns=max_turns)
+    judge = _judge(incident, check)
+    report = BlameReport(
+        incident,
+        failure.label if failure else "the contract failed",
+        len(decisions),
+        [],
+        children=plan.output,
+    )
+    search = _Search(incident, reader, plan, agent, judge, tell)
+    try:
+        _bisect(search, decisions, tools, report)
+    except _Exhausted as exc:
+        report.stopped = str(exc)
+        report.reason = report.reason or f"the search stopped ({exc}) before a step was found"
+    finally:
+        search.close()
+        report.measured = list(search.order)
+    return report
+
+
+def _judge(incident: Cassette, check: ContractCheck | None) -> Callable[[Cassette], bool]:
+    def judge(child: Cassette) -> bool:
+        if check is not None:
+            check.run(child)
+            return check.passed
+        return diff_outcome(incident, child).fixed
+
+    return judge
+
+
+def _bisect(
+    search: _Search, decisions: list[BranchPoint], tools: list[BranchPoint], report: BlameReport
+) -> None:
+    last = search.measure(decisions[-1])
+    if last.can_succeed:
+        report.decisive = decisions[-1]
+        return
+    first = search.measure(decisions[0])
+    if first.can_succeed:
+        lo, hi = 0, len(decisions) - 1  # lo can succeed, hi cannot
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if search.measure(decisions[mid]).can_succeed:
+                lo = mid
+            else:
+                hi = mid
+        report.decisive = decisions[lo]
+        return
+    for point in tools:
+        if search.measure(point).can_succeed:
+            report.decisive = point
+            return
+    results = search.order
+    if results and all(r.unanswerable == len(r.branches) for r in results):
+        report.reason = "every branch was unanswerable: its tool calls have no recorded result (give --stub)"
+    elif not tools:
+        report.reason = (
+            "no branch from a decision succeeded, and no tool result had a correction to try (--good, --stub)"
+        )
+    else:
+        report.reason = "no branch succeeded, from a decision or from a corrected tool result"
