@@ -92,6 +92,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "rerun",
         "Rerun a recorded incident with the model live and every tool answered from the recording.",
     ),
+    "blame": (
+        "blame",
+        "Which step of a failed incident made it fail: found by branching from its steps and rerunning.",
+    ),
     "mcp": ("mcp", "A Model Context Protocol server over stdio, for a coding agent to read the black box."),
     "serve": (
         "serve",

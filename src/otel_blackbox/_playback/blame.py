@@ -37,6 +37,7 @@ from otel_blackbox._playback.agent.run import MIN_TURNS, BuiltInRerun, prepare_r
 from otel_blackbox._playback.agent.sdk import make_client
 from otel_blackbox._playback.budget import MAX_COST
 from otel_blackbox._playback.record import RunStopped
+from otel_blackbox._render.cassette_text import describe_step
 from otel_blackbox._render.text import safe
 from otel_blackbox._types import JsonObject
 from otel_blackbox.errors import BlackboxError
@@ -103,6 +104,48 @@ class BlameReport:
 
     def result_of(self, point: BranchPoint) -> PointResult | None:
         return next((r for r in self.measured if r.point == point), None)
+
+    def instead(self) -> Step | None:
+        """What a successful branch from the decisive point did there: its first model output."""
+        result = None if self.decisive is None else self.result_of(self.decisive)
+        for branch in [] if result is None else result.branches:
+            child = load_cassette(branch.child)
+            if branch.stopped is None:
+                return next((s for s in child.steps[branch.seeded :] if s.type == "model_output"), None)
+        return None
+
+    def to_json(self) -> JsonObject:
+        decisive = None
+        if self.decisive is not None:
+            step = self.incident.steps[self.decisive.index]
+            decisive = {"index": step.index, "type": step.type, "description": describe_step(step, 300)}
+            if (instead := self.instead()) is not None:
+                decisive["instead"] = describe_step(instead, 300)
+        return {
+            "incident": self.incident.id,
+            "failure": self.failure,
+            "decisive": decisive,
+            "reason": self.reason or None,
+            "stopped": self.stopped,
+            "decisionPoints": self.decision_count,
+            "branchCount": self.branch_count,
+            "modelCalls": self.model_calls,
+            "branches": [
+                {
+                    "from_index": r.point.index,
+                    "type": r.point.type,
+                    "intervention": r.point.intervention(),
+                    "samples": len(r.branches),
+                    "successes": r.successes,
+                    "unanswerable": r.unanswerable,
+                    "cost_usd": None if r.cost_usd is None else float(r.cost_usd),
+                    "children": [str(b.child) for b in r.branches],
+                }
+                for r in self.measured
+            ],
+            "cost_usd": None if self.cost_usd is None else float(self.cost_usd),
+            "children": str(self.children),
+        }
 
 
 class _Exhausted(Exception):
@@ -313,3 +356,9 @@ def _bisect(
         )
     else:
         report.reason = "no branch succeeded, from a decision or from a corrected tool result"
+    unanswerable = sum(r.unanswerable for r in results)
+    if unanswerable and not report.reason.startswith("every branch"):
+        total = sum(len(r.branches) for r in results)
+        report.reason += (
+            f"; {unanswerable} of {total} branches were unanswerable (--stub answers their tools)"
+        )
