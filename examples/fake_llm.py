@@ -16,7 +16,9 @@ agent handed the conversation to another with other tools) do not count as answe
 that took over acts on the question with its own tools. Two model names choose what happens after a
 handoff on every API: "thorough" calls each offered tool not yet called since the question before it
 answers (it follows the handoff), "hasty" answers once any tool has answered (it never does, on the
-Responses API too).
+Responses API too). "careful" is thorough but gives up once a tool result is an error; "coin" is
+careful, and types its number arguments sloppily on every other such call (the first included):
+a model whose mistake at one step comes and goes, for `blame`.
 
     with FakeLLMServer() as srv:
         OpenAI(base_url=srv.openai_base_url, api_key="sk-fake")
@@ -37,7 +39,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -50,6 +52,9 @@ CARELESS_ANSWER = "Final answer: I could not find that out."
 SLOPPY_MODEL = "sloppy"
 THOROUGH_MODEL = "thorough"
 HASTY_MODEL = "hasty"
+CAREFUL_MODEL = "careful"
+COIN_MODEL = "coin"
+GIVE_UP_ANSWER = "Final answer: a tool failed, so I stopped there."
 SLOW_SECONDS = 2.0
 
 JSON = dict[str, Any]
@@ -80,6 +85,7 @@ class Reply:
     tool_calls: list[ToolCall] = field(default_factory=list)
     question: str = ""  # what the calls were made for
     untried: list[ToolSpec] = field(default_factory=list)  # offered, not called since the question
+    failed: bool = False  # a tool result since the question reads as an error
 
 
 def _pick_string(question: str) -> str:
@@ -117,6 +123,9 @@ def build_arguments(question: str, schema: JSON) -> JSON:
     return args
 
 
+_FAILED = re.compile(r"\berror\b|unavailable", re.IGNORECASE)  # a tool result that reads as a failure
+
+
 def decide(
     question: str, tools: list[ToolSpec], tool_results: list[str] | None, called: set[str] | None = None
 ) -> Reply:
@@ -127,7 +136,9 @@ def decide(
         return Reply(tool_calls=_calls(question, wanted), question=question)
     untried = [t for t in tools if t.name not in (called or set())]
     if tool_results:
-        return Reply(text="Final answer: " + " | ".join(tool_results), question=question, untried=untried)
+        failed = any(_FAILED.search(r) for r in tool_results)
+        text = "Final answer: " + " | ".join(tool_results)
+        return Reply(text=text, question=question, untried=untried, failed=failed)
     return Reply(text=f"Final answer: you asked {question!r}", question=question, untried=untried)
 
 
@@ -135,10 +146,22 @@ def _calls(question: str, tools: list[ToolSpec]) -> list[ToolCall]:
     return [ToolCall(t.name, build_arguments(question, t.schema)) for t in tools]
 
 
-def as_model(model: Any, reply: Reply) -> Reply:
+def as_model(model: Any, reply: Reply, flip: Callable[[], int] | None = None) -> Reply:
     """The careless model ignores the tool results it was sent when it answers; the sloppy one types
     the question's number, zeros as the letter O, for each number argument; the thorough one calls
-    the offered tools it has not called yet rather than answer."""
+    the offered tools it has not called yet rather than answer. The careful one is thorough, but gives
+    up once a tool has failed; the coin one is careful, and types its number arguments as the sloppy
+    one does on every other such call (``flip``: the server's count of them, from 0: even is sloppy)."""
+    if model in (CAREFUL_MODEL, COIN_MODEL):
+        if reply.failed:
+            return Reply(text=GIVE_UP_ANSWER, question=reply.question)
+        if not reply.tool_calls and reply.untried:
+            reply = Reply(tool_calls=_calls(reply.question, reply.untried), question=reply.question)
+        numbered = any(isinstance(v, (int, float)) for c in reply.tool_calls for v in c.arguments.values())
+        if model == COIN_MODEL and numbered and flip is not None and flip() % 2 == 0:
+            model = SLOPPY_MODEL
+        else:
+            return reply
     if model == THOROUGH_MODEL and not reply.tool_calls and reply.untried:
         return Reply(tool_calls=_calls(reply.question, reply.untried), question=reply.question)
     if model == CARELESS_MODEL and not reply.tool_calls:
@@ -299,10 +322,11 @@ def responses_reply(body: JSON) -> Reply:
     since: set[str] = set()  # the tools called since the question
     # A user message is a new question; function_call_output items after it answer tools, those
     # of a tool still offered (a handoff's result is the next agent's cue to act, not an answer).
+    outputs: list[str] = []  # every tool output since the question, a handoff's too: what failed
     for item in _responses_items(body):
         kind = item.get("type", "message")
         if kind == "message" and item.get("role") == "user":
-            question, results, since = _openai_text(item.get("content")), [], set()
+            question, results, since, outputs = _openai_text(item.get("content")), [], set(), []
         elif kind == "function_call":
             called[str(item.get("call_id"))] = str(item.get("name"))
             since.add(str(item.get("name")))
@@ -312,9 +336,13 @@ def responses_reply(body: JSON) -> Reply:
             or str(item.get("call_id")) not in called
         ):
             results.append(_openai_text(item.get("output")))
+        if kind == "function_call_output":
+            outputs.append(_openai_text(item.get("output")))
     if body.get("tool_choice") == "none":
         tools = []
-    return decide(question, tools, results or None, since)
+    reply = decide(question, tools, results or None, since)
+    reply.failed = reply.failed or any(_FAILED.search(output) for output in outputs)
+    return reply
 
 
 def _responses_usage(body: JSON, reply: Reply) -> JSON:
@@ -670,21 +698,21 @@ class _Handler(BaseHTTPRequestHandler):
         if gemini is not None:
             self._gemini(gemini.group(2), gemini.group(3) == "streamGenerateContent", body)
         elif path == "/v1/chat/completions":
-            reply = as_model(model, openai_reply(body))
+            reply = as_model(model, openai_reply(body), self.server.flip)
             if body.get("stream"):
                 # Only OpenAI ends its stream with a sentinel; its events have no names.
                 self._send_sse(((None, c) for c in openai_chunks(body, reply)), done_sentinel=True)
             else:
                 self._send_json(200, openai_completion(body, reply))
         elif path == "/v1/responses":
-            reply = as_model(model, responses_reply(body))
+            reply = as_model(model, responses_reply(body), self.server.flip)
             if body.get("stream"):
                 # Named events and no [DONE] sentinel, as the Responses API streams.
                 self._send_sse(responses_events(body, reply), done_sentinel=False)
             else:
                 self._send_json(200, responses_object(body, reply))
         else:
-            reply = as_model(model, anthropic_reply(body))
+            reply = as_model(model, anthropic_reply(body), self.server.flip)
             if body.get("stream"):
                 self._send_sse(anthropic_events(body, reply), done_sentinel=False)
             else:
@@ -695,7 +723,7 @@ class _Handler(BaseHTTPRequestHandler):
         if refused is not None:
             self._error(400, refused, "invalid_request_error")
             return
-        reply = as_model(model, gemini_reply(body))
+        reply = as_model(model, gemini_reply(body), self.server.flip)
         if not streamed:
             self._send_json(200, gemini_response(model, body, reply))
         elif "alt=sse" in self.path:
@@ -746,6 +774,13 @@ class _Server(ThreadingHTTPServer):
         self.quiet = quiet
         self.requests = requests
         self._lock = threading.Lock()
+        self._flips = 0
+
+    def flip(self) -> int:
+        """The coin model's count of its calls with number arguments, from 0 (even: typed sloppily)."""
+        with self._lock:
+            self._flips += 1
+            return self._flips - 1
 
     def record(self, path: str, body: JSON) -> None:
         with self._lock:

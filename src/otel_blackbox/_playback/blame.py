@@ -31,7 +31,7 @@ from otel_blackbox._cassette.model import Cassette, Step
 from otel_blackbox._cost.cassettes import cassette_cost
 from otel_blackbox._cost.prices import total_usd
 from otel_blackbox._playback.agent.branch import Branch, BranchPoint, decision_points, run_branch, tool_points
-from otel_blackbox._playback.agent.incident import Incident
+from otel_blackbox._playback.agent.incident import Incident, RecordedResult, recorded_results
 from otel_blackbox._playback.agent.loop import AgentPlan
 from otel_blackbox._playback.agent.run import MIN_TURNS, BuiltInRerun, prepare_rerun
 from otel_blackbox._playback.agent.sdk import make_client
@@ -207,6 +207,9 @@ class _Search:
         self.measured: dict[int, PointResult] = {}
         self.order: list[PointResult] = []
         self.spent = Decimal(0)
+        self.fallback: list[
+            RecordedResult
+        ] = []  # a good run's results, for the calls the incident has none of
 
     def close(self) -> None:
         self.client.close()
@@ -220,6 +223,8 @@ class _Search:
         self.measured[key] = result
         self.order.append(result)
         for sample in range(self.plan.samples):
+            if self.plan.max_cost is not None and self.spent >= self.plan.max_cost:
+                raise _Exhausted(f"--max-cost ${self.plan.max_cost} reached")
             if (
                 self.plan.max_branches is not None
                 and sum(len(r.branches) for r in self.order) >= self.plan.max_branches
@@ -243,7 +248,7 @@ class _Search:
 
         branch = run_branch(
             self.incident, self.reader, point, output=output, plan=self.agent, client=self.client,
-            stubs=self.plan.stubs, before_call=before_call,
+            stubs=self.plan.stubs, before_call=before_call, fallback=self.fallback,
         )  # fmt: skip
         child = load_cassette(branch.child)
         cost = _new_cost(child, branch.seeded)
@@ -304,6 +309,8 @@ def blame(incident_path: Path, plan: BlamePlan, say: Callable[[str], None] | Non
         children=plan.output,
     )
     search = _Search(incident, reader, plan, agent, judge, tell)
+    if good is not None:
+        search.fallback = recorded_results(good)
     try:
         _bisect(search, decisions, tools, report)
     except _Exhausted as exc:

@@ -58,7 +58,8 @@ def load_recording(path: str | Path) -> Cassette:
 
 
 class Player:
-    """Answers a run's requests from ``cassette``, its model calls up to step ``before``."""
+    """Answers a run's requests from ``cassette``, its model calls from step ``after`` up to step
+    ``before``."""
 
     def __init__(
         self,
@@ -69,6 +70,7 @@ class Player:
         redactor: Redactor,
         ids: CallIds,
         before: int | None = None,
+        after: int = 0,
     ) -> None:
         self.match = match
         self.ids = ids
@@ -76,7 +78,10 @@ class Player:
         self.model_steps: list[tuple[Step, Step]] = [
             (s, nxt)
             for s, nxt in zip(cassette.steps, cassette.steps[1:], strict=False)
-            if s.type == "model_input" and nxt.type == "model_output" and (before is None or s.index < before)
+            if s.type == "model_input"
+            and nxt.type == "model_output"
+            and (before is None or s.index < before)
+            and s.index >= after  # a branch's child: the incident's calls before its point are not replayed
         ]
         check_outputs(cassette, source)  # a malformed field: refused before anything is answered
         # Exact: method, URL and body must match; sequence: method and URL (exchanges.py).
@@ -140,11 +145,13 @@ class ReplaySession(Session):
 
     mode: ClassVar[Mode] = "replay"
 
-    def __init__(self, path: str | Path, *, match: Match = "exact", stub_tools: bool = False) -> None:
+    def __init__(
+        self, path: str | Path, *, match: Match = "exact", stub_tools: bool = False, after: int = 0
+    ) -> None:
         super().__init__(path, match=match, stub_tools=stub_tools)
         self.cassette = load_recording(self.path)
         self.player = Player(
-            self.cassette, str(self.path), match=self.match, redactor=self.redactor, ids=self.ids
+            self.cassette, str(self.path), match=self.match, redactor=self.redactor, ids=self.ids, after=after
         )
 
     def intercept(self, request: HttpRequest) -> HttpResponse | None:

@@ -79,6 +79,8 @@ CASES: list[tuple[str, tuple[str, ...], int, str]] = [
     ("replay", ("{missing}", "--", "true"), 2, "missing.json"),
     ("fork", ("{missing}", "--at", "1", "--set", "1", "--live", "-o", "{out}", "--", "true"), 2, "missing"),
     ("rerun", ("{missing}", "-o", "{out}"), 2, "missing.json"),
+    ("blame", ("{missing}", "-o", "{out}"), 2, "missing.json"),
+    ("blame", ("{cassette}", "--samples", "0", "-o", "{out}"), 2, "Invalid value for '--samples'"),
     ("mcp", ("--nope",), 2, "No such option"),
     ("serve", ("--port", "-1"), 2, "Invalid value for '--port'"),
 ]

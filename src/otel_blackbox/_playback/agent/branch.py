@@ -6,14 +6,14 @@ that request again to the model, live. An *intervention* is a ``tool_result`` st
 every step before it, puts a corrected result in its place (the rest of that tool round as
 recorded), and lets the model go on from the next request. Either way the conversation goes on as
 ``rerun`` runs it: every tool call answered from the incident's results (name and arguments, each
-once, those after the point first) or a ``--stub``, never executed; a call neither answers ends the
-branch ``unrecorded_tool_call``, which ``blame`` counts as unanswerable.
+once, those after the point first), then a good run's, or a ``--stub``, never executed; a call
+none answers ends the branch ``unrecorded_tool_call``, which ``blame`` counts as unanswerable.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -139,11 +139,15 @@ def resume_at(incident: Cassette, reader: Incident, point: BranchPoint) -> Resum
     return Resume(messages, point.turn, reader.user_turns_after(point.turn))
 
 
-def _book(reader: Incident, point: BranchPoint, stubs: dict[str, Any]) -> ToolBook:
-    """The incident's results, those after the point first (each once), then the stubs."""
+def _book(
+    reader: Incident, point: BranchPoint, stubs: dict[str, Any], fallback: Sequence[RecordedResult]
+) -> ToolBook:
+    """The incident's results, those after the point first (each once), then ``fallback`` (a good
+    run's), then the stubs."""
     after: list[RecordedResult] = [r for r in reader.results if r.step > point.index]
     before = [r for r in reader.results if r.step <= point.index]
-    return ToolBook([*after, *before], match="arguments", stubs=stubs, unanswered=reader.unanswered)
+    recorded = [*after, *before, *fallback]
+    return ToolBook(recorded, match="arguments", stubs=stubs, unanswered=reader.unanswered)
 
 
 @dataclass(frozen=True)
@@ -166,16 +170,24 @@ def run_branch(
     client: ModelClient,
     stubs: dict[str, Any],
     before_call: Callable[[Cassette, int], None] | None = None,
+    fallback: Sequence[RecordedResult] = (),
 ) -> Branch:
     """Run one branch to its end with the built-in agent; its child written to ``output``.
     ``before_call(child, n)`` runs before each model call, and may stop the branch (RunStopped)."""
     if point.turn >= len(reader.model_inputs):
         raise BlackboxError(f"step {point.index}: no model call follows it to branch from")
-    agent = {"kind": "built-in", "provider": plan.api, "model": plan.model, "toolMatch": "arguments"}
+    agent: dict[str, Any] = {
+        "kind": "built-in",
+        "provider": plan.api,
+        "model": plan.model,
+        "toolMatch": "arguments",
+    }
+    # Where a replay of the child takes it up: its first own request, at model call ``turn``.
+    agent["branch"] = {"from": point.index, "turn": point.turn, "seeded": len(_seed(incident, point))}
     session = BranchSession(incident, point, output, agent)
     session.ids.start = highest_call_index(session.cassette.steps) + 1
     resume = resume_at(incident, reader, point)
-    book = _book(reader, point, stubs)
+    book = _book(reader, point, stubs, fallback)
     seeded = len(session.cassette.steps)
 
     def check(call: int) -> None:

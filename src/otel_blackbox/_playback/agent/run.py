@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from otel_blackbox._cassette.io import load_cassette
-from otel_blackbox._cassette.model import Cassette, terminal_outcome
+from otel_blackbox._cassette.model import Cassette, highest_call_index, terminal_outcome
 from otel_blackbox._cost.cassettes import cassette_cost
 from otel_blackbox._playback.agent.incident import Incident, read_incident
 from otel_blackbox._playback.agent.loop import AgentPlan, AgentRun, Resume, drive
@@ -199,11 +199,16 @@ def replay_built_in(child_path: Path) -> int:
     if not os.environ.get("GOOGLE_API_KEY"):
         os.environ.setdefault("GEMINI_API_KEY", "blackbox-placeholder")
     client = make_client(api, base_url=None)
-    session = ReplaySession(child_path)
-    session.ids.start = incident.next_call_index()
+    branch = agent.get("branch") if isinstance(agent.get("branch"), dict) else None
+    resume = _branch_resume(cassette, incident, branch) if branch is not None else None
+    seeded = int(branch["seeded"]) if branch is not None else 0
+    session = ReplaySession(child_path, after=seeded)
+    session.ids.start = (
+        highest_call_index(cassette.steps[:seeded]) + 1 if branch else incident.next_call_index()
+    )
     turns = max(MIN_TURNS, 2 * len(incident.model_inputs))
     agent_plan = AgentPlan(api, model, bool(incident.stream), native=True, max_turns=turns)
-    book = ToolBook(incident.results, match=match)
+    book = ToolBook([r for r in incident.results if r.step >= seeded], match=match)
     player = session.player
     budget_stop = terminal_outcome(cassette).failure_reason == MAX_COST
 
@@ -213,7 +218,7 @@ def replay_built_in(child_path: Path) -> int:
             raise RunStopped(MAX_COST, f"[blackbox] stopped before model call {call}, as the recording did")
 
     try:
-        run, stopped = drive_session(session, incident, agent_plan, book, client, before_call)
+        run, stopped = drive_session(session, incident, agent_plan, book, client, before_call, None, resume)
     finally:
         client.close()
     if session.error is None and stopped is not None:
@@ -226,6 +231,17 @@ def replay_built_in(child_path: Path) -> int:
     session.finish(stopped)
     _say(f"[blackbox] replayed {child_path}: {counted(run.turns, 'model call')}, as recorded")
     return 0
+
+
+def _branch_resume(cassette: Cassette, incident: Incident, branch: dict[str, Any]) -> Resume:
+    """A blame branch's child replays from its own first request (the incident's steps before it are
+    the branch's prefix, not its run): that request's messages, at its model call."""
+    seeded, turn = int(branch["seeded"]), int(branch["turn"])
+    first = cassette.steps[seeded] if seeded < len(cassette.steps) else None
+    if first is None or first.type != "model_input":
+        raise BlackboxError(f"{incident.source}: the branch has no request of its own to replay from")
+    messages = [dict(m) for m in first.payload.get("messages", [])]
+    return Resume(messages, turn, incident.user_turns_after(turn))
 
 
 def drive_session(

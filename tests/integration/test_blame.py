@@ -1,0 +1,176 @@
+"""``blame`` on incidents recorded by the processor from the real OpenAI Agents SDK, against the fake
+provider, whose scripted models plant the mistake:
+
+- ``coin`` types the refund's amount as "12.OO" on every other call (the incident's included) and
+  gives up once a tool failed: the decisive step is the refund's model_output, and no branch from
+  a later step succeeds;
+- ``careful`` is right, but the incident's lookup_order failed (``--lookup-down``): no model branch
+  succeeds, and the good run's lookup result, as a correction, names that tool result.
+
+Every branch's child is a cassette that verifies and replays offline; no tool ever runs (the
+refund agent's ledger stays empty).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_llm import CAREFUL_MODEL, COIN_MODEL, FakeLLMServer
+from helpers import EXAMPLES, REFUND_QUESTION, REFUND_STUB, record_refund_incident, run_cli
+
+from otel_blackbox._cassette.io import load_cassette
+
+
+@pytest.fixture
+def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
+    """A provider of its own for each test: the coin model's count starts at 0."""
+    with FakeLLMServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-blame-not-a-real-key")
+        yield server
+
+
+def cassette_of(folder: Path, db: Path, run_id: str, name: str) -> Path:
+    path = folder / name
+    run_cli("cassette", "--run", run_id, "-o", str(path), db=db, check=True)
+    return path
+
+
+def blame_json(*args: str) -> tuple[int, dict[str, Any], str]:
+    done = run_cli("blame", *args, "--format", "json")
+    return done.returncode, json.loads(done.stdout) if done.stdout.strip() else {}, done.stderr
+
+
+def test_the_refund_decision_is_decisive_and_no_later_branch_succeeds(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    recorded = record_refund_incident(tmp_path, llm.openai_base_url, COIN_MODEL)
+    incident = cassette_of(tmp_path, recorded.db, recorded.run_id, "incident.json")
+    steps = load_cassette(incident).steps
+    refund = next(s for s in steps if s.type == "model_output" and "refund_order" in json.dumps(s.payload))
+    assert "12.OO" in json.dumps(refund.payload)  # the planted mistake
+    out = tmp_path / "branches"
+    code, report, stderr = blame_json(str(incident), "--model", COIN_MODEL, "--stub", REFUND_STUB,
+                                      "--samples", "2", "-o", str(out))  # fmt: skip
+    assert code == 0, stderr
+    assert report["decisive"]["index"] == refund.index and report["decisive"]["type"] == "model_output"
+    assert '"amount": 12' in report["decisive"]["instead"]  # what a successful branch did there
+    rates = {b["from_index"]: (b["successes"], b["samples"]) for b in report["branches"]}
+    assert rates[refund.index][0] > 0
+    assert all(successes == 0 for index, (successes, _) in rates.items() if index > refund.index)
+    assert report["decisionPoints"] == 3 and report["branchCount"] == 2 * len(rates)
+    # The children: each verifies, shares the incident's steps before its point, and replays offline.
+    children = [Path(c) for b in report["branches"] for c in b["children"]]
+    assert sorted(children) == sorted(out.glob("*.json"))
+    for child in children:
+        assert run_cli("verify", str(child)).returncode == 0
+        diff = json.loads(run_cli("diff", "--json", str(incident), str(child)).stdout)
+        branch = next(b for b in report["branches"] if str(child) in b["children"])
+        assert diff["sharedPrefix"] >= branch["from_index"] - 1
+    heard = len(llm.requests)
+    for child in children:  # the built-in agent again, from the branch's own first request
+        replayed = run_cli("replay", str(child))
+        assert replayed.returncode in (0, 1) and "replayed" in replayed.stderr, (child, replayed.stderr)
+    assert len(llm.requests) == heard  # offline
+    assert not recorded.ledger.exists() or recorded.ledger.read_text() == ""  # no refund ever ran
+    text = run_cli("blame", str(incident), "--model", COIN_MODEL, "--stub", REFUND_STUB, "--samples", "2",
+                   "-o", str(tmp_path / "again"))  # fmt: skip
+    assert f"decisive step: {refund.index} model_output" in text.stdout
+
+
+def test_a_wrong_tool_result_is_named_by_the_good_run(tmp_path: Path, llm: FakeLLMServer) -> None:
+    recorded = record_bad_lookup(tmp_path / "incident", llm.openai_base_url)
+    good = record_good_run(tmp_path / "good", llm.openai_base_url)
+    steps = load_cassette(recorded).steps
+    lookup = next(s for s in steps if s.type == "tool_result" and s.payload.get("toolName") == "lookup_order")
+    assert "error" in lookup.payload
+    code, report, stderr = blame_json(str(recorded), "--model", CAREFUL_MODEL, "--good", str(good),
+                                      "--samples", "1", "-o", str(tmp_path / "branches"))  # fmt: skip
+    assert code == 0, stderr
+    assert report["decisive"]["index"] == lookup.index and report["decisive"]["type"] == "tool_result"
+    decisions = [b for b in report["branches"] if b["type"] == "model_output"]
+    assert decisions and all(b["successes"] == 0 for b in decisions)  # the model was right
+    (fixed,) = [b for b in report["branches"] if b["from_index"] == lookup.index]
+    assert fixed["intervention"]["source"] == "good" and "paid 12.00" in fixed["intervention"]["result"]
+
+
+def record_bad_lookup(folder: Path, base_url: str) -> Path:
+    folder.mkdir()
+    argv = [
+        sys.executable,
+        str(EXAMPLES / "handoff_agent.py"),
+        "--question",
+        REFUND_QUESTION,
+        "--lookup-down",
+    ]
+    argv += ["--ledger", str(folder / "ledger.txt"), "--base-url", base_url, "--db", str(folder / "b.db")]
+    done = subprocess.run([*argv, "--model", CAREFUL_MODEL, "--require-refund"], capture_output=True, text=True,
+                          env=_env(), timeout=120)  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    (run,) = json.loads(run_cli("runs", "--json", db=folder / "b.db", check=True).stdout)
+    return cassette_of(folder, folder / "b.db", run["run_id"], "incident.json")
+
+
+def record_good_run(folder: Path, base_url: str) -> Path:
+    folder.mkdir()
+    argv = [sys.executable, str(EXAMPLES / "handoff_agent.py"), "--question", REFUND_QUESTION]
+    argv += ["--ledger", str(folder / "ledger.txt"), "--base-url", base_url, "--db", str(folder / "g.db")]
+    done = subprocess.run([*argv, "--model", CAREFUL_MODEL, "--require-refund"], capture_output=True, text=True,
+                          env=_env(), timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (run,) = json.loads(run_cli("runs", "--json", db=folder / "g.db", check=True).stdout)
+    return cassette_of(folder, folder / "g.db", run["run_id"], "good.json")
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+
+
+def test_the_budget_and_the_branch_limit_stop_the_search(tmp_path: Path, llm: FakeLLMServer) -> None:
+    recorded = record_refund_incident(tmp_path, llm.openai_base_url, COIN_MODEL)
+    incident = cassette_of(tmp_path, recorded.db, recorded.run_id, "incident.json")
+    code, report, _ = blame_json(str(incident), "--model", COIN_MODEL, "--stub", REFUND_STUB,
+                                 "--max-branches", "3", "-o", str(tmp_path / "limited"))  # fmt: skip
+    assert code == 1 and report["branchCount"] == 3 and "--max-branches 3" in report["stopped"]
+    assert report["decisive"] is None and report["reason"]
+    # A priced model (the fake answers any name): a budget below one call's price stops after one branch.
+    code, report, stderr = blame_json(str(incident), "--model", "gpt-4o-mini", "--stub", REFUND_STUB,
+                                      "--max-cost", "0.000001", "-o", str(tmp_path / "budget"))  # fmt: skip
+    assert code == 1 and "--max-cost" in report["stopped"], stderr
+    assert report["branchCount"] == 1 and report["cost_usd"] > 0
+
+
+def test_bad_input_is_one_line_and_no_call(tmp_path: Path, llm: FakeLLMServer) -> None:
+    good = record_good_run(tmp_path / "good", llm.openai_base_url)
+    recorded = record_refund_incident(tmp_path, llm.openai_base_url, COIN_MODEL)
+    incident = cassette_of(tmp_path, recorded.db, recorded.run_id, "incident.json")
+    no_model = tmp_path / "no-model.json"
+    no_model.write_text(json.dumps({**json.loads(incident.read_text()), "steps": []}))
+    other = tmp_path / "other-task.json"
+    from helpers import vector_path
+
+    other.write_bytes(vector_path("error-unknown-tool").read_bytes())
+    broken = tmp_path / "broken.contract.json"
+    broken.write_text("{not json")
+    heard = len(llm.requests)
+    cases = [
+        ([str(good)], "did not fail"),
+        ([str(no_model)], "no model"),
+        ([str(incident), "--good", str(other)], "none of its tool results matches"),
+        ([str(incident), "--contract", str(broken)], "broken.contract.json"),
+        ([str(incident), "--stub", "refund_order=12.OO"], "is not JSON"),
+        ([str(incident), "--samples", "0"], "--samples"),
+        ([str(incident), "--max-cost", "-1"], "--max-cost"),
+    ]
+    for args, says in cases:
+        done = run_cli("blame", *args, "--model", COIN_MODEL, "-o", str(tmp_path / "none"))
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1 and says in lines[0], (args, done.stderr)
+    assert len(llm.requests) == heard and not (tmp_path / "none").exists()
