@@ -111,8 +111,8 @@ def record_bad_lookup(folder: Path, base_url: str) -> Path:
         "--lookup-down",
     ]
     argv += ["--ledger", str(folder / "ledger.txt"), "--base-url", base_url, "--db", str(folder / "b.db")]
-    done = subprocess.run([*argv, "--model", CAREFUL_MODEL, "--require-refund"], capture_output=True, text=True,
-                          env=_env(), timeout=120)  # fmt: skip
+    argv += ["--model", CAREFUL_MODEL, "--require-refund"]
+    done = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=120)
     assert done.returncode == 1, done.stderr
     (run,) = json.loads(run_cli("runs", "--json", db=folder / "b.db", check=True).stdout)
     return cassette_of(folder, folder / "b.db", run["run_id"], "incident.json")
@@ -122,8 +122,8 @@ def record_good_run(folder: Path, base_url: str) -> Path:
     folder.mkdir()
     argv = [sys.executable, str(EXAMPLES / "handoff_agent.py"), "--question", REFUND_QUESTION]
     argv += ["--ledger", str(folder / "ledger.txt"), "--base-url", base_url, "--db", str(folder / "g.db")]
-    done = subprocess.run([*argv, "--model", CAREFUL_MODEL, "--require-refund"], capture_output=True, text=True,
-                          env=_env(), timeout=120)  # fmt: skip
+    argv += ["--model", CAREFUL_MODEL, "--require-refund"]
+    done = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=120)
     assert done.returncode == 0, done.stderr
     (run,) = json.loads(run_cli("runs", "--json", db=folder / "g.db", check=True).stdout)
     return cassette_of(folder, folder / "g.db", run["run_id"], "good.json")
