@@ -18,7 +18,9 @@ handoff on every API: "thorough" calls each offered tool not yet called since th
 answers (it follows the handoff), "hasty" answers once any tool has answered (it never does, on the
 Responses API too). "careful" is thorough but gives up once a tool result is an error; "coin" is
 careful, and types its number arguments sloppily on every other such call (the first included):
-a model whose mistake at one step comes and goes, for `blame`.
+a model whose mistake at one step comes and goes, for `blame`. "walker" takes the N steps its
+question asks for, one tool call each, and at step N-1 sends the step as text on every other such
+call (the first included): a late mistake in a long run.
 
     with FakeLLMServer() as srv:
         OpenAI(base_url=srv.openai_base_url, api_key="sk-fake")
@@ -54,6 +56,7 @@ THOROUGH_MODEL = "thorough"
 HASTY_MODEL = "hasty"
 CAREFUL_MODEL = "careful"
 COIN_MODEL = "coin"
+WALKER_MODEL = "walker"
 GIVE_UP_ANSWER = "Final answer: a tool failed, so I stopped there."
 SLOW_SECONDS = 2.0
 
@@ -86,6 +89,8 @@ class Reply:
     question: str = ""  # what the calls were made for
     untried: list[ToolSpec] = field(default_factory=list)  # offered, not called since the question
     failed: bool = False  # a tool result since the question reads as an error
+    results: int = 0  # tool results since the question
+    offered: list[ToolSpec] = field(default_factory=list)
 
 
 def _pick_string(question: str) -> str:
@@ -133,13 +138,15 @@ def decide(
     tools called since then."""
     if tools and tool_results is None:
         wanted = tools[:2] if re.search(r"\bboth\b", question, re.IGNORECASE) else tools[:1]
-        return Reply(tool_calls=_calls(question, wanted), question=question)
+        return Reply(tool_calls=_calls(question, wanted), question=question, offered=tools)
     untried = [t for t in tools if t.name not in (called or set())]
     if tool_results:
         failed = any(_FAILED.search(r) for r in tool_results)
         text = "Final answer: " + " | ".join(tool_results)
-        return Reply(text=text, question=question, untried=untried, failed=failed)
-    return Reply(text=f"Final answer: you asked {question!r}", question=question, untried=untried)
+        return Reply(text, [], question, untried, failed, len(tool_results), tools)
+    return Reply(
+        text=f"Final answer: you asked {question!r}", question=question, untried=untried, offered=tools
+    )
 
 
 def _calls(question: str, tools: list[ToolSpec]) -> list[ToolCall]:
@@ -152,6 +159,8 @@ def as_model(model: Any, reply: Reply, flip: Callable[[], int] | None = None) ->
     the offered tools it has not called yet rather than answer. The careful one is thorough, but gives
     up once a tool has failed; the coin one is careful, and types its number arguments as the sloppy
     one does on every other such call (``flip``: the server's count of them, from 0: even is sloppy)."""
+    if model == WALKER_MODEL:
+        return _walk(reply, flip)
     if model in (CAREFUL_MODEL, COIN_MODEL):
         if reply.failed:
             return Reply(text=GIVE_UP_ANSWER, question=reply.question)
@@ -174,6 +183,22 @@ def as_model(model: Any, reply: Reply, flip: Callable[[], int] | None = None) ->
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     call.arguments[name] = typed
     return reply
+
+
+def _walk(reply: Reply, flip: Callable[[], int] | None) -> Reply:
+    """The walker takes the N steps the question asks for, one ``take_step`` call each, then answers;
+    at step N-1, on every other such call (the first included), it sends the step as text ("19th"):
+    a late mistake the tool refuses. It gives up once a tool has failed."""
+    if reply.failed:
+        return Reply(text=GIVE_UP_ANSWER, question=reply.question)
+    wanted = re.search(r"\d+", reply.question)
+    steps = int(wanted.group(0)) if wanted else 1
+    if reply.results >= steps or not reply.offered:
+        return Reply(text=f"Final answer: walked {steps} steps.", question=reply.question)
+    step: int | str = reply.results + 1
+    if step == steps - 1 and flip is not None and flip() % 2 == 0:
+        step = f"{step}th"
+    return Reply(tool_calls=[ToolCall(reply.offered[0].name, {"step": step})], question=reply.question)
 
 
 def count_tokens(text: str) -> int:

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_llm import CAREFUL_MODEL, COIN_MODEL, FakeLLMServer
-from helpers import EXAMPLES, REFUND_QUESTION, REFUND_STUB, record_refund_incident, run_cli
+from fake_llm import CAREFUL_MODEL, COIN_MODEL, WALKER_MODEL, FakeLLMServer
+from helpers import EXAMPLES, PROGRAMS, REFUND_QUESTION, REFUND_STUB, record_refund_incident, run_cli
 
 from otel_blackbox._cassette.io import load_cassette
 
@@ -174,3 +174,32 @@ def test_bad_input_is_one_line_and_no_call(tmp_path: Path, llm: FakeLLMServer) -
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2 and len(lines) == 1 and says in lines[0], (args, done.stderr)
     assert len(llm.requests) == heard and not (tmp_path / "none").exists()
+
+
+def test_a_late_mistake_in_a_long_run_is_found_with_fewer_branches_than_decisions(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """20 steps (tests/programs/long_agent.py, the walker model), the mistake at step 19: the search
+    measures 7 points of the 20, two branches each."""
+    incident, ledger = record_long_run(tmp_path, llm.openai_base_url, 20)
+    taken = ledger.read_text()
+    outputs = [s for s in load_cassette(incident).steps if s.type == "model_output"]
+    mistake = next(s for s in outputs if "19th" in json.dumps(s.payload))
+    code, report, stderr = blame_json(str(incident), "--model", WALKER_MODEL, "--stub", 'take_step="done"',
+                                      "--samples", "2", "-o", str(tmp_path / "branches"))  # fmt: skip
+    assert code == 0, stderr
+    assert report["decisive"]["index"] == mistake.index
+    assert report["decisionPoints"] == 20 and report["branchCount"] < report["decisionPoints"]
+    assert ledger.read_text() == taken  # the tool never ran again
+
+
+def record_long_run(folder: Path, base_url: str, steps: int) -> tuple[Path, Path]:
+    db, ledger = folder / "long.db", folder / "ledger.txt"
+    argv = [sys.executable, str(PROGRAMS / "long_agent.py"), "--base-url", base_url, "--steps", str(steps)]
+    argv += ["--db", str(db), "--ledger", str(ledger)]
+    done = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=300)
+    assert done.returncode == 1 and f"{steps - 2} of {steps} steps taken" in done.stderr, done.stderr
+    (trace,) = json.loads(run_cli("list", "--json", db=db, check=True).stdout)
+    path = folder / "incident.json"
+    run_cli("cassette", trace["trace_id"], "-o", str(path), db=db, check=True)
+    return path, ledger
