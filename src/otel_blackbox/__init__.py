@@ -2,7 +2,8 @@
 
 ``BlackboxSpanProcessor`` writes every span to a local SQLite file the moment it starts;
 ``otel-blackbox`` (the CLI) reads it back. ``session`` records, replays and forks a program's
-LLM traffic beneath httpx and httpx2. Importing this package creates no file and starts no thread.
+LLM traffic beneath httpx and httpx2; ``blame`` finds the step that made an incident fail.
+Importing this package creates no file and starts no thread.
 
 Everything a user imports is here (and ``otel_blackbox.errors``, ``otel_blackbox.cli``,
 ``otel_blackbox.pytest_plugin``); every other module is private and may change.
@@ -47,6 +48,7 @@ from otel_blackbox.errors import (
 
 if TYPE_CHECKING:  # for type checkers only; at run time __getattr__ loads each name on first use
     from otel_blackbox._config import BlackboxConfig
+    from otel_blackbox._playback.blame import BlamePlan, BlameReport, blame
     from otel_blackbox._playback.http.hook import BlackboxHTTPInstrumentor
     from otel_blackbox._playback.http.transport import (
         AsyncBlackboxTransport,
@@ -69,6 +71,8 @@ __all__ = [
     "BlackboxHTTPInstrumentor",
     "BlackboxSpanExporter",
     "BlackboxSpanProcessor",
+    "BlamePlan",
+    "BlameReport",
     "CassetteError",
     "CassetteSpanExporter",
     "ConfigError",
@@ -94,6 +98,7 @@ __all__ = [
     "TraceLookupError",
     "TraceNotFound",
     "__version__",
+    "blame",
     "session",
     "stubbable",
 ]
@@ -115,8 +120,11 @@ _HOMES = {
     "BlackboxSpanExporter": "._recorder.exporter",
     "BlackboxSpanProcessor": "._recorder.processor",
     "BlackboxTransport": "._playback.http.transport",
+    "BlamePlan": "._playback.blame",
+    "BlameReport": "._playback.blame",
     "CassetteSpanExporter": "._recorder.cassette_exporter",
     "Httpx2BlackboxTransport": "._playback.http.transport",
+    "blame": "._playback.blame",
     "session": "._playback.session",
     "stubbable": "._stubbable",
 }

@@ -203,3 +203,19 @@ def record_long_run(folder: Path, base_url: str, steps: int) -> tuple[Path, Path
     path = folder / "incident.json"
     run_cli("cassette", trace["trace_id"], "-o", str(path), db=db, check=True)
     return path, ledger
+
+
+def test_the_mcp_tool_answers_as_the_command(tmp_path: Path, llm: FakeLLMServer) -> None:
+    from otel_blackbox._mcp.cassettes import blame_incident
+    from otel_blackbox.errors import BadArgument
+
+    recorded = record_refund_incident(tmp_path, llm.openai_base_url, COIN_MODEL)
+    incident = cassette_of(tmp_path, recorded.db, recorded.run_id, "incident.json")
+    answer = json.loads(
+        blame_incident(str(incident), str(tmp_path / "branches"), model=COIN_MODEL,
+                       stubs={"refund_order": "refunded 12.00 on order Alpha"}, samples=2)
+    )  # fmt: skip
+    refund = next(s for s in load_cassette(incident).steps if "12.OO" in json.dumps(s.payload))
+    assert answer["decisive"]["index"] == refund.index
+    with pytest.raises(BadArgument, match="max_cost"):
+        blame_incident(str(incident), str(tmp_path / "none"), max_cost="-1")

@@ -1,5 +1,6 @@
 """The tools over cassettes: one written from the database (the server's only write), inspect, verify,
-diff, and eval run, with the CLI's own functions (``cassette.*``, ``render.cassette_text``)."""
+diff, eval run, and blame (branches rerun on a live model), with the CLI's own functions
+(``cassette.*``, ``render.cassette_text``, ``playback.blame``)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from otel_blackbox.errors import BadArgument, OutputError
 
 __all__ = [
     "MAX_CASSETTES",
+    "blame_incident",
     "diff_cassettes",
     "eval_run",
     "inspect_cassette",
@@ -173,3 +175,36 @@ def eval_run(contract: str, cassettes: list[str]) -> str:
         "cassettes": clip_strings(rows, _DETAIL_CHARS),
     }
     return dumps(result)
+
+
+def blame_incident(
+    incident: str,
+    output: str,
+    *,
+    model: str | None = None,
+    provider: str | None = None,
+    stubs: dict[str, Any] | None = None,
+    good: str | None = None,
+    contract: str | None = None,
+    samples: int = 3,
+    max_cost: str | None = None,
+    max_branches: int | None = None,
+) -> str:
+    """``otel-blackbox blame --format json``: the decisive step, found by branching and rerunning."""
+    from otel_blackbox._playback.blame import BlamePlan, blame  # the execution side: only for this tool
+    from otel_blackbox._playback.budget import parse_usd
+
+    try:
+        budget = None if max_cost is None else parse_usd(max_cost)
+    except ValueError as exc:
+        raise BadArgument(f"max_cost: {exc}") from None
+    folder = Path(output)
+    if folder.exists() and not folder.is_dir():
+        raise BadArgument(f"output {output}: not a folder")
+    plan = BlamePlan(
+        output=folder, provider=provider, model=model, stubs=dict(stubs or {}),
+        good=None if good is None else Path(good), contract=None if contract is None else Path(contract),
+        samples=samples, max_cost=budget, max_branches=max_branches,
+    )  # fmt: skip
+    report = blame(Path(incident), plan, say=lambda _line: None)  # stdout is the protocol
+    return dumps(clip_strings(report.to_json(), VALUE_CHARS))

@@ -49,6 +49,9 @@ DEFAULT_SAMPLES = 3
 
 @dataclass(frozen=True)
 class BlamePlan:
+    """What ``blame`` is asked: the folder the children go to, the model (None: the incident's),
+    the stubs, a good run, a contract, samples a point, and the limits of the search."""
+
     output: Path  # the folder the children go to
     provider: str | None = None
     model: str | None = None
@@ -277,7 +280,16 @@ def _new_cost(child: Cassette, start: int) -> Decimal | None:
 
 
 def blame(incident_path: Path, plan: BlamePlan, say: Callable[[str], None] | None = None) -> BlameReport:
-    """Find the decisive step of a failed incident by branching from its steps (see the module)."""
+    """The decisive step of the failed incident at ``incident_path``, found by branching from its
+    steps with the built-in agent (the model live, every tool answered from the recording) and
+    judging each branch's child: a ``BlameReport`` (``decisive`` None: no step found, ``reason``
+    says why; ``to_json()`` as ``blame --format json``). ``say`` hears a line per branch (default:
+    stderr). BlackboxError before any model call for bad input: an incident that did not fail, no
+    model step, a good run of another task, a contract that does not parse, a missing SDK or key.
+
+        report = otel_blackbox.blame(Path("incident.json"), BlamePlan(Path("branches"), model="gpt-4.1"))
+        report.decisive  # BranchPoint(index=7, type="model_output", ...)
+    """
     tell = say or (lambda line: print(safe(line), file=sys.stderr))
     rerun = BuiltInRerun(
         output=plan.output, provider=plan.provider, model=plan.model, base_url=plan.base_url,

@@ -32,7 +32,7 @@ from otel_blackbox._cassette.verify import verify_cassette
 
 TOOLS = {
     "list_traces", "list_runs", "errors", "show_trace", "get_span", "stats", "write_cassette",
-    "inspect_cassette", "verify_cassette", "diff_cassettes", "eval_run",
+    "inspect_cassette", "verify_cassette", "diff_cassettes", "eval_run", "blame",
 }  # fmt: skip
 FAILURE = "weather service unavailable for Paris"
 SESSION = "chat-42"
