@@ -32,6 +32,7 @@ __all__ = [
     "job_verdict",
     "read_rerun_form",
     "save_contract",
+    "start_blame",
     "start_rerun",
     "start_run_all",
 ]
@@ -156,6 +157,40 @@ def start_rerun(board: JobBoard, form: RerunForm, spans: list[Any]) -> Job:
         "program": form.program,
     }
     return board.start(job_id, "rerun", asked, spec, target=form.target, incident=incident, child=child)
+
+
+MAX_SAMPLES = 10
+
+
+def start_blame(board: JobBoard, form: Form, target: Target, spans: list[Any], apis: list[str]) -> Job:
+    """``blame`` of the run as a job: the rerun form's provider, model, cost limit and stubs, and
+    the samples a point (1-10) and a branch limit."""
+    asked_form = read_rerun_form(form, target, spans, apis)
+    samples = _number(form, "samples", 2, MAX_SAMPLES)
+    max_branches = _number(form, "max_branches", None, 500)
+    workspace = board.workspace
+    incident, _ = workspace.write_incident(target, spans)
+    job_id = board.new_id()
+    asked: JsonObject = {
+        "provider": asked_form.provider,
+        "model": asked_form.model,
+        "max_cost": None if asked_form.max_cost is None else str(asked_form.max_cost),
+        "stubs": sorted(asked_form.stubs),
+        "samples": samples,
+        "max_branches": max_branches,
+    }
+    spec: JsonObject = {**asked, "stubs": asked_form.stubs, "incident": str(incident),
+                        "children": str(workspace.children / f"blame-{job_id}")}  # fmt: skip
+    return board.start(job_id, "blame", asked, spec, target=target, incident=incident)
+
+
+def _number(form: Form, name: str, default: int | None, most: int) -> int | None:
+    text = _one(form, name)
+    if not text:
+        return default
+    if not text.isdigit() or not 1 <= int(text) <= most:
+        raise BadForm(f"{name}: a whole number from 1 to {most}, not {text[:20]!r}")
+    return int(text)
 
 
 def start_run_all(board: JobBoard, form: Form, apis: list[str]) -> Job:

@@ -9,7 +9,7 @@ GET: ``/`` runs and traces (filters as query parameters), ``/api/traces`` the tr
 ``/run/<id>`` and ``/trace/<id>`` the report opened on where it failed, with the rerun form (a unique
 id prefix is enough), ``/job/<id>`` a job (``/child``, ``/incident``: its cassettes; ``/contract``:
 the contract its child holds), ``/api/job/<id>`` its progress, ``/contracts`` the saved contracts.
-POST (the actions): ``/rerun``, ``/job/<id>/cancel``, ``/contracts/save``, ``/contracts/run-all``.
+POST (the actions): ``/rerun``, ``/blame``, ``/job/<id>/cancel``, ``/contracts/save``, ``/contracts/run-all``.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from otel_blackbox._web.actions import (
     job_verdict,
     read_rerun_form,
     save_contract,
+    start_blame,
     start_rerun,
     start_run_all,
 )
@@ -73,7 +74,7 @@ from otel_blackbox.errors import (
 __all__ = ["LOCAL_HOST", "ViewerServer", "make_server"]
 
 MAX_FORM_BYTES = 1 << 20
-ACTIONS = frozenset({"/rerun", "/contracts/save", "/contracts/run-all"})
+ACTIONS = frozenset({"/rerun", "/blame", "/contracts/save", "/contracts/run-all"})
 _JOB_PAGE = re.compile(r"/job/(?P<id>[\w-]+)(?:/(?P<what>child|incident|contract))?")
 _JOB_API = re.compile(r"/api/job/(?P<id>[\w-]+)")
 _JOB_CANCEL = re.compile(r"/job/(?P<id>[\w-]+)/cancel")
@@ -368,14 +369,17 @@ class ViewerHandler(BaseHTTPRequestHandler):
         form = self._form()
         self.server.guard.check_action(self.headers, _last(form, "token"))
         board = self.server.board
-        if path == "/rerun":
+        if path in ("/rerun", "/blame"):
             kind = (form.get("target_kind") or [""])[-1]
             if kind not in ("run", "trace"):
                 raise BadForm("target_kind: run or trace")
             with self._reader() as conn:
                 target, spans = target_spans(conn, kind, (form.get("target_id") or [""])[-1].strip())
-            asked = read_rerun_form(form, target, spans, available_apis(), self.server.program)
-            job = start_rerun(board, asked, spans)
+            if path == "/blame":
+                job = start_blame(board, form, target, spans, available_apis())
+            else:
+                asked = read_rerun_form(form, target, spans, available_apis(), self.server.program)
+                job = start_rerun(board, asked, spans)
             self._redirect(f"/job/{job.id}")
         elif path == "/contracts/save":
             job = self._job((form.get("job") or [""])[-1])

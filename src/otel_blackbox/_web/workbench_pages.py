@@ -59,6 +59,7 @@ BAR_CSS = """
 align-items:flex-end;margin:6px 0 0}#workbench label{display:flex;flex-direction:column;font-size:12px}
 #workbench input[type=text]{font:12px ui-monospace,monospace}
 #workbench .hint{color:#666;font-size:11px;max-width:22em}#workbench .note{color:#777}
+#workbench .blame{display:flex;gap:6px 14px;align-items:flex-end;border-left:1px solid #ddd;padding-left:14px}
 """
 
 GOOD_VERDICTS = {"failure_fixed"}
@@ -180,7 +181,14 @@ def rerun_panel(
         + _cost_field()
         + agent
         + "".join(stubs)
-        + f'<button type="submit" data-testid="rerun-submit"{disabled}>Rerun</button>{note}</form></section>'
+        + f'<button type="submit" data-testid="rerun-submit"{disabled}>Rerun</button>{note}'
+        # Blame: the same form's provider, model, cost limit and stubs, sent to /blame instead.
+        + '<span data-testid="blame-form" class="blame">'
+        + '<label>samples a point<input type="text" name="samples" value="2" size="3"></label>'
+        + '<label>at most<input type="text" name="max_branches" size="4" placeholder="branches"></label>'
+        + f'<button type="submit" formaction="/blame" data-testid="blame-submit"{disabled}>Blame</button>'
+        + '<span class="hint">which step made it fail: branches from its steps, rerun with the '
+        "provider, model, cost limit and stubs here</span></span></form></section>"
     )
     return _bar(parts)
 
@@ -214,6 +222,11 @@ def event_line(event: JsonObject) -> str:
         return f"contract {event.get('name')}: rerunning its incident"
     if kind == "contract_result":
         return f"contract {event.get('name')}: {'pass' if event.get('passed') else 'fail'}"
+    if kind == "branch":
+        return str(event.get("line", "")).removeprefix("[blackbox] ")
+    if kind == "blame":
+        decisive = (event.get("report") or {}).get("decisive")
+        return f"decisive step: {decisive['index']} {decisive['type']}" if decisive else "no step found"
     if kind == "error":
         return f"could not start: {event.get('message')}"
     if kind == "end":
@@ -228,6 +241,8 @@ def _asked_line(job: Job) -> str:
     stub = f", stubs: {', '.join(stubs)}" if stubs else ""
     model = asked.get("model") or "the incident's model"
     what = f"rerun of {job.target.label}" if job.target is not None else "run of every contract"
+    if job.kind == "blame" and job.target is not None:
+        what = f"blame of {job.target.label}, {asked.get('samples')} samples a point,"
     if asked.get("program"):
         return f"{what} by the program {asked['program']} (model {model}){cost}"
     return f"{what} on {asked.get('provider') or 'the incident’s provider'} (model {model}){cost}{stub}"
@@ -256,6 +271,39 @@ def _contract_results(events: list[JsonObject]) -> str:
     return (
         "<h2>Contracts</h2><table><thead><tr><th>contract</th><th>result</th><th>assertions</th>"
         f"<th>failing</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _blame_report(events: list[JsonObject]) -> str:
+    """A blame job's answer: the decisive step (or why none), and the rate of every point measured."""
+    report = next((ev.get("report") for ev in events if ev.get("event") == "blame"), None)
+    if not isinstance(report, dict):
+        return ""
+    decisive = report.get("decisive")
+    if decisive:
+        head = (
+            f'<p class="verdict good" data-testid="blame-decisive" data-index="{e(str(decisive["index"]))}">'
+            f"decisive step {e(str(decisive['index']))} ({e(str(decisive['type']))}): "
+            f"{e(str(decisive.get('description', '')))}</p>"
+        )
+        if decisive.get("instead"):
+            head += f"<p>a successful branch did instead: {e(str(decisive['instead']))}</p>"
+    else:
+        reason = e(str(report.get("reason")))
+        head = f'<p class="verdict other" data-testid="blame-decisive">no step found: {reason}</p>'
+    rows = "".join(
+        f'<tr data-testid="blame-point" data-index="{int(b["from_index"])}"><td>{int(b["from_index"])}</td>'
+        f"<td>{e(str(b['type']))}</td><td>{b['successes']}/{b['samples']}</td><td>{b['unanswerable']}</td></tr>"
+        for b in sorted(report.get("branches") or [], key=lambda b: int(b["from_index"]))
+    )
+    summary = (
+        f"{report.get('decisionPoints')} decision points; {report.get('branchCount')} branches, "
+        f"{report.get('modelCalls')} model calls"
+        + (f"; stopped: {report['stopped']}" if report.get("stopped") else "")
+    )
+    return (
+        f"<h2>Blame</h2>{head}<p>{e(summary)}</p><table><thead><tr><th>step</th><th>type</th>"
+        f"<th>succeeded</th><th>unanswerable</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 
 
@@ -324,6 +372,7 @@ def job_page(
                 '<span class="hint">from this child: the assertions a good run holds</span></p>'
             )
     parts.append(_contract_results(record["events"]))
+    parts.append(_blame_report(record["events"]))
     if job.log:
         parts.append(f'<details{" open" if job.state == "failed" else ""}><summary>log</summary>'
                      f'<pre id="log">{e(chr(10).join(job.log))}</pre></details>')  # fmt: skip

@@ -5,7 +5,8 @@ session at a time), a cancel is the SIGINT a rerun already answers (its child wr
 ``interrupted``), and nothing a job does can take the viewer down. The job calls what the CLI calls
 (``rerun_built_in``, ``run_entry``) and tells the workbench what happens as JSON lines on stdout:
 the rerun's own events (``model_call``, ``model_output``, ``tool_answer``), ``contract_start`` and
-``contract_result`` for a run of all contracts, then ``end`` with the exit code, or ``error`` with
+``contract_result`` for a run of all contracts, ``branch`` and ``blame`` for a blame, then ``end``
+with the exit code, or ``error`` with
 one line for a rerun that could not start. Its stderr (the rerun's summary) is the job's log.
 """
 
@@ -93,10 +94,30 @@ def _run_all(spec: dict[str, Any]) -> int:
     return 1 if failed else 0
 
 
+def _blame(spec: dict[str, Any]) -> int:
+    from otel_blackbox._playback.blame import BlamePlan, blame
+
+    plan = BlamePlan(
+        output=Path(spec["children"]),
+        provider=spec.get("provider"),
+        model=spec.get("model"),
+        stubs=dict(spec.get("stubs") or {}),
+        samples=int(spec.get("samples") or 2),
+        max_cost=_cost(spec),
+        max_branches=spec.get("max_branches"),
+    )
+    report = blame(Path(spec["incident"]), plan, say=lambda line: _emit({"event": "branch", "line": line}))
+    _emit({"event": "blame", "report": report.to_json()})
+    return 0 if report.decisive is not None else 1
+
+
+_KINDS = {"rerun": _rerun, "run-all": _run_all, "blame": _blame}
+
+
 def main(argv: list[str]) -> int:
     spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
     try:
-        code = _rerun(spec) if spec["kind"] == "rerun" else _run_all(spec)
+        code = _KINDS[spec["kind"]](spec)
     except BlackboxError as exc:  # could not start: a setup error, one line
         _emit({"event": "error", "message": str(exc)})
         return 2

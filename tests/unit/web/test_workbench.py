@@ -82,6 +82,7 @@ def test_the_rerun_form_offers_what_the_incident_needs(tmp_path: Path, refund: R
         assert re.findall(r'<option value="([\w-]+)"', page) == ["openai-chat", "openai-responses"]
         assert 'name="model" value="sloppy"' in page
         assert re.findall(r'name="(stub:\w+)"', page) == ["stub:refund_order"]
+        assert 'formaction="/blame" data-testid="blame-submit"' in page  # the same fields, to blame
         prefilled = re.search(r'name="stub:refund_order" size="\d+" value="([^"]*)"', page)
         assert prefilled and json.loads(prefilled.group(1).replace("&quot;", '"')) == {
             "order_id": "Alpha",
@@ -333,3 +334,24 @@ def test_the_program_given_to_ui_reruns_with_its_tools_answered_from_the_recordi
         assert contract["rerun"]["model"] == THOROUGH_MODEL and "provider" not in contract["rerun"]
     # The program ran with the model live and its tools answered from the incident: no refund.
     assert not ledger.exists() or ledger.read_text() == ""
+
+
+def test_blame_from_the_run_page_names_the_refund_decision(
+    tmp_path: Path, refund: RefundRun, env: None
+) -> None:
+    with workbench(refund.db, tmp_path / "wb") as client:
+        page = client.get(f"/run/{refund.run_id}").body
+        assert 'data-testid="blame-form"' in page and 'name="samples"' in page
+        form = {**rerun_form(client, refund), "samples": "1"}
+        job = client.post("/blame", form)
+        assert job.status == 303, job.body
+        assert client.wait(job.location, timeout=120)["state"] == "done"
+        shown = client.get(job.location).body
+        incident = load_cassette(next((tmp_path / "wb" / "incidents").glob("*.json")))
+        refund_call = next(
+            s for s in incident.steps if s.type == "model_output" and "12.OO" in json.dumps(s.payload)
+        )
+        assert f'data-testid="blame-decisive" data-index="{refund_call.index}"' in shown
+        assert shown.count('data-testid="blame-point"') >= 3
+        bad = client.post("/blame", {**form, "samples": "99"})
+        assert bad.status == 400 and "samples: a whole number from 1 to 10" in bad.body
