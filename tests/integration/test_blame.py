@@ -219,3 +219,20 @@ def test_the_mcp_tool_answers_as_the_command(tmp_path: Path, llm: FakeLLMServer)
     assert answer["decisive"]["index"] == refund.index
     with pytest.raises(BadArgument, match="max_cost"):
         blame_incident(str(incident), str(tmp_path / "none"), max_cost="-1")
+
+
+def test_a_contract_judges_the_branches(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """Judged by a contract made from a good rerun: the same decisive step; an incident that passes
+    the contract has nothing to blame."""
+    recorded = record_refund_incident(tmp_path, llm.openai_base_url, COIN_MODEL)
+    incident = cassette_of(tmp_path, recorded.db, recorded.run_id, "incident.json")
+    good = tmp_path / "good-child.json"
+    run_cli("rerun", str(incident), "--model", "thorough", "--stub", REFUND_STUB, "-o", str(good), check=True)
+    contract = tmp_path / "refund.contract.json"
+    run_cli("eval", "generate", str(good), "-o", str(contract), check=True)
+    judged = ["--contract", str(contract), "--samples", "2", "-o", str(tmp_path / "b")]
+    code, report, stderr = blame_json(str(incident), "--model", COIN_MODEL, "--stub", REFUND_STUB, *judged)
+    refund = next(s for s in load_cassette(incident).steps if "12.OO" in json.dumps(s.payload))
+    assert code == 0 and report["decisive"]["index"] == refund.index, stderr
+    passes = run_cli("blame", str(good), "--contract", str(contract), "-o", str(tmp_path / "none"))
+    assert passes.returncode == 2 and "passes the contract: nothing to blame" in passes.stderr
