@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from otel_blackbox._cli.app import cli
-from otel_blackbox._cli.common import base_url_option, echo_json, usd_option
+from otel_blackbox._cli.common import base_url_option, echo_json, parse_stubs, usd_option
 from otel_blackbox._render.md_escape import code, inline
 from otel_blackbox._render.text import safe
 from otel_blackbox._render.words import counted
@@ -102,20 +102,12 @@ def blame(
       otel-blackbox blame incident.json --good good-run.json --samples 5 --max-cost 1.00 -o branches/
       otel-blackbox blame incident.json --stub refund_order='"refunded"' --format json -o branches/
     """
-    from otel_blackbox._playback.agent.tools import parse_stub  # the execution side: when it runs
-    from otel_blackbox._playback.blame import BlamePlan
+    from otel_blackbox._playback.blame import BlamePlan  # the execution side: when it runs
     from otel_blackbox._playback.blame import blame as find_blame
-    from otel_blackbox.errors import SessionError
 
     if model is not None and not model.strip():
         raise click.BadParameter("give a model name", param_hint="--model")
-    parsed: dict[str, Any] = {}
-    for text in stubs:
-        try:
-            name, value = parse_stub(text)
-        except SessionError as exc:
-            raise click.BadParameter(str(exc).removeprefix("--stub "), param_hint="--stub") from None
-        parsed[name] = value
+    parsed = parse_stubs(stubs)
     plan = BlamePlan(
         output=output, provider=provider, model=model, base_url=base_url, stubs=parsed, good=good,
         contract=contract, samples=samples, max_cost=max_cost, max_branches=max_branches,

@@ -70,6 +70,21 @@ def base_url_option(ctx: click.Context, param: click.Parameter, value: str | Non
     return value
 
 
+def parse_stubs(stubs: tuple[str, ...]) -> dict[str, Any]:
+    """The ``--stub NAME=JSON`` of a built-in rerun or a blame, by tool name (exit 2 for a bad one)."""
+    from otel_blackbox._playback.agent.tools import parse_stub  # the execution side: only when given
+    from otel_blackbox.errors import SessionError
+
+    parsed: dict[str, Any] = {}
+    for text in stubs:
+        try:
+            name, value = parse_stub(text)
+        except SessionError as exc:
+            raise click.BadParameter(str(exc).removeprefix("--stub "), param_hint="--stub") from None
+        parsed[name] = value
+    return parsed
+
+
 def usd_option(ctx: click.Context, param: click.Parameter, value: str | None) -> Decimal | None:
     """The callback of --max-cost: a positive amount of US dollars (``0.50``, ``$2``), else exit 2
     before anything runs."""

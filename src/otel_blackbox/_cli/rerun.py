@@ -13,7 +13,7 @@ import click
 
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cli.app import cli
-from otel_blackbox._cli.common import base_url_option, output_option, usd_option
+from otel_blackbox._cli.common import base_url_option, output_option, parse_stubs, usd_option
 from otel_blackbox._cli.playback import (
     PASS_THROUGH,
     read_script,
@@ -22,7 +22,6 @@ from otel_blackbox._cli.playback import (
     stub_tools_option,
 )
 from otel_blackbox._wire.apis import API_NAMES
-from otel_blackbox.errors import SessionError
 
 __all__: list[str] = []
 
@@ -219,15 +218,8 @@ def _rerun_built_in(
         BuiltInRerun,
         rerun_built_in,
     )  # the execution side: only when it runs
-    from otel_blackbox._playback.agent.tools import parse_stub
 
-    parsed: dict[str, Any] = {}
-    for text in stubs:
-        try:
-            name, value = parse_stub(text)
-        except SessionError as exc:
-            raise click.BadParameter(str(exc).removeprefix("--stub "), param_hint="--stub") from None
-        parsed[name] = value
+    parsed = parse_stubs(stubs)
     plan = BuiltInRerun(
         output=output,
         provider=provider,
