@@ -203,16 +203,15 @@ class _Search:
         agent: AgentPlan,
         judge: Callable[[Cassette], bool],
         say: Callable[[str], None],
+        fallback: list[RecordedResult],
     ) -> None:
         self.incident, self.reader, self.plan, self.agent = incident, reader, plan, agent
+        self.fallback = fallback  # a good run's results, for the calls the incident has none of
         self.judge, self.say = judge, say
         self.client = make_client(agent.api, base_url=plan.base_url)
         self.measured: dict[int, PointResult] = {}
         self.order: list[PointResult] = []
         self.spent = Decimal(0)
-        self.fallback: list[
-            RecordedResult
-        ] = []  # a good run's results, for the calls the incident has none of
 
     def close(self) -> None:
         self.client.close()
@@ -320,9 +319,8 @@ def blame(incident_path: Path, plan: BlamePlan, say: Callable[[str], None] | Non
         [],
         children=plan.output,
     )
-    search = _Search(incident, reader, plan, agent, judge, tell)
-    if good is not None:
-        search.fallback = recorded_results(good)
+    fallback = recorded_results(good) if good is not None else []
+    search = _Search(incident, reader, plan, agent, judge, tell, fallback)
     try:
         _bisect(search, decisions, tools, report)
     except _Exhausted as exc:
