@@ -1,8 +1,9 @@
-"""import: spans from OTLP/JSON files, standard input or a running Phoenix, stored as one run."""
+"""import: spans from OTLP/JSON files, standard input, a running Phoenix or chat logs, stored as one run."""
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import os
 import sys
 import time
@@ -16,10 +17,14 @@ from otel_blackbox._cli.common import db_path, echo_json, progress
 from otel_blackbox._config import BlackboxConfig, parse_duration
 from otel_blackbox._render.words import counted
 from otel_blackbox._spans.otlp_in.documents import read_documents
+from otel_blackbox._spans.transcripts.chat import FORMATS, read_chat
+from otel_blackbox._spans.transcripts.otlp import otlp_document
 from otel_blackbox._store.ingest import ImportCounts, Importer
 from otel_blackbox.errors import BlackboxError, ConfigError
 
 __all__: list[str] = []
+
+_FUTURE_TRANSCRIPTS = ("claude-code", "codex")  # issue 38: coding-agent sessions, not read yet
 
 
 def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -51,6 +56,21 @@ def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> int
     metavar="DURATION",
     help="Only spans started this recently: 1h, 2d.",
 )
+@click.option(
+    "--from",
+    "transcript",
+    default=None,
+    metavar="KIND",
+    help="The files are transcripts, not spans: chat (a saved chat log).",
+)
+@click.option(
+    "--format",
+    "chat_format",
+    type=click.Choice(FORMATS),
+    default=None,
+    metavar="SHAPE",
+    help="With --from chat: openai-chat, openai-responses or anthropic (default: recognized).",
+)
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON.")
 @click.pass_context
 def import_(
@@ -60,6 +80,8 @@ def import_(
     project: str | None,
     trace_id: str | None,
     since: int | None,
+    transcript: str | None,
+    chat_format: str | None,
     as_json: bool,
 ) -> None:
     """Store the spans of OTLP/JSON files (or - for standard input) or of a Phoenix server, as one run.
@@ -78,13 +100,21 @@ def import_(
     --from-phoenix URL pulls spans through Phoenix's REST API, page by page (--project, --trace or
     --since; the PHOENIX_API_KEY variable, if set, is sent as a bearer token).
 
+    --from chat reads each FILE as a saved chat log (JSON): an OpenAI Chat `messages` array, an
+    OpenAI Responses `input` list or an Anthropic `messages` list with `system`, recognized or named
+    with --format. Each becomes a run's spans: an AGENT root, an LLM span per assistant turn, a TOOL
+    span per tool call with its result. Importing the same file again adds nothing.
+
     \b
     Example:
       otel-blackbox export --format otlp > spans.jsonl
       otel-blackbox --db incident.db import spans.jsonl
       curl -s http://tempo:3200/api/traces/4bf92f35... | otel-blackbox import -
       otel-blackbox import --from-phoenix http://127.0.0.1:6006 --project agents --since 1h
+      otel-blackbox import --from chat conversation.json
+      otel-blackbox cassette --run RUN -o incident.json
     """
+    _check_transcript(transcript, chat_format, phoenix_url)
     if phoenix_url is None:
         for name, value in (("--project", project), ("--trace", trace_id), ("--since", since)):
             if value is not None:
@@ -103,6 +133,9 @@ def import_(
     try:
         if phoenix_url is not None:
             _from_phoenix(importer, phoenix_url, project or "default", trace_id, since)
+        elif transcript is not None:
+            for name in files:
+                _from_chat(importer, name, chat_format)
         else:
             for name in files:
                 _from_file(importer, name)
@@ -113,6 +146,36 @@ def import_(
     finally:
         importer.close()
     _summary(importer, config, as_json)
+
+
+def _check_transcript(transcript: str | None, chat_format: str | None, phoenix_url: str | None) -> None:
+    if transcript is None:
+        if chat_format is not None:
+            raise click.UsageError("--format goes with --from chat")
+        return
+    if transcript in _FUTURE_TRANSCRIPTS:
+        raise click.UsageError(
+            f"--from {transcript}: not supported yet; --from takes chat (a saved chat log)"
+        )
+    if transcript != "chat":
+        raise click.UsageError(f"--from {transcript!r}: expected chat (a saved chat log)")
+    if phoenix_url is not None:
+        raise click.UsageError("--from chat reads files: it does not go with --from-phoenix")
+
+
+def _from_chat(importer: Importer, name: str, chat_format: str | None) -> ImportCounts:
+    """A chat log as spans: ids from its content's hash (so it is stored once), times from its mtime."""
+    if name == "-":
+        raw, base_ns = sys.stdin.buffer.read(), time.time_ns()
+    else:
+        path = Path(name)
+        if path.is_dir():
+            raise click.BadParameter(f"{name} is a directory", param_hint="FILE")
+        raw, base_ns = path.read_bytes(), path.stat().st_mtime_ns
+    label = "stdin" if name == "-" else name
+    _, conversation = read_chat(raw, label, chat_format)
+    document = otlp_document(conversation, "chat " + hashlib.sha256(raw).hexdigest(), base_ns)
+    return importer.store(label, [(None, document)])
 
 
 def _from_file(importer: Importer, name: str) -> ImportCounts:

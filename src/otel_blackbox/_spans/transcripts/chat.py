@@ -1,0 +1,286 @@
+"""Chat logs: a saved conversation in one of three JSON shapes, read as a neutral ``Conversation``.
+
+* ``openai-chat``: an OpenAI Chat Completions ``messages`` array, or an object with ``messages`` (and
+  ``model``, ``tools``): system / developer, user, assistant (``tool_calls``) and ``tool`` messages;
+* ``openai-responses``: an OpenAI Responses ``input`` list, or an object with ``input`` (and
+  ``instructions``, ``model``, ``tools``, ``output``): ``message``, ``function_call`` and
+  ``function_call_output`` items;
+* ``anthropic``: an Anthropic ``messages`` list, or an object with ``messages`` and ``system`` (and
+  ``model``, ``tools``): content blocks ``text``, ``tool_use``, ``tool_result`` (``is_error``).
+
+The shape is recognized from what only one of them has (a ``tool`` role, a ``function_call`` item, a
+``tool_use`` block...); a plain text conversation reads the same in all three. Unknown fields are
+ignored; parts that are not text (images, files, thinking, reasoning items) are left out and counted.
+Anything else is an ``ImportInputError``: one line naming the file and what was expected.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from otel_blackbox._spans.transcripts.otlp import Conversation, ToolCall, Turn
+from otel_blackbox.errors import ImportInputError
+
+__all__ = ["FORMATS", "read_chat"]
+
+FORMATS = ("openai-chat", "openai-responses", "anthropic")
+_EXPECTED = (
+    "expected a chat log: an OpenAI Chat messages array, an OpenAI Responses input list or an "
+    "Anthropic messages list (or an object holding one)"
+)
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+_RESPONSES_ITEMS = frozenset(
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        "reasoning",
+        "custom_tool_call",
+        "custom_tool_call_output",
+    }
+)
+_RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file", "refusal"})
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "document"})
+_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+
+
+class _Skipped(dict[str, int]):
+    def add(self, kind: str) -> None:
+        self[kind] = self.get(kind, 0) + 1
+
+
+# --- which shape ------------------------------------------------------------------------------------
+
+
+def _messages_of(document: Any) -> tuple[list[Any], dict[str, Any]] | None:
+    """The list of messages / items and the object around it (empty for a bare list)."""
+    if isinstance(document, list):
+        return document, {}
+    if isinstance(document, dict):
+        for key in ("messages", "input"):
+            if isinstance(document.get(key), list):
+                return document[key], document
+    return None
+
+
+def _shapes(items: list[Any], around: dict[str, Any]) -> set[str]:
+    """The shapes these items can be read as (all three for a plain text conversation, none for
+    something that is no chat log, or mixes the shapes' features)."""
+    if not items or not all(isinstance(i, dict) and (i.get("role") in _ROLES or "type" in i) for i in items):
+        return set()
+    shapes = set(FORMATS)
+    # A bare "message" type is also an Anthropic response's: only the other item types tell.
+    if "input" in around or any(i.get("type") in _RESPONSES_ITEMS - {"message"} for i in items):
+        shapes &= {"openai-responses"}
+    if "system" in around:
+        shapes &= {"anthropic"}
+    for item in items:
+        if item.get("type") is not None and item.get("type") not in _RESPONSES_ITEMS:
+            return set()
+        role = item.get("role")
+        if role == "tool" or "tool_calls" in item or "tool_call_id" in item:
+            shapes &= {"openai-chat"}
+        elif role in ("system", "developer"):
+            shapes -= {"anthropic"}
+        content = item.get("content")
+        parts = [p for p in content if isinstance(p, dict)] if isinstance(content, list) else []
+        kinds = {p.get("type") for p in parts}
+        if kinds & _ANTHROPIC_BLOCKS:
+            shapes &= {"anthropic"}
+        if kinds & _RESPONSES_PARTS:
+            shapes &= {"openai-responses"}
+        if "image_url" in kinds:
+            shapes &= {"openai-chat"}
+    return shapes
+
+
+# --- reading helpers --------------------------------------------------------------------------------
+
+
+def _text(content: Any, skipped: _Skipped) -> str:
+    """The text of a message's content: a string, or the text parts of a list (others counted)."""
+    if isinstance(content, str):
+        return content
+    texts = []
+    for part in content if isinstance(content, list) else []:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict) and part.get("type") in _TEXT_PARTS and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif isinstance(part, dict):
+            skipped.add(str(part.get("type", "part")))
+    return "\n".join(texts)
+
+
+def _json_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps({} if value is None else value, ensure_ascii=False)
+
+
+def _tokens(item: dict[str, Any], *names: str) -> int | None:
+    usage = item.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    found = next((usage[n] for n in names if isinstance(usage.get(n), int)), None)
+    return found if isinstance(found, int) and not isinstance(found, bool) else None
+
+
+def _assistant(text: str, calls: list[ToolCall], item: dict[str, Any]) -> Turn:
+    return Turn(
+        "assistant",
+        text,
+        tuple(calls),
+        prompt_tokens=_tokens(item, "prompt_tokens", "input_tokens"),
+        completion_tokens=_tokens(item, "completion_tokens", "output_tokens"),
+    )
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+# --- the three shapes -------------------------------------------------------------------------------
+
+
+def _openai_chat(items: list[Any], around: dict[str, Any], skipped: _Skipped) -> Conversation:
+    turns: list[Turn] = []
+    system: list[str] = []
+    for item in items:
+        role = item.get("role")
+        if role in ("system", "developer") and not turns:
+            system.append(_text(item.get("content"), skipped))
+        elif role == "assistant":
+            calls = [
+                ToolCall(_str(c.get("id")), _str(fn.get("name")), _json_text(fn.get("arguments")))
+                for c in item.get("tool_calls") or []
+                if isinstance(c, dict) and isinstance(fn := c.get("function"), dict)
+            ]
+            turns.append(_assistant(_text(item.get("content"), skipped), calls, item))
+        elif role == "tool":
+            content = _text(item.get("content"), skipped)
+            turns.append(
+                Turn("tool", content, call_id=_str(item.get("tool_call_id")), name=_str(item.get("name")))
+            )
+        else:
+            turns.append(
+                Turn("system" if role == "developer" else str(role), _text(item.get("content"), skipped))
+            )
+    return _conversation(turns, around, "openai", "\n\n".join(system) or None, skipped)
+
+
+def _openai_responses(items: list[Any], around: dict[str, Any], skipped: _Skipped) -> Conversation:
+    turns: list[Turn] = []
+    output = around.get("output")
+    for item in [*items, *(output if isinstance(output, list) else [])]:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type", "message")
+        last = turns[-1] if turns else None
+        if kind == "message" and item.get("role") == "assistant":
+            text = _text(item.get("content"), skipped)
+            if last is not None and last.role == "assistant" and not last.tool_calls:
+                turns[-1] = Turn("assistant", "\n".join(filter(None, [last.text, text])))
+            else:
+                turns.append(_assistant(text, [], item))
+        elif kind == "message":
+            role = item.get("role")
+            turns.append(
+                Turn("system" if role == "developer" else str(role), _text(item.get("content"), skipped))
+            )
+        elif kind == "function_call":
+            call = ToolCall(
+                _str(item.get("call_id")), _str(item.get("name")), _json_text(item.get("arguments"))
+            )
+            if last is not None and last.role == "assistant":
+                turns[-1] = Turn("assistant", last.text, (*last.tool_calls, call))
+            else:
+                turns.append(Turn("assistant", "", (call,)))
+        elif kind == "function_call_output":
+            turns.append(Turn("tool", _text(item.get("output"), skipped), call_id=_str(item.get("call_id"))))
+        else:
+            skipped.add(str(kind))
+    system = around.get("instructions")
+    lead = [t.text for t in turns[: next((i for i, t in enumerate(turns) if t.role != "system"), len(turns))]]
+    turns = turns[len(lead) :]
+    prompt = "\n\n".join([*([system] if isinstance(system, str) and system else []), *lead]) or None
+    return _conversation(turns, around, "openai", prompt, skipped)
+
+
+def _anthropic(items: list[Any], around: dict[str, Any], skipped: _Skipped) -> Conversation:
+    turns: list[Turn] = []
+    for item in items:
+        role, content = str(item.get("role")), item.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": _str(content)}]
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for block in blocks:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "tool_use" and isinstance(block, dict):
+                calls.append(
+                    ToolCall(_str(block.get("id")), _str(block.get("name")), _json_text(block.get("input")))
+                )
+            elif kind == "tool_result" and isinstance(block, dict):
+                result = _text(block.get("content"), skipped)
+                error = block.get("is_error") is True
+                turns.append(Turn("tool", result, call_id=_str(block.get("tool_use_id")), is_error=error))
+            else:
+                texts.append(_text([block], skipped))
+        text = "\n".join(t for t in texts if t)
+        if role == "assistant":
+            turns.append(_assistant(text, calls, item))
+        elif text or not any(t.role == "tool" for t in turns[-1:]):
+            turns.append(Turn(role, text))
+    system = around.get("system")
+    prompt = _text(system, skipped) if system is not None else None
+    return _conversation(turns, around, "anthropic", prompt or None, skipped)
+
+
+def _conversation(
+    turns: list[Turn], around: dict[str, Any], provider: str, system: str | None, skipped: _Skipped
+) -> Conversation:
+    tools = around.get("tools")
+    model = around.get("model")
+    return Conversation(
+        turns=tuple(turns),
+        model=model if isinstance(model, str) and model else None,
+        provider=provider,
+        system=system,
+        tools=tuple(t for t in tools if isinstance(t, dict)) if isinstance(tools, list) else (),
+        source="chat",
+        skipped=dict(skipped),
+    )
+
+
+_READERS: dict[str, Callable[[list[Any], dict[str, Any], _Skipped], Conversation]] = {
+    "openai-chat": _openai_chat,
+    "openai-responses": _openai_responses,
+    "anthropic": _anthropic,
+}
+
+
+def read_chat(raw: bytes, name: str, shape: str | None = None) -> tuple[str, Conversation]:
+    """The chat log's shape and conversation; ``shape`` names it (else it is recognized).
+    ImportInputError, one line naming ``name``, when it is not a chat log (of that shape)."""
+    try:
+        document = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ImportInputError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except ValueError as exc:
+        where = f" at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise ImportInputError(f"{name}: not JSON{where}; {_EXPECTED}") from None
+    found = _messages_of(document)
+    shapes = _shapes(*found) if found is not None else set()
+    if not shapes:
+        raise ImportInputError(f"{name}: not a chat log: {_EXPECTED}")
+    if shape is not None and shape not in shapes:
+        reads_as = " or ".join(f for f in FORMATS if f in shapes)
+        raise ImportInputError(f"{name}: not an {shape} chat log (it reads as {reads_as})")
+    chosen = shape or next(f for f in FORMATS if f in shapes)
+    assert found is not None
+    conversation = _READERS[chosen](found[0], found[1], _Skipped())
+    if not any(t.role == "assistant" for t in conversation.turns):
+        raise ImportInputError(f"{name}: a {chosen} chat log with no assistant turn: nothing to import")
+    return chosen, conversation

@@ -1,0 +1,249 @@
+"""A neutral conversation as OpenInference spans, written as one OTLP/JSON ``TracesData`` document.
+
+One AGENT root span (``input.value`` the first user message, ``output.value`` the last answer), one
+LLM span per assistant turn (its request: the system prompt and every turn before it; its answer:
+the turn's text and tool calls; the tools offered; the tokens when told), and one TOOL span per
+tool call that has a result (its arguments and result; ERROR with the result's text when the result
+was an error). A call with no result in the transcript has no TOOL span.
+
+Ids are derived (sha256) from a key (the source file's content hash) and the span's index, so the
+same transcript imported twice gives the same spans, which the importer stores once. Times: a turn's
+own time when the transcript tells it, else ``base_ns`` (the file's mtime); every span starts at
+least 1 ms after the one before it, so the spans' order is the conversation's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from openinference.semconv.trace import (
+    MessageAttributes,
+    OpenInferenceSpanKindValues,
+    SpanAttributes,
+    ToolAttributes,
+    ToolCallAttributes,
+)
+
+from otel_blackbox._version import __version__
+
+__all__ = ["Conversation", "ToolCall", "Turn", "otlp_document"]
+
+_MS = 1_000_000
+_INTERNAL = 1  # SPAN_KIND_INTERNAL
+_OK, _ERROR = 1, 2  # STATUS_CODE_OK, STATUS_CODE_ERROR
+SCOPE = "otel_blackbox.transcripts"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    call_id: str
+    name: str
+    arguments: str  # JSON text, as the providers send it
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn: ``user`` / ``system`` (text), ``assistant`` (text and tool calls, tokens when told),
+    or ``tool`` (the result of the call ``call_id``; ``is_error`` for an error result)."""
+
+    role: str
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    call_id: str = ""
+    name: str = ""
+    is_error: bool = False
+    time_ns: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Conversation:
+    turns: tuple[Turn, ...]
+    model: str | None = None
+    provider: str | None = None  # "openai", "anthropic"
+    system: str | None = None
+    tools: tuple[dict[str, Any], ...] = ()  # the tool definitions offered, as the source wrote them
+    source: str = "chat"  # the scope's name suffix: chat, claude-code, codex
+    skipped: dict[str, int] = field(default_factory=dict)  # what was left out, counted by kind
+
+
+# --- attributes -------------------------------------------------------------------------------------
+
+
+def _value(value: str | int) -> dict[str, str]:
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    return {"stringValue": value}
+
+
+def _attributes(values: dict[str, str | int | None]) -> list[dict[str, Any]]:
+    return [{"key": k, "value": _value(v)} for k, v in values.items() if v is not None]
+
+
+def _message(prefix: str, turn: Turn, calls: dict[str, str]) -> dict[str, str | int | None]:
+    """One turn as OpenInference's flattened message attributes under ``prefix``
+    (``llm.input_messages.3``); ``calls`` names the tool of each call id."""
+    out: dict[str, str | int | None] = {f"{prefix}.{MessageAttributes.MESSAGE_ROLE}": turn.role}
+    if turn.text or not turn.tool_calls:
+        out[f"{prefix}.{MessageAttributes.MESSAGE_CONTENT}"] = turn.text
+    for j, call in enumerate(turn.tool_calls):
+        at = f"{prefix}.{MessageAttributes.MESSAGE_TOOL_CALLS}.{j}"
+        out[f"{at}.{ToolCallAttributes.TOOL_CALL_ID}"] = call.call_id or None
+        out[f"{at}.{ToolCallAttributes.TOOL_CALL_FUNCTION_NAME}"] = call.name
+        out[f"{at}.{ToolCallAttributes.TOOL_CALL_FUNCTION_ARGUMENTS_JSON}"] = call.arguments
+    if turn.role == "tool":
+        out[f"{prefix}.{MessageAttributes.MESSAGE_TOOL_CALL_ID}"] = turn.call_id or None
+        out[f"{prefix}.{MessageAttributes.MESSAGE_NAME}"] = turn.name or calls.get(turn.call_id) or None
+    return out
+
+
+# --- the spans --------------------------------------------------------------------------------------
+
+
+class _Clock:
+    """Strictly increasing times: a turn's own time when told, never earlier than 1 ms after the last."""
+
+    def __init__(self, base_ns: int) -> None:
+        self.last = base_ns - _MS
+
+    def tick(self, told: int | None = None) -> int:
+        self.last = max(self.last + _MS, told or 0)
+        return self.last
+
+
+def _id(key: str, what: str, hex_digits: int) -> str:
+    digest = hashlib.sha256(f"{key}\x00{what}".encode()).hexdigest()[:hex_digits]
+    return digest if int(digest, 16) else "1".rjust(hex_digits, "0")  # an all-zero id is no id
+
+
+def _span(
+    key: str,
+    index: int,
+    name: str,
+    times: tuple[int, int],
+    attributes: dict[str, str | int | None],
+    *,
+    parent: str | None,
+    error: str | None = None,
+) -> dict[str, Any]:
+    span: dict[str, Any] = {
+        "traceId": _id(key, "trace", 32),
+        "spanId": _id(key, f"span {index}", 16),
+        "name": name,
+        "kind": _INTERNAL,
+        "startTimeUnixNano": str(times[0]),
+        "endTimeUnixNano": str(times[1]),
+        "attributes": _attributes(attributes),
+        "status": {"code": _ERROR, "message": error} if error is not None else {"code": _OK},
+    }
+    if parent is not None:
+        span["parentSpanId"] = parent
+    return span
+
+
+def _results(turns: tuple[Turn, ...]) -> dict[int, Turn]:
+    """The result turn of each call, by the call's number in the conversation: matched by the call's
+    id, else (a result with no id) the first unanswered call of that name."""
+    open_calls: list[tuple[int, ToolCall]] = []
+    found: dict[int, Turn] = {}
+    numbered = 0
+    for turn in turns:
+        if turn.role == "assistant":
+            for call in turn.tool_calls:
+                open_calls.append((numbered, call))
+                numbered += 1
+        elif turn.role == "tool":
+            match = next(
+                (
+                    c
+                    for c in open_calls
+                    if (c[1].call_id == turn.call_id if turn.call_id else c[1].name == turn.name)
+                ),
+                None,
+            )
+            if match is not None:
+                open_calls.remove(match)
+                found[match[0]] = turn
+    return found
+
+
+def _llm_attributes(
+    conversation: Conversation, history: list[Turn], turn: Turn
+) -> dict[str, str | int | None]:
+    kind = OpenInferenceSpanKindValues.LLM.value
+    attrs: dict[str, str | int | None] = {
+        SpanAttributes.OPENINFERENCE_SPAN_KIND: kind,
+        SpanAttributes.LLM_MODEL_NAME: conversation.model,
+        SpanAttributes.LLM_PROVIDER: conversation.provider,
+        SpanAttributes.LLM_SYSTEM: conversation.provider,
+        SpanAttributes.LLM_TOKEN_COUNT_PROMPT: turn.prompt_tokens,
+        SpanAttributes.LLM_TOKEN_COUNT_COMPLETION: turn.completion_tokens,
+    }
+    if turn.prompt_tokens is not None and turn.completion_tokens is not None:
+        attrs[SpanAttributes.LLM_TOKEN_COUNT_TOTAL] = turn.prompt_tokens + turn.completion_tokens
+    names = {c.call_id: c.name for t in history for c in t.tool_calls if c.call_id}
+    messages = ([Turn("system", conversation.system)] if conversation.system else []) + history
+    for i, message in enumerate(messages):
+        attrs.update(_message(f"{SpanAttributes.LLM_INPUT_MESSAGES}.{i}", message, names))
+    attrs.update(_message(f"{SpanAttributes.LLM_OUTPUT_MESSAGES}.0", turn, names))
+    for i, tool in enumerate(conversation.tools):
+        attrs[f"{SpanAttributes.LLM_TOOLS}.{i}.{ToolAttributes.TOOL_JSON_SCHEMA}"] = json.dumps(
+            tool, ensure_ascii=False
+        )
+    return attrs
+
+
+def _spans(conversation: Conversation, key: str, base_ns: int) -> Iterator[dict[str, Any]]:
+    clock = _Clock(base_ns)
+    root_start = clock.tick(next((t.time_ns for t in conversation.turns if t.time_ns), None))
+    root_id = _id(key, "span 0", 16)
+    results = _results(conversation.turns)
+    history: list[Turn] = []
+    index, numbered = 1, 0
+    for turn in conversation.turns:
+        if turn.role != "assistant":
+            history.append(turn)
+            continue
+        start = clock.tick(turn.time_ns)
+        end = clock.tick()
+        attrs = _llm_attributes(conversation, history, turn)
+        yield _span(key, index, f"chat {conversation.model or 'model'}", (start, end), attrs, parent=root_id)
+        index += 1
+        history.append(turn)
+        for call in turn.tool_calls:
+            result = results.get(numbered)
+            numbered += 1
+            if result is None:
+                continue
+            start = clock.tick()
+            end = clock.tick(result.time_ns)
+            tool_attrs: dict[str, str | int | None] = {
+                SpanAttributes.OPENINFERENCE_SPAN_KIND: OpenInferenceSpanKindValues.TOOL.value,
+                SpanAttributes.TOOL_NAME: call.name,
+                SpanAttributes.INPUT_VALUE: call.arguments,
+                SpanAttributes.OUTPUT_VALUE: None if result.is_error else result.text,
+            }
+            error = (result.text or "error") if result.is_error else None
+            yield _span(key, index, call.name, (start, end), tool_attrs, parent=root_id, error=error)
+            index += 1
+    first_user = next((t.text for t in conversation.turns if t.role == "user" and t.text), None)
+    answer = next((t.text for t in reversed(conversation.turns) if t.role == "assistant" and t.text), None)
+    root_attrs: dict[str, str | int | None] = {
+        SpanAttributes.OPENINFERENCE_SPAN_KIND: OpenInferenceSpanKindValues.AGENT.value,
+        SpanAttributes.INPUT_VALUE: first_user,
+        SpanAttributes.OUTPUT_VALUE: answer,
+    }
+    yield _span(key, 0, conversation.source, (root_start, clock.tick()), root_attrs, parent=None)
+
+
+def otlp_document(conversation: Conversation, key: str, base_ns: int) -> dict[str, Any]:
+    """The conversation as one OTLP/JSON ``TracesData``: its spans, ids derived from ``key``."""
+    scope = {"name": f"{SCOPE}.{conversation.source}", "version": __version__}
+    resource = {"attributes": _attributes({"service.name": f"{conversation.source} transcript"})}
+    spans = list(_spans(conversation, key, base_ns))
+    return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": scope, "spans": spans}]}]}
