@@ -1,4 +1,5 @@
-"""import: spans from OTLP/JSON files, standard input, a running Phoenix or chat logs, stored as one run."""
+"""import: spans from OTLP/JSON files, standard input, a running Phoenix, chat logs or Claude Code
+sessions, stored as one run."""
 
 from __future__ import annotations
 
@@ -18,13 +19,15 @@ from otel_blackbox._config import BlackboxConfig, parse_duration
 from otel_blackbox._render.words import counted
 from otel_blackbox._spans.otlp_in.documents import read_documents
 from otel_blackbox._spans.transcripts.chat import FORMATS, read_chat
-from otel_blackbox._spans.transcripts.otlp import otlp_document
+from otel_blackbox._spans.transcripts.claude_code import Session, read_session, session_files
+from otel_blackbox._spans.transcripts.otlp import otlp_document, root_ids
 from otel_blackbox._store.ingest import ImportCounts, Importer
 from otel_blackbox.errors import BlackboxError, ConfigError
 
 __all__: list[str] = []
 
-_FUTURE_TRANSCRIPTS = ("claude-code", "codex")  # issue 38: coding-agent sessions, not read yet
+_TRANSCRIPTS = ("chat", "claude-code")
+_FUTURE_TRANSCRIPTS = ("codex",)  # issue 38: Codex CLI rollouts, not read yet
 
 
 def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -61,7 +64,7 @@ def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> int
     "transcript",
     default=None,
     metavar="KIND",
-    help="The files are transcripts, not spans: chat (a saved chat log).",
+    help="The files are transcripts, not spans: chat (a saved chat log) or claude-code (sessions).",
 )
 @click.option(
     "--format",
@@ -105,6 +108,13 @@ def import_(
     with --format. Each becomes a run's spans: an AGENT root, an LLM span per assistant turn, a TOOL
     span per tool call with its result. Importing the same file again adds nothing.
 
+    --from claude-code reads Claude Code sessions: a session file (JSONL) or a folder (every *.jsonl
+    under it, such as ~/.claude/projects/<project>/), subagents' files placed under the session that
+    started them. Each session is an AGENT root, an LLM span per assistant turn (model, tokens,
+    cost), a TOOL span per tool use with its input and result (ERROR for is_error), in the order of
+    the parentUuid chain; thinking, images and snapshots are left out and counted. Every file is
+    read before anything is stored: a file that is not a session stores nothing.
+
     \b
     Example:
       otel-blackbox export --format otlp > spans.jsonl
@@ -112,6 +122,7 @@ def import_(
       curl -s http://tempo:3200/api/traces/4bf92f35... | otel-blackbox import -
       otel-blackbox import --from-phoenix http://127.0.0.1:6006 --project agents --since 1h
       otel-blackbox import --from chat conversation.json
+      otel-blackbox import --from claude-code ~/.claude/projects/-home-me-shop/
       otel-blackbox cassette --run RUN -o incident.json
     """
     _check_transcript(transcript, chat_format, phoenix_url)
@@ -133,6 +144,8 @@ def import_(
     try:
         if phoenix_url is not None:
             _from_phoenix(importer, phoenix_url, project or "default", trace_id, since)
+        elif transcript == "claude-code":
+            _from_claude_code(importer, files)
         elif transcript is not None:
             for name in files:
                 _from_chat(importer, name, chat_format)
@@ -153,14 +166,15 @@ def _check_transcript(transcript: str | None, chat_format: str | None, phoenix_u
         if chat_format is not None:
             raise click.UsageError("--format goes with --from chat")
         return
+    kinds = "chat (a saved chat log) or claude-code (Claude Code sessions)"
     if transcript in _FUTURE_TRANSCRIPTS:
-        raise click.UsageError(
-            f"--from {transcript}: not supported yet; --from takes chat (a saved chat log)"
-        )
-    if transcript != "chat":
-        raise click.UsageError(f"--from {transcript!r}: expected chat (a saved chat log)")
+        raise click.UsageError(f"--from {transcript}: not supported yet; --from takes {kinds}")
+    if transcript not in _TRANSCRIPTS:
+        raise click.UsageError(f"--from {transcript!r}: expected {kinds}")
     if phoenix_url is not None:
-        raise click.UsageError("--from chat reads files: it does not go with --from-phoenix")
+        raise click.UsageError(f"--from {transcript} reads files: it does not go with --from-phoenix")
+    if chat_format is not None and transcript != "chat":
+        raise click.UsageError("--format goes with --from chat")
 
 
 def _from_chat(importer: Importer, name: str, chat_format: str | None) -> ImportCounts:
@@ -176,6 +190,38 @@ def _from_chat(importer: Importer, name: str, chat_format: str | None) -> Import
     _, conversation = read_chat(raw, label, chat_format)
     document = otlp_document(conversation, "chat " + hashlib.sha256(raw).hexdigest(), base_ns)
     return importer.store(label, [(None, document)])
+
+
+def _from_claude_code(importer: Importer, names: tuple[str, ...]) -> None:
+    """Claude Code sessions as spans: every file read first (a bad one stores nothing), then each
+    session stored with its subagents' conversations under its root. Ids from each file's content."""
+    read: list[tuple[Session, str, int]] = []
+    for name in names:
+        if name == "-":
+            raise click.BadParameter("--from claude-code reads files or folders, not -", param_hint="PATH")
+        files = session_files(Path(name))  # a missing path: OSError, one line, exit 2 (cli.app)
+        if not files:
+            raise click.BadParameter(f"{name}: no *.jsonl session file in it", param_hint="PATH")
+        for path in files:
+            raw = path.read_bytes()
+            key = "claude-code " + hashlib.sha256(raw).hexdigest()
+            read.append((read_session(raw, str(path)), key, path.stat().st_mtime_ns))
+    mains = {s.session_id: (key, s) for s, key, _ in read if s.main is not None and s.session_id}
+    for session, key, base_ns in read:
+        documents = []
+        if session.main is not None:
+            documents.append(otlp_document(session.main, key, base_ns))
+        started_by = mains.get(session.session_id) if session.session_id else None
+        for i, side in enumerate(session.side):
+            if started_by is not None:  # under the root of the session that started it
+                parent = root_ids(started_by[0])
+            elif session.main is not None:
+                parent = root_ids(key)
+            else:
+                parent = None
+            documents.append(otlp_document(side, f"{key} side {i}", base_ns, parent=parent))
+        if documents:
+            importer.store(session.name, [(None, d) for d in documents])
 
 
 def _from_file(importer: Importer, name: str) -> ImportCounts:

@@ -8,8 +8,9 @@ was an error). A call with no result in the transcript has no TOOL span.
 
 Ids are derived (sha256) from a key (the source file's content hash) and the span's index, so the
 same transcript imported twice gives the same spans, which the importer stores once. Times: a turn's
-own time when the transcript tells it, else ``base_ns`` (the file's mtime); every span starts at
-least 1 ms after the one before it, so the spans' order is the conversation's.
+own time when the transcript tells it (the first one told starts the root), else ``base_ns`` (the
+file's mtime); every span starts at least 1 ms after the one before it, so the spans' order is the
+conversation's.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from openinference.semconv.trace import (
 
 from otel_blackbox._version import __version__
 
-__all__ = ["Conversation", "ToolCall", "Turn", "otlp_document"]
+__all__ = ["Conversation", "ToolCall", "Turn", "otlp_document", "root_ids"]
 
 _MS = 1_000_000
 _INTERNAL = 1  # SPAN_KIND_INTERNAL
@@ -57,8 +58,11 @@ class Turn:
     name: str = ""
     is_error: bool = False
     time_ns: int | None = None
-    prompt_tokens: int | None = None
+    prompt_tokens: int | None = None  # cached ones included
     completion_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    model: str | None = None  # this turn's model, when it is not the conversation's
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,7 @@ class Conversation:
     tools: tuple[dict[str, Any], ...] = ()  # the tool definitions offered, as the source wrote them
     source: str = "chat"  # the scope's name suffix: chat, claude-code, codex
     skipped: dict[str, int] = field(default_factory=dict)  # what was left out, counted by kind
+    metadata: dict[str, Any] = field(default_factory=dict)  # the root span's ``metadata`` (JSON)
 
 
 # --- attributes -------------------------------------------------------------------------------------
@@ -121,6 +126,12 @@ def _id(key: str, what: str, hex_digits: int) -> str:
     return digest if int(digest, 16) else "1".rjust(hex_digits, "0")  # an all-zero id is no id
 
 
+def root_ids(key: str) -> tuple[str, str]:
+    """The trace id and root span id of the document ``otlp_document`` makes from ``key``: a
+    conversation started by another (a subagent's) is placed under them."""
+    return _id(key, "trace", 32), _id(key, "span 0", 16)
+
+
 def _span(
     key: str,
     index: int,
@@ -130,9 +141,10 @@ def _span(
     *,
     parent: str | None,
     error: str | None = None,
+    trace_id: str | None = None,
 ) -> dict[str, Any]:
     span: dict[str, Any] = {
-        "traceId": _id(key, "trace", 32),
+        "traceId": trace_id or _id(key, "trace", 32),
         "spanId": _id(key, f"span {index}", 16),
         "name": name,
         "kind": _INTERNAL,
@@ -178,11 +190,13 @@ def _llm_attributes(
     kind = OpenInferenceSpanKindValues.LLM.value
     attrs: dict[str, str | int | None] = {
         SpanAttributes.OPENINFERENCE_SPAN_KIND: kind,
-        SpanAttributes.LLM_MODEL_NAME: conversation.model,
+        SpanAttributes.LLM_MODEL_NAME: turn.model or conversation.model,
         SpanAttributes.LLM_PROVIDER: conversation.provider,
         SpanAttributes.LLM_SYSTEM: conversation.provider,
         SpanAttributes.LLM_TOKEN_COUNT_PROMPT: turn.prompt_tokens,
         SpanAttributes.LLM_TOKEN_COUNT_COMPLETION: turn.completion_tokens,
+        SpanAttributes.LLM_TOKEN_COUNT_PROMPT_DETAILS_CACHE_READ: turn.cache_read_tokens,
+        SpanAttributes.LLM_TOKEN_COUNT_PROMPT_DETAILS_CACHE_WRITE: turn.cache_write_tokens,
     }
     if turn.prompt_tokens is not None and turn.completion_tokens is not None:
         attrs[SpanAttributes.LLM_TOKEN_COUNT_TOTAL] = turn.prompt_tokens + turn.completion_tokens
@@ -198,9 +212,13 @@ def _llm_attributes(
     return attrs
 
 
-def _spans(conversation: Conversation, key: str, base_ns: int) -> Iterator[dict[str, Any]]:
-    clock = _Clock(base_ns)
-    root_start = clock.tick(next((t.time_ns for t in conversation.turns if t.time_ns), None))
+def _spans(
+    conversation: Conversation, key: str, base_ns: int, parent: tuple[str, str] | None
+) -> Iterator[dict[str, Any]]:
+    trace_id = parent[0] if parent is not None else None
+    told = next((t.time_ns for t in conversation.turns if t.time_ns), None)
+    clock = _Clock(told or base_ns)  # the transcript's own times when it tells them
+    root_start = clock.tick(told)
     root_id = _id(key, "span 0", 16)
     results = _results(conversation.turns)
     history: list[Turn] = []
@@ -212,7 +230,8 @@ def _spans(conversation: Conversation, key: str, base_ns: int) -> Iterator[dict[
         start = clock.tick(turn.time_ns)
         end = clock.tick()
         attrs = _llm_attributes(conversation, history, turn)
-        yield _span(key, index, f"chat {conversation.model or 'model'}", (start, end), attrs, parent=root_id)
+        model = turn.model or conversation.model or "model"
+        yield _span(key, index, f"chat {model}", (start, end), attrs, parent=root_id, trace_id=trace_id)
         index += 1
         history.append(turn)
         for call in turn.tool_calls:
@@ -229,7 +248,16 @@ def _spans(conversation: Conversation, key: str, base_ns: int) -> Iterator[dict[
                 SpanAttributes.OUTPUT_VALUE: None if result.is_error else result.text,
             }
             error = (result.text or "error") if result.is_error else None
-            yield _span(key, index, call.name, (start, end), tool_attrs, parent=root_id, error=error)
+            yield _span(
+                key,
+                index,
+                call.name,
+                (start, end),
+                tool_attrs,
+                parent=root_id,
+                error=error,
+                trace_id=trace_id,
+            )
             index += 1
     first_user = next((t.text for t in conversation.turns if t.role == "user" and t.text), None)
     answer = next((t.text for t in reversed(conversation.turns) if t.role == "assistant" and t.text), None)
@@ -238,12 +266,25 @@ def _spans(conversation: Conversation, key: str, base_ns: int) -> Iterator[dict[
         SpanAttributes.INPUT_VALUE: first_user,
         SpanAttributes.OUTPUT_VALUE: answer,
     }
-    yield _span(key, 0, conversation.source, (root_start, clock.tick()), root_attrs, parent=None)
+    if conversation.metadata:
+        root_attrs[SpanAttributes.METADATA] = json.dumps(conversation.metadata, ensure_ascii=False)
+    yield _span(
+        key,
+        0,
+        conversation.source,
+        (root_start, clock.tick()),
+        root_attrs,
+        parent=parent[1] if parent is not None else None,
+        trace_id=trace_id,
+    )
 
 
-def otlp_document(conversation: Conversation, key: str, base_ns: int) -> dict[str, Any]:
-    """The conversation as one OTLP/JSON ``TracesData``: its spans, ids derived from ``key``."""
+def otlp_document(
+    conversation: Conversation, key: str, base_ns: int, *, parent: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    """The conversation as one OTLP/JSON ``TracesData``: its spans, ids derived from ``key``;
+    ``parent`` (a trace id and span id, see ``root_ids``) places its root under another's."""
     scope = {"name": f"{SCOPE}.{conversation.source}", "version": __version__}
     resource = {"attributes": _attributes({"service.name": f"{conversation.source} transcript"})}
-    spans = list(_spans(conversation, key, base_ns))
+    spans = list(_spans(conversation, key, base_ns, parent))
     return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": scope, "spans": spans}]}]}
