@@ -302,15 +302,27 @@ class RefundRun:
     run_id: str
 
 
-def record_refund_incident(folder: Path, openai_base_url: str, model: str = "sloppy") -> RefundRun:
-    """Run the refund agent on ``model`` against the fake provider; it fails (no refund went through)."""
+def record_refund_incident(
+    folder: Path,
+    openai_base_url: str,
+    model: str = "sloppy",
+    *,
+    lookup_down: bool = False,
+    fails: bool = True,
+) -> RefundRun:
+    """Run the refund agent on ``model`` against the fake provider: by default it fails (no refund
+    went through); ``fails=False`` expects a refund. ``lookup_down``: lookup_order raises."""
+    folder.mkdir(parents=True, exist_ok=True)
     db, ledger = folder / "blackbox.db", folder / "ledger.txt"
     argv = [sys.executable, str(EXAMPLES / "handoff_agent.py"), "--question", REFUND_QUESTION]
     argv += ["--ledger", str(ledger), "--base-url", openai_base_url, "--db", str(db), "--model", model]
-    argv += ["--require-refund"]
+    argv += ["--require-refund", *(["--lookup-down"] if lookup_down else [])]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 1 and "no refund went through" in done.stderr, done.stderr
+    if fails:
+        assert done.returncode == 1 and "no refund went through" in done.stderr, done.stderr
+    else:
+        assert done.returncode == 0, done.stderr
     (recorded,) = json.loads(run_cli("runs", "--json", db=db, check=True).stdout)
     return RefundRun(db, ledger, recorded["run_id"])
 

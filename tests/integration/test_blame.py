@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from fake_llm import CAREFUL_MODEL, COIN_MODEL, WALKER_MODEL, FakeLLMServer
-from helpers import EXAMPLES, PROGRAMS, REFUND_QUESTION, REFUND_STUB, record_refund_incident, run_cli
+from helpers import PROGRAMS, REFUND_STUB, record_refund_incident, run_cli
 
 from otel_blackbox._cassette.diff.report import diff_cassettes
 from otel_blackbox._cassette.io import load_cassette
@@ -101,31 +101,15 @@ def test_a_wrong_tool_result_is_named_by_the_good_run(tmp_path: Path, llm: FakeL
 
 
 def record_bad_lookup(folder: Path, base_url: str) -> Path:
-    folder.mkdir()
-    argv = [
-        sys.executable,
-        str(EXAMPLES / "handoff_agent.py"),
-        "--question",
-        REFUND_QUESTION,
-        "--lookup-down",
-    ]
-    argv += ["--ledger", str(folder / "ledger.txt"), "--base-url", base_url, "--db", str(folder / "b.db")]
-    argv += ["--model", CAREFUL_MODEL, "--require-refund"]
-    done = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=120)
-    assert done.returncode == 1, done.stderr
-    (run,) = json.loads(run_cli("runs", "--json", db=folder / "b.db", check=True).stdout)
-    return cassette_of(folder, folder / "b.db", run["run_id"], "incident.json")
+    """The careful model, right, and lookup_order down: the run fails."""
+    recorded = record_refund_incident(folder, base_url, CAREFUL_MODEL, lookup_down=True)
+    return cassette_of(folder, recorded.db, recorded.run_id, "incident.json")
 
 
 def record_good_run(folder: Path, base_url: str) -> Path:
-    folder.mkdir()
-    argv = [sys.executable, str(EXAMPLES / "handoff_agent.py"), "--question", REFUND_QUESTION]
-    argv += ["--ledger", str(folder / "ledger.txt"), "--base-url", base_url, "--db", str(folder / "g.db")]
-    argv += ["--model", CAREFUL_MODEL, "--require-refund"]
-    done = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=120)
-    assert done.returncode == 0, done.stderr
-    (run,) = json.loads(run_cli("runs", "--json", db=folder / "g.db", check=True).stdout)
-    return cassette_of(folder, folder / "g.db", run["run_id"], "good.json")
+    """The same task, lookup_order up: the refund goes through."""
+    recorded = record_refund_incident(folder, base_url, CAREFUL_MODEL, fails=False)
+    return cassette_of(folder, recorded.db, recorded.run_id, "good.json")
 
 
 def _env() -> dict[str, str]:
