@@ -1,5 +1,5 @@
-"""import: spans from OTLP/JSON files, standard input, a running Phoenix, chat logs or Claude Code
-sessions, stored as one run."""
+"""import: spans from OTLP/JSON files, standard input, a running Phoenix, chat logs, Claude Code
+sessions or Codex CLI rollouts, stored as one run."""
 
 from __future__ import annotations
 
@@ -20,14 +20,14 @@ from otel_blackbox._render.words import counted
 from otel_blackbox._spans.otlp_in.documents import read_documents
 from otel_blackbox._spans.transcripts.chat import FORMATS, read_chat
 from otel_blackbox._spans.transcripts.claude_code import Session, read_session, session_files
+from otel_blackbox._spans.transcripts.codex import read_rollout, rollout_files
 from otel_blackbox._spans.transcripts.otlp import otlp_document, root_ids
 from otel_blackbox._store.ingest import ImportCounts, Importer
 from otel_blackbox.errors import BlackboxError, ConfigError
 
 __all__: list[str] = []
 
-_TRANSCRIPTS = ("chat", "claude-code")
-_FUTURE_TRANSCRIPTS = ("codex",)  # issue 38: Codex CLI rollouts, not read yet
+_TRANSCRIPTS = ("chat", "claude-code", "codex")
 
 
 def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -64,7 +64,8 @@ def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> int
     "transcript",
     default=None,
     metavar="KIND",
-    help="The files are transcripts, not spans: chat (a saved chat log) or claude-code (sessions).",
+    help="The files are transcripts, not spans: chat (a saved chat log), claude-code (sessions) or "
+    "codex (Codex CLI rollouts).",
 )
 @click.option(
     "--format",
@@ -115,6 +116,13 @@ def import_(
     the parentUuid chain; thinking, images and snapshots are left out and counted. Every file is
     read before anything is stored: a file that is not a session stores nothing.
 
+    --from codex reads Codex CLI rollouts: a rollout file (JSONL) or a folder (every *.jsonl under
+    it, such as ~/.codex/sessions/2025/10/01/), the current {timestamp, type, payload} lines or the
+    older bare ones. Each rollout is an AGENT root, an LLM span per assistant turn (the model from
+    turn_context, tokens from token_count events), a TOOL span per function call with its output
+    (ERROR for a non-zero exit_code); reasoning and context messages are left out and counted.
+    Every file is read before anything is stored.
+
     \b
     Example:
       otel-blackbox export --format otlp > spans.jsonl
@@ -123,6 +131,7 @@ def import_(
       otel-blackbox import --from-phoenix http://127.0.0.1:6006 --project agents --since 1h
       otel-blackbox import --from chat conversation.json
       otel-blackbox import --from claude-code ~/.claude/projects/-home-me-shop/
+      otel-blackbox import --from codex ~/.codex/sessions/2025/10/01/
       otel-blackbox cassette --run RUN -o incident.json
     """
     _check_transcript(transcript, chat_format, phoenix_url)
@@ -146,6 +155,8 @@ def import_(
             _from_phoenix(importer, phoenix_url, project or "default", trace_id, since)
         elif transcript == "claude-code":
             _from_claude_code(importer, files)
+        elif transcript == "codex":
+            _from_codex(importer, files)
         elif transcript is not None:
             for name in files:
                 _from_chat(importer, name, chat_format)
@@ -166,9 +177,7 @@ def _check_transcript(transcript: str | None, chat_format: str | None, phoenix_u
         if chat_format is not None:
             raise click.UsageError("--format goes with --from chat")
         return
-    kinds = "chat (a saved chat log) or claude-code (Claude Code sessions)"
-    if transcript in _FUTURE_TRANSCRIPTS:
-        raise click.UsageError(f"--from {transcript}: not supported yet; --from takes {kinds}")
+    kinds = "chat (a saved chat log), claude-code (Claude Code sessions) or codex (Codex CLI rollouts)"
     if transcript not in _TRANSCRIPTS:
         raise click.UsageError(f"--from {transcript!r}: expected {kinds}")
     if phoenix_url is not None:
@@ -222,6 +231,25 @@ def _from_claude_code(importer: Importer, names: tuple[str, ...]) -> None:
             documents.append(otlp_document(side, f"{key} side {i}", base_ns, parent=parent))
         if documents:
             importer.store(session.name, [(None, d) for d in documents])
+
+
+def _from_codex(importer: Importer, names: tuple[str, ...]) -> None:
+    """Codex CLI rollouts as spans: every file read first (a bad one stores nothing), then each
+    rollout stored as a trace of its own. Ids from each file's content."""
+    read = []
+    for name in names:
+        if name == "-":
+            raise click.BadParameter("--from codex reads files or folders, not -", param_hint="PATH")
+        files = rollout_files(Path(name))  # a missing path: OSError, one line, exit 2 (cli.app)
+        if not files:
+            raise click.BadParameter(f"{name}: no *.jsonl rollout file in it", param_hint="PATH")
+        for path in files:
+            raw = path.read_bytes()
+            key = "codex " + hashlib.sha256(raw).hexdigest()
+            read.append((str(path), read_rollout(raw, str(path)), key, path.stat().st_mtime_ns))
+    for label, conversation, key, base_ns in read:
+        if conversation is not None:
+            importer.store(label, [(None, otlp_document(conversation, key, base_ns))])
 
 
 def _from_file(importer: Importer, name: str) -> ImportCounts:

@@ -201,8 +201,8 @@ def test_format_naming_the_wrong_shape_is_refused(tmp_path: Path) -> None:
 def test_from_usage_errors(tmp_path: Path) -> None:
     chat = write(tmp_path / "chat.json", openai_chat())
     db = tmp_path / "bb.db"
-    future = run_cli("import", "--from", "codex", str(chat), db=db)
-    assert future.returncode == 2 and "not supported yet" in future.stderr
+    codex = run_cli("import", "--from", "codex", str(chat), db=db)  # a chat log is not a rollout
+    assert codex.returncode == 2 and "not a Codex rollout record" in codex.stderr
     assert "expected chat" in run_cli("import", "--from", "slack", str(chat), db=db).stderr
     assert (
         "--format goes with --from chat"

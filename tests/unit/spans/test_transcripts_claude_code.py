@@ -270,7 +270,8 @@ def test_a_file_that_is_not_a_session_is_one_line_exit_2_and_nothing_stored(tmp_
     assert run_cli("import", "--from", "claude-code", str(tmp_path / "none"), db=db).returncode == 2
     assert run_cli("import", "--from", "claude-code", "-", db=db).returncode == 2
     codex = run_cli("import", "--from", "codex", str(bad), db=db)
-    assert codex.returncode == 2 and "not supported yet" in codex.stderr
+    assert codex.returncode == 2 and "not a Codex rollout record" in codex.stderr  # not a rollout
+    assert rows(db) == []
 
 
 def test_rerun_of_an_imported_session_answers_the_tool_from_the_transcript(

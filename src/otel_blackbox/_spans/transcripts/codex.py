@@ -1,0 +1,356 @@
+"""Codex CLI rollouts: JSONL files (one record a line) read as neutral ``Conversation`` s.
+
+Codex CLI writes one file a session, ``~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl``.
+There is no official schema; what is read:
+
+* the current shape, every line ``{"timestamp", "type", "payload"}``: ``session_meta`` (``id``,
+  ``cwd``, ``originator``, ``cli_version``, ``instructions``, ``git``) and ``turn_context``
+  (``model``, ``approval_policy``, ``sandbox_policy``, ``effort``) as metadata; ``response_item``
+  (an OpenAI Responses item) as the conversation; ``event_msg`` ``token_count`` (its
+  ``info.last_token_usage``) as the tokens of the assistant turn it follows; ``compacted`` counted;
+* the older shape (2025): a first line that is the session itself (``id``, ``timestamp``,
+  ``instructions``), then bare Responses items, and ``{"record_type": "state"}`` lines (counted).
+
+Responses items: ``message`` (``user``: a turn, unless it is ``<environment_context>`` (metadata,
+counted) or ``<user_instructions>`` (with ``developer`` and ``system`` messages: the system prompt);
+``assistant``: text of the assistant turn), ``function_call`` / ``custom_tool_call`` /
+``local_shell_call`` (calls of that turn), ``function_call_output`` / ``custom_tool_call_output``
+(results; an error when the output's JSON says a non-zero ``metadata.exit_code``, or its text starts
+``Exit code: N``); ``reasoning``, ``web_search_call`` and unknown items are left out and counted.
+Consecutive assistant items are one turn; a ``token_count`` event ends it.
+
+A line that is not JSON is refused, except a broken last line (a session still being written:
+skipped, counted); so is a line that is not an object, and a file with no known record.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from otel_blackbox._spans.transcripts.otlp import Conversation, ToolCall, Turn
+from otel_blackbox.errors import ImportInputError
+
+__all__ = ["read_rollout", "rollout_files"]
+
+ENVELOPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
+ITEMS = frozenset(
+    {
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "web_search_call",
+    }
+)
+# Events that repeat what the response items already hold.
+_ECHOES = frozenset({"user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content"})
+_CONTEXT_TAGS = ("<environment_context>",)
+_INSTRUCTION_TAGS = ("<user_instructions>",)
+_EXIT_LINE = re.compile(r"\AExit code: (-?\d+)\s*$", re.MULTILINE)
+_EXPECTED = (
+    "expected a Codex rollout: one JSON object a line, {timestamp, type, payload} "
+    "(session_meta, response_item, ...) or a bare Responses item"
+)
+
+
+class _Counts(dict[str, int]):
+    def add(self, kind: str, n: int = 1) -> None:
+        self[kind] = self.get(kind, 0) + n
+
+
+def rollout_files(path: Path) -> list[Path]:
+    """The rollout files of ``path``: itself, or every ``*.jsonl`` under it (sorted)."""
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+    return [path]
+
+
+# --- lines ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Record:
+    """One line as (kind, payload, time): kind is an envelope type, ``item`` (a bare Responses item),
+    ``session`` (the older first line) or ``state``."""
+
+    kind: str
+    payload: dict[str, Any]
+    time_ns: int | None
+
+
+def _time_ns(stamp: Any) -> int | None:
+    if not isinstance(stamp, str):
+        return None
+    try:
+        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return int(when.timestamp() * 1_000_000) * 1000
+
+
+def _classify(line: dict[str, Any], first: bool, counts: _Counts) -> _Record | None:
+    kind = line.get("type")
+    if isinstance(kind, str) and isinstance(line.get("payload"), dict):
+        if kind in ENVELOPES:
+            return _Record(kind, line["payload"], _time_ns(line.get("timestamp")))
+        counts.add(f"record {kind}")
+        return None
+    if isinstance(kind, str):
+        if kind in ITEMS:
+            return _Record("item", line, _time_ns(line.get("timestamp")))
+        counts.add(f"item {kind}")
+        return None
+    if line.get("record_type") == "state":
+        return _Record("state", line, None)
+    if first and isinstance(line.get("id"), str) and "timestamp" in line:
+        return _Record("session", line, _time_ns(line.get("timestamp")))
+    return None
+
+
+def _records(raw: bytes, name: str, counts: _Counts) -> list[_Record]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ImportInputError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    lines = text.splitlines()
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    records: list[_Record] = []
+    parsed = 0
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            if number - 1 == last and parsed:  # a session still being written: read up to it
+                counts.add("truncated line")
+                continue
+            raise ImportInputError(f"{name}, line {number}: not JSON; {_EXPECTED}") from None
+        parsed += 1
+        if not isinstance(value, dict):
+            raise ImportInputError(f"{name}, line {number}: not a Codex rollout record; {_EXPECTED}")
+        record = _classify(value, parsed == 1, counts)
+        if record is None and not isinstance(value.get("type"), str):
+            raise ImportInputError(f"{name}, line {number}: not a Codex rollout record; {_EXPECTED}")
+        if record is not None:
+            records.append(record)
+    if not any(r.kind in ("response_item", "item", "session_meta", "session") for r in records):
+        raise ImportInputError(f"{name}, line 1: no Codex rollout record; {_EXPECTED}")
+    return records
+
+
+# --- the conversation -------------------------------------------------------------------------------
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text(content: Any, counts: _Counts) -> str:
+    if isinstance(content, str):
+        return content
+    texts: list[str] = []
+    for part in content if isinstance(content, list) else []:
+        if isinstance(part, dict) and part.get("type") in ("input_text", "output_text", "text"):
+            texts.append(_str(part.get("text")))
+        elif isinstance(part, dict):
+            counts.add(str(part.get("type", "part")))
+    return "\n".join(t for t in texts if t)
+
+
+def _output(value: Any, counts: _Counts) -> tuple[str, bool]:
+    """A call's output as (text, is_error): the text as the model saw it; an error when its JSON says
+    a non-zero ``metadata.exit_code`` (or ``success: false``), or it starts ``Exit code: N``."""
+    if isinstance(value, dict):  # {content, success} in some versions
+        text = _text(value.get("content"), counts) or json.dumps(value, ensure_ascii=False)
+        failed = value.get("success") is False
+    else:
+        text = _text(value, counts)
+        failed = False
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        metadata = parsed.get("metadata")
+        code = _int(metadata.get("exit_code")) if isinstance(metadata, dict) else None
+        failed = failed or bool(code) or parsed.get("success") is False
+    else:
+        match = _EXIT_LINE.match(text)
+        failed = failed or (match is not None and int(match.group(1)) != 0)
+    return text, failed
+
+
+def _schema_of(value: Any) -> dict[str, Any]:
+    kinds = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
+    return {"type": kinds.get(type(value), "string")}
+
+
+@dataclass
+class _Assistant:
+    model: str | None
+    time_ns: int | None
+    texts: list[str] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+
+    def turn(self) -> Turn:
+        usage = self.usage or {}
+        return Turn(
+            "assistant",
+            "\n".join(t for t in self.texts if t),
+            tuple(self.calls),
+            time_ns=self.time_ns,
+            prompt_tokens=_int(usage.get("input_tokens")),  # cached ones included, as OpenAI counts
+            completion_tokens=_int(usage.get("output_tokens")),  # reasoning ones included
+            cache_read_tokens=_int(usage.get("cached_input_tokens")),
+            model=self.model,
+        )
+
+
+@dataclass
+class _Reader:
+    counts: _Counts
+    entries: list[Turn | _Assistant] = field(default_factory=list)
+    pending: _Assistant | None = None
+    unpriced: _Assistant | None = None  # the last turn since the last token count
+    model: str | None = None
+    system: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def assistant(self, when: int | None) -> _Assistant:
+        if self.pending is None:
+            self.pending = _Assistant(self.model, when)
+            self.entries.append(self.pending)
+            self.unpriced = self.pending
+        return self.pending
+
+    def call(self, call_id: str, name: str, arguments: dict[str, Any], when: int | None) -> None:
+        self.assistant(when).calls.append(ToolCall(call_id, name, json.dumps(arguments, ensure_ascii=False)))
+        tool = self.tools.setdefault(
+            name,
+            {"type": "function", "name": name, "parameters": {"type": "object", "properties": {}}},
+        )
+        for key, value in arguments.items():
+            tool["parameters"]["properties"].setdefault(key, _schema_of(value))
+
+    def item(self, item: dict[str, Any], when: int | None) -> None:
+        kind = item.get("type")
+        if kind == "message":
+            self.message(item, when)
+        elif kind == "function_call":
+            given = item.get("arguments")
+            try:
+                arguments = json.loads(given) if isinstance(given, str) else given
+            except ValueError:
+                arguments = {"arguments": given}
+            if not isinstance(arguments, dict):
+                arguments = {"arguments": arguments}
+            self.call(_str(item.get("call_id")), _str(item.get("name")), arguments, when)
+        elif kind == "custom_tool_call":  # a freeform input (apply_patch): kept as {"input": ...}
+            self.call(_str(item.get("call_id")), _str(item.get("name")), {"input": item.get("input")}, when)
+        elif kind == "local_shell_call":
+            action = item.get("action")
+            call_id = _str(item.get("call_id")) or _str(item.get("id"))
+            self.call(call_id, "local_shell", action if isinstance(action, dict) else {}, when)
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            self.pending = None
+            text, failed = _output(item.get("output"), self.counts)
+            self.entries.append(
+                Turn("tool", text, call_id=_str(item.get("call_id")), is_error=failed, time_ns=when)
+            )
+        else:  # reasoning, web_search_call (no result in the rollout), unknown items
+            self.counts.add(str(kind))
+
+    def message(self, item: dict[str, Any], when: int | None) -> None:
+        role, text = item.get("role"), _text(item.get("content"), self.counts)
+        if role == "assistant":
+            self.assistant(when).texts.append(text)
+            return
+        self.pending = None
+        stripped = text.lstrip()
+        if role in ("developer", "system") or stripped.startswith(_INSTRUCTION_TAGS):
+            if text:
+                self.system.append(text)
+        elif stripped.startswith(_CONTEXT_TAGS):
+            self.metadata["environment_context"] = self.metadata.get("environment_context", 0) + 1
+        elif role == "user":
+            if text:
+                self.entries.append(Turn("user", text, time_ns=when))
+        else:
+            self.counts.add(f"message {role}")
+
+    def event(self, payload: dict[str, Any]) -> None:
+        kind = _str(payload.get("type"))
+        if kind == "token_count":
+            info = payload.get("info")
+            last = info.get("last_token_usage") if isinstance(info, dict) else None
+            if isinstance(last, dict) and self.unpriced is not None and self.unpriced.usage is None:
+                self.unpriced.usage = last
+            if isinstance(last, dict):  # a response has ended: the next item starts a new turn
+                self.pending = self.unpriced = None
+        elif kind not in _ECHOES:
+            self.counts.add(f"event {kind or 'unknown'}")
+
+
+def _meta(reader: _Reader, payload: dict[str, Any], keys: dict[str, str]) -> None:
+    for key, name in keys.items():
+        value = payload.get(key)
+        if isinstance(value, (str, dict)) and value:
+            reader.metadata[name] = value
+
+
+def read_rollout(raw: bytes, name: str) -> Conversation | None:
+    """The conversation of one rollout file (None when it has no assistant turn); ImportInputError
+    (one line naming ``name`` and the line) when it is not a Codex rollout."""
+    counts = _Counts()
+    reader = _Reader(counts)
+    instructions: str | None = None
+    for record in _records(raw, name, counts):
+        payload = record.payload
+        if record.kind in ("session_meta", "session"):
+            _meta(reader, payload, {"id": "session_id", "cwd": "cwd", "originator": "originator"})
+            _meta(reader, payload, {"cli_version": "cli_version", "git": "git"})
+            instructions = _str(payload.get("instructions")) or instructions
+        elif record.kind == "turn_context":
+            model = payload.get("model")
+            reader.model = model if isinstance(model, str) and model else reader.model
+            keys = {"approval_policy": "approval_policy", "sandbox_policy": "sandbox_policy"}
+            _meta(reader, payload, {**keys, "effort": "effort"})
+        elif record.kind in ("response_item", "item"):
+            reader.item(payload, record.time_ns)
+        elif record.kind == "event_msg":
+            reader.event(payload)
+        else:  # compacted, state
+            counts.add(f"record {record.kind}")
+    turns = tuple(e.turn() if isinstance(e, _Assistant) else e for e in reader.entries)
+    if not any(t.role == "assistant" for t in turns):
+        return None
+    system = reader.system or ([instructions] if instructions else [])
+    metadata = dict(reader.metadata)
+    if counts:
+        metadata["left_out"] = dict(counts)
+    models = [t.model for t in turns if t.model]
+    return Conversation(
+        turns=turns,
+        model=models[-1] if models else reader.model,
+        provider="openai",
+        system="\n\n".join(system) or None,
+        tools=tuple(reader.tools.values()),
+        source="codex",
+        skipped=dict(counts),
+        metadata=metadata,
+    )
