@@ -302,6 +302,17 @@ def test_rerun_of_an_imported_session_answers_the_tool_from_the_transcript(
         ("get_weather", weather, None)
     ]
     assert verify_cassette(rerun).passed
+    # The rest of the road a recorded run walks: the diff's verdict, a contract kept and checked, and
+    # the child replayed offline (the provider hears nothing).
+    diff = json.loads(run_cli("diff", "--json", str(incident), str(child)).stdout)
+    assert diff["outcome"]["childStatus"] == "success" and diff["outcome"]["kind"]
+    contract = tmp_path / "cassette.contract.json"
+    run_cli("eval", "generate", str(child), "-o", str(contract), check=True)
+    checked = run_cli("eval", "run", str(contract), str(child))
+    assert checked.returncode == 0 and checked.stdout.startswith("PASS"), checked.stdout
+    heard = len(fake_llm.requests)
+    replayed = run_cli("replay", str(child))
+    assert replayed.returncode == 0 and len(fake_llm.requests) == heard, replayed.stderr
 
 
 def test_an_abandoned_branch_is_left_out_and_a_compaction_is_crossed() -> None:
