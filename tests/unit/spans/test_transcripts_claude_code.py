@@ -28,7 +28,8 @@ MODEL = "claude-sonnet-4-5-20250929"
 README = "# Shop\nA demo shop."
 MISSING = "cat: missing.txt: No such file or directory"
 ANSWER = "The README says it is a demo shop; missing.txt does not exist."
-SUB_ANSWER = "No TODO left."
+SUB_ANSWER = "No TODO left."  # intentional: test data, what the fake subagent answers
+GREP = {"pattern": "TODO"}  # intentional: test data, the subagent's search
 USAGE = {
     "input_tokens": 10,
     "output_tokens": 20,
@@ -100,8 +101,8 @@ def main_session() -> list[Any]:
 def subagent_session() -> list[Any]:
     side = {"isSidechain": True, "agentId": "a1b2c3d4"}
     return [
-        {**user("t1", None, 10, "Find the TODO comments"), **side},
-        {**assistant("t2", "t1", 11, "msg_s1", tool_use("toolu_s", "Grep", {"pattern": "TODO"})), **side},
+        {**user("t1", None, 10, "Find the TODO comments"), **side},  # intentional: test data, a prompt
+        {**assistant("t2", "t1", 11, "msg_s1", tool_use("toolu_s", "Grep", GREP)), **side},
         {**user("t3", "t2", 12, [tool_result("toolu_s", "No matches found")]), **side},
         {**assistant("t4", "t3", 13, "msg_s2", {"type": "text", "text": SUB_ANSWER}), **side},
     ]
