@@ -4,7 +4,6 @@ sessions or Codex CLI rollouts, stored as one run."""
 from __future__ import annotations
 
 import gzip
-import hashlib
 import os
 import sys
 import time
@@ -18,10 +17,14 @@ from otel_blackbox._cli.common import db_path, echo_json, progress
 from otel_blackbox._config import BlackboxConfig, parse_duration
 from otel_blackbox._render.words import counted
 from otel_blackbox._spans.otlp_in.documents import read_documents
-from otel_blackbox._spans.transcripts.chat import FORMATS, read_chat
-from otel_blackbox._spans.transcripts.claude_code import Session, read_session, session_files
-from otel_blackbox._spans.transcripts.codex import read_rollout, rollout_files
-from otel_blackbox._spans.transcripts.otlp import otlp_document, root_ids
+from otel_blackbox._spans.transcripts.chat import FORMATS
+from otel_blackbox._spans.transcripts.reading import transcript_files
+from otel_blackbox._spans.transcripts.traces import (
+    TranscriptTrace,
+    chat_trace,
+    claude_code_traces,
+    codex_traces,
+)
 from otel_blackbox._store.ingest import ImportCounts, Importer
 from otel_blackbox.errors import BlackboxError, ConfigError
 
@@ -154,9 +157,9 @@ def import_(
         if phoenix_url is not None:
             _from_phoenix(importer, phoenix_url, project or "default", trace_id, since)
         elif transcript == "claude-code":
-            _from_claude_code(importer, files)
+            _store_traces(importer, claude_code_traces(_transcript_files(files, "session")))
         elif transcript == "codex":
-            _from_codex(importer, files)
+            _store_traces(importer, codex_traces(_transcript_files(files, "rollout")))
         elif transcript is not None:
             for name in files:
                 _from_chat(importer, name, chat_format)
@@ -186,7 +189,7 @@ def _check_transcript(transcript: str | None, chat_format: str | None, phoenix_u
         raise click.UsageError("--format goes with --from chat")
 
 
-def _from_chat(importer: Importer, name: str, chat_format: str | None) -> ImportCounts:
+def _from_chat(importer: Importer, name: str, chat_format: str | None) -> None:
     """A chat log as spans: ids from its content's hash (so it is stored once), times from its mtime."""
     if name == "-":
         raw, base_ns = sys.stdin.buffer.read(), time.time_ns()
@@ -195,61 +198,28 @@ def _from_chat(importer: Importer, name: str, chat_format: str | None) -> Import
         if path.is_dir():
             raise click.BadParameter(f"{name} is a directory", param_hint="FILE")
         raw, base_ns = path.read_bytes(), path.stat().st_mtime_ns
-    label = "stdin" if name == "-" else name
-    _, conversation = read_chat(raw, label, chat_format)
-    document = otlp_document(conversation, "chat " + hashlib.sha256(raw).hexdigest(), base_ns)
-    return importer.store(label, [(None, document)])
+    _store_traces(importer, [chat_trace(raw, "stdin" if name == "-" else name, chat_format, base_ns)])
 
 
-def _from_claude_code(importer: Importer, names: tuple[str, ...]) -> None:
-    """Claude Code sessions as spans: every file read first (a bad one stores nothing), then each
-    session stored with its subagents' conversations under its root. Ids from each file's content."""
-    read: list[tuple[Session, str, int]] = []
+def _transcript_files(names: tuple[str, ...], kind: str) -> list[Path]:
+    """The *.jsonl files the named files and folders hold; a missing path is an OSError (one line,
+    exit 2, cli.app)."""
+    found: list[Path] = []
     for name in names:
         if name == "-":
-            raise click.BadParameter("--from claude-code reads files or folders, not -", param_hint="PATH")
-        files = session_files(Path(name))  # a missing path: OSError, one line, exit 2 (cli.app)
+            raise click.BadParameter(
+                "session transcripts are read from files or folders, not -", param_hint="PATH"
+            )
+        files = transcript_files(Path(name))
         if not files:
-            raise click.BadParameter(f"{name}: no *.jsonl session file in it", param_hint="PATH")
-        for path in files:
-            raw = path.read_bytes()
-            key = "claude-code " + hashlib.sha256(raw).hexdigest()
-            read.append((read_session(raw, str(path)), key, path.stat().st_mtime_ns))
-    mains = {s.session_id: (key, s) for s, key, _ in read if s.main is not None and s.session_id}
-    for session, key, base_ns in read:
-        documents = []
-        if session.main is not None:
-            documents.append(otlp_document(session.main, key, base_ns))
-        started_by = mains.get(session.session_id) if session.session_id else None
-        for i, side in enumerate(session.side):
-            if started_by is not None:  # under the root of the session that started it
-                parent = root_ids(started_by[0])
-            elif session.main is not None:
-                parent = root_ids(key)
-            else:
-                parent = None
-            documents.append(otlp_document(side, f"{key} side {i}", base_ns, parent=parent))
-        if documents:
-            importer.store(session.name, [(None, d) for d in documents])
+            raise click.BadParameter(f"{name}: no *.jsonl {kind} file in it", param_hint="PATH")
+        found.extend(files)
+    return found
 
 
-def _from_codex(importer: Importer, names: tuple[str, ...]) -> None:
-    """Codex CLI rollouts as spans: every file read first (a bad one stores nothing), then each
-    rollout stored as a trace of its own. Ids from each file's content."""
-    read = []
-    for name in names:
-        if name == "-":
-            raise click.BadParameter("--from codex reads files or folders, not -", param_hint="PATH")
-        files = rollout_files(Path(name))  # a missing path: OSError, one line, exit 2 (cli.app)
-        if not files:
-            raise click.BadParameter(f"{name}: no *.jsonl rollout file in it", param_hint="PATH")
-        for path in files:
-            raw = path.read_bytes()
-            key = "codex " + hashlib.sha256(raw).hexdigest()
-            read.append((str(path), read_rollout(raw, str(path)), key, path.stat().st_mtime_ns))
-    for label, conversation, key, base_ns in read:
-        if conversation is not None:
-            importer.store(label, [(None, otlp_document(conversation, key, base_ns))])
+def _store_traces(importer: Importer, traces: list[TranscriptTrace]) -> None:
+    for trace in traces:
+        importer.store(trace.label, [(None, d) for d in trace.documents], replace=trace.replace)
 
 
 def _from_file(importer: Importer, name: str) -> ImportCounts:
@@ -298,6 +268,7 @@ def _summary(importer: Importer, config: BlackboxConfig, as_json: bool) -> None:
                 "spans": total.spans,
                 "traces": total.traces,
                 "duplicates": total.duplicates,
+                "replaced": total.replaced,
                 "run_id": importer.run_id,
             }
         )
@@ -305,6 +276,7 @@ def _summary(importer: Importer, config: BlackboxConfig, as_json: bool) -> None:
         click.echo(
             f"imported {counted(total.spans, 'span')} of {counted(total.traces, 'trace')} into "
             f"{config.db_path} as run {importer.run_id}; {counted(total.duplicates, 'duplicate')} skipped"
+            + (f"; {counted(total.replaced, 'trace')} stored before replaced" if total.replaced else "")
         )
     elif total.duplicates:
         click.echo(f"nothing new: {counted(total.duplicates, 'span')} already stored, no run added")

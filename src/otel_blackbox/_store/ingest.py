@@ -3,7 +3,9 @@
 Rows are built by the recorder's own RowBuilder, so redaction, bounds and columns are those of
 recorded spans, and written by its SpanInserter. An import is idempotent on (trace id, span id): a
 span already stored with its end is a duplicate and is skipped, a span stored open is replaced by
-its end. A span whose end is missing is stored open.
+its end. A span whose end is missing is stored open. A transcript imported again after it grew
+names the spans its traces now hold (``replace``): a stored trace with any other span is deleted
+first, in the same transaction, so the trace is stored anew rather than twice.
 
 An import is one run (one ``recorders`` row, ``source`` naming what it read). Its spans carry a
 pid of their own, negative so that no process's spans are ever taken for it. Their ``written_ns``
@@ -19,7 +21,7 @@ import secrets
 import sqlite3
 import time
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from otel_blackbox._spans.otlp_in.span import OtlpError
 from otel_blackbox._spans.redact import redactor_for
 from otel_blackbox._store.connection import connect_writer, describe_sqlite_error
 from otel_blackbox._store.inserts import SpanInserter
+from otel_blackbox._store.retention import delete_traces
 from otel_blackbox._store.rows import RowBuilder
 from otel_blackbox._store.runs import next_source_pid
 from otel_blackbox._store.schema import ROW_START_NS, ROW_WRITTEN_NS
@@ -46,6 +49,7 @@ _SOURCE_CHARS = 200  # recorders.source is a label, not a list of every file
 class ImportCounts:
     spans: int = 0  # stored: new, or an open span's end
     duplicates: int = 0  # already stored with their end (or open, and open again here)
+    replaced: int = 0  # traces stored before with other spans, deleted and stored anew
     trace_ids: set[str] = field(default_factory=set)  # traces that got a span
     oldest_start_ns: int | None = None
 
@@ -56,6 +60,7 @@ class ImportCounts:
     def add(self, other: ImportCounts) -> None:
         self.spans += other.spans
         self.duplicates += other.duplicates
+        self.replaced += other.replaced
         self.trace_ids |= other.trace_ids
         if other.oldest_start_ns is not None:
             self.oldest_start_ns = min(self.oldest_start_ns or other.oldest_start_ns, other.oldest_start_ns)
@@ -77,17 +82,25 @@ class Importer:
         self.total = ImportCounts()
 
     def store(
-        self, name: str, documents: Iterable[tuple[int | None, object]], *, unit: str = "line"
+        self,
+        name: str,
+        documents: Iterable[tuple[int | None, object]],
+        *,
+        unit: str = "line",
+        replace: Mapping[str, Set[str]] | None = None,
     ) -> ImportCounts:
         """Store every span of ``documents`` ((line number or None, parsed JSON) pairs), or none.
 
-        Raises ImportInputError naming ``name``, the line (or the ``unit`` a number counts) and the
-        field at the first bad one.
+        ``replace`` (trace id -> the span ids the documents hold for it, in hex): a stored trace
+        with a span not named is deleted first. Raises ImportInputError naming ``name``, the line
+        (or the ``unit`` a number counts) and the field at the first bad one.
         """
         conn = self._connection()
         conn.execute("BEGIN IMMEDIATE")
         try:
+            replaced = _replace(conn, replace) if replace else 0
             counts = self._store(conn, name, documents, unit)
+            counts.replaced = replaced
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -236,6 +249,26 @@ def _named(documents: Iterable[tuple[int | None, object]], name: str) -> Iterabl
         except OtlpError as exc:
             raise ImportInputError(f"{name}, {exc}") from None
         yield item
+
+
+def _replace(conn: sqlite3.Connection, traces: Mapping[str, Set[str]]) -> int:
+    """Delete the stored traces that hold a span not in ``traces``; their count. An import's run
+    left with no span goes too: importing a grown session every day adds no empty runs."""
+    stale = sorted({t for t, span_id in _stored(conn, set(traces)) if span_id not in traces[t]})
+    if not stale:
+        return 0
+    marks = ",".join("?" * len(stale))
+    pids = [
+        p for (p,) in conn.execute(f"SELECT DISTINCT pid FROM span_rows WHERE trace_id IN ({marks})", stale)
+    ]
+    delete_traces(conn, stale)
+    for pid in pids:
+        if pid is not None and pid < 0:  # an import's or serve's run (next_source_pid)
+            conn.execute(
+                "DELETE FROM recorders WHERE pid = ? AND NOT EXISTS (SELECT 1 FROM span_rows WHERE pid = ?)",
+                (pid, pid),
+            )
+    return len(stale)
 
 
 def _note_times(trace_seen: dict[int, int], snapshot: Snapshot) -> None:

@@ -14,6 +14,7 @@ __all__ = [
     "apply_retention",
     "cleanup",
     "database_bytes",
+    "delete_traces",
     "enforce_size_cap",
     "evict_oldest",
     "give_space_back",
@@ -43,7 +44,8 @@ def database_bytes(conn: sqlite3.Connection) -> int:
     return int((pages - free) * page_size)
 
 
-def _delete_traces(conn: sqlite3.Connection, trace_ids: list[str]) -> None:
+def delete_traces(conn: sqlite3.Connection, trace_ids: list[str]) -> None:
+    """Delete every span of these traces (in the caller's transaction)."""
     for i in range(0, len(trace_ids), 500):
         chunk = trace_ids[i : i + 500]
         conn.execute(f"DELETE FROM span_rows WHERE trace_id IN ({','.join('?' * len(chunk))})", chunk)
@@ -67,7 +69,7 @@ def apply_retention(conn: sqlite3.Connection, max_age_s: float, now_ns: int | No
     if expired:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            _delete_traces(conn, expired)
+            delete_traces(conn, expired)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -121,7 +123,7 @@ def evict_oldest(
             break
         conn.execute("BEGIN IMMEDIATE")
         try:
-            _delete_traces(conn, victims)
+            delete_traces(conn, victims)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

@@ -138,7 +138,7 @@ def test_each_shape_is_a_run_that_shows_makes_a_cassette_and_verifies(tmp_path: 
     run_id = summary["run_id"]
     # Named explicitly, the same shape is read the same way (and nothing new is stored).
     again = import_chat(db, chat, "--format", shape)
-    assert again == {"spans": 0, "traces": 0, "duplicates": summary["spans"], "run_id": None}
+    assert again == {"spans": 0, "traces": 0, "duplicates": summary["spans"], "replaced": 0, "run_id": None}
     assert span_count(db) == summary["spans"]
 
     with sqlite3.connect(db) as conn:

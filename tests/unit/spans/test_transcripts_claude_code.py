@@ -20,6 +20,7 @@ from helpers import run_cli
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.verify import verify_cassette
 from otel_blackbox._spans.transcripts.claude_code import read_session
+from otel_blackbox._spans.transcripts.otlp import Keys, otlp_document
 from otel_blackbox.errors import ImportInputError
 
 SECRET = "sk-proj-" + "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuv"  # 48 letters, not a key
@@ -204,7 +205,7 @@ def test_a_project_folder_is_a_run_that_lists_shows_makes_a_cassette_and_verifie
     # The session: root, 3 LLM spans, 2 TOOL spans; the subagent: root, 2 LLM spans, 1 TOOL span.
     assert summary["spans"] == 10 and summary["traces"] == 1 and summary["duplicates"] == 0
     again = import_cc(db, folder)
-    assert again == {"spans": 0, "traces": 0, "duplicates": 10, "run_id": None}
+    assert again == {"spans": 0, "traces": 0, "duplicates": 10, "replaced": 0, "run_id": None}
     stored = rows(db)
     assert len(stored) == 10
     assert SECRET not in "\n".join(str(tuple(r)) for r in stored)
@@ -328,10 +329,20 @@ def test_an_abandoned_branch_is_left_out_and_a_compaction_is_crossed() -> None:
     ]  # fmt: skip
     session = read_session("".join(json.dumps(r) + "\n" for r in records).encode(), "s.jsonl")
     assert session.main is not None
-    assert [t.text for t in session.main.turns] == [
-        "First question",
-        "First answer",
-        "Second question",
-        "Second answer",
+    assert [(t.role, t.text) for t in session.main.turns] == [
+        ("user", "First question"),
+        ("assistant", "First answer"),
+        ("compaction", ""),
+        ("user", "Second question"),
+        ("assistant", "Second answer"),
     ]
     assert session.main.skipped == {"branch record": 1}
+    # After the compaction the model saw only what follows it: the second request holds one message.
+    document = otlp_document(session.main, Keys("t", "s"), 0)
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    inputs = [
+        sorted(a["key"] for a in span["attributes"] if a["key"].endswith(".message.content"))
+        for span in spans
+        if span["name"].startswith("chat")
+    ]
+    assert [len([k for k in keys if k.startswith("llm.input_messages")]) for keys in inputs] == [1, 1]

@@ -257,7 +257,7 @@ def test_a_sessions_folder_is_a_run_that_lists_and_shows(tmp_path: Path) -> None
     # The current one: root, 3 LLM spans, 2 TOOL spans; the older one: root, 2 LLM spans, 1 TOOL span.
     assert summary["spans"] == 10 and summary["traces"] == 2 and summary["duplicates"] == 0
     again = import_codex(db, folder)
-    assert again == {"spans": 0, "traces": 0, "duplicates": 10, "run_id": None}
+    assert again == {"spans": 0, "traces": 0, "duplicates": 10, "replaced": 0, "run_id": None}
     stored = rows(db)
     assert len(stored) == 10
     assert SECRET not in "\n".join(str(tuple(r)) for r in stored)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from otel_blackbox._spans.transcripts.otlp import Conversation, ToolCall, Turn
+from otel_blackbox._spans.transcripts.reading import Counts, as_int, as_str, decoded, parts_text
 from otel_blackbox.errors import ImportInputError
 
 __all__ = ["FORMATS", "read_chat"]
@@ -43,12 +44,6 @@ _RESPONSES_ITEMS = frozenset(
 )
 _RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file", "refusal"})
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "document"})
-_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
-
-
-class _Skipped(dict[str, int]):
-    def add(self, kind: str) -> None:
-        self[kind] = self.get(kind, 0) + 1
 
 
 # --- which shape ------------------------------------------------------------------------------------
@@ -99,21 +94,6 @@ def _shapes(items: list[Any], around: dict[str, Any]) -> set[str]:
 # --- reading helpers --------------------------------------------------------------------------------
 
 
-def _text(content: Any, skipped: _Skipped) -> str:
-    """The text of a message's content: a string, or the text parts of a list (others counted)."""
-    if isinstance(content, str):
-        return content
-    texts = []
-    for part in content if isinstance(content, list) else []:
-        if isinstance(part, str):
-            texts.append(part)
-        elif isinstance(part, dict) and part.get("type") in _TEXT_PARTS and isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        elif isinstance(part, dict):
-            skipped.add(str(part.get("type", "part")))
-    return "\n".join(texts)
-
-
 def _json_text(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -124,8 +104,7 @@ def _tokens(item: dict[str, Any], *names: str) -> int | None:
     usage = item.get("usage")
     if not isinstance(usage, dict):
         return None
-    found = next((usage[n] for n in names if isinstance(usage.get(n), int)), None)
-    return found if isinstance(found, int) and not isinstance(found, bool) else None
+    return next((found for n in names if (found := as_int(usage.get(n))) is not None), None)
 
 
 def _assistant(text: str, calls: list[ToolCall], item: dict[str, Any]) -> Turn:
@@ -138,40 +117,36 @@ def _assistant(text: str, calls: list[ToolCall], item: dict[str, Any]) -> Turn:
     )
 
 
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
 # --- the three shapes -------------------------------------------------------------------------------
 
 
-def _openai_chat(items: list[Any], around: dict[str, Any], skipped: _Skipped) -> Conversation:
+def _openai_chat(items: list[Any], around: dict[str, Any], skipped: Counts) -> Conversation:
     turns: list[Turn] = []
     system: list[str] = []
     for item in items:
         role = item.get("role")
         if role in ("system", "developer") and not turns:
-            system.append(_text(item.get("content"), skipped))
+            system.append(parts_text(item.get("content"), skipped))
         elif role == "assistant":
             calls = [
-                ToolCall(_str(c.get("id")), _str(fn.get("name")), _json_text(fn.get("arguments")))
+                ToolCall(as_str(c.get("id")), as_str(fn.get("name")), _json_text(fn.get("arguments")))
                 for c in item.get("tool_calls") or []
                 if isinstance(c, dict) and isinstance(fn := c.get("function"), dict)
             ]
-            turns.append(_assistant(_text(item.get("content"), skipped), calls, item))
+            turns.append(_assistant(parts_text(item.get("content"), skipped), calls, item))
         elif role == "tool":
-            content = _text(item.get("content"), skipped)
+            content = parts_text(item.get("content"), skipped)
             turns.append(
-                Turn("tool", content, call_id=_str(item.get("tool_call_id")), name=_str(item.get("name")))
+                Turn("tool", content, call_id=as_str(item.get("tool_call_id")), name=as_str(item.get("name")))
             )
         else:
             turns.append(
-                Turn("system" if role == "developer" else str(role), _text(item.get("content"), skipped))
+                Turn("system" if role == "developer" else str(role), parts_text(item.get("content"), skipped))
             )
     return _conversation(turns, around, "openai", "\n\n".join(system) or None, skipped)
 
 
-def _openai_responses(items: list[Any], around: dict[str, Any], skipped: _Skipped) -> Conversation:
+def _openai_responses(items: list[Any], around: dict[str, Any], skipped: Counts) -> Conversation:
     turns: list[Turn] = []
     output = around.get("output")
     for item in [*items, *(output if isinstance(output, list) else [])]:
@@ -180,7 +155,7 @@ def _openai_responses(items: list[Any], around: dict[str, Any], skipped: _Skippe
         kind = item.get("type", "message")
         last = turns[-1] if turns else None
         if kind == "message" and item.get("role") == "assistant":
-            text = _text(item.get("content"), skipped)
+            text = parts_text(item.get("content"), skipped)
             if last is not None and last.role == "assistant" and not last.tool_calls:
                 turns[-1] = Turn("assistant", "\n".join(filter(None, [last.text, text])))
             else:
@@ -188,18 +163,20 @@ def _openai_responses(items: list[Any], around: dict[str, Any], skipped: _Skippe
         elif kind == "message":
             role = item.get("role")
             turns.append(
-                Turn("system" if role == "developer" else str(role), _text(item.get("content"), skipped))
+                Turn("system" if role == "developer" else str(role), parts_text(item.get("content"), skipped))
             )
         elif kind == "function_call":
             call = ToolCall(
-                _str(item.get("call_id")), _str(item.get("name")), _json_text(item.get("arguments"))
+                as_str(item.get("call_id")), as_str(item.get("name")), _json_text(item.get("arguments"))
             )
             if last is not None and last.role == "assistant":
                 turns[-1] = Turn("assistant", last.text, (*last.tool_calls, call))
             else:
                 turns.append(Turn("assistant", "", (call,)))
         elif kind == "function_call_output":
-            turns.append(Turn("tool", _text(item.get("output"), skipped), call_id=_str(item.get("call_id"))))
+            turns.append(
+                Turn("tool", parts_text(item.get("output"), skipped), call_id=as_str(item.get("call_id")))
+            )
         else:
             skipped.add(str(kind))
     system = around.get("instructions")
@@ -209,37 +186,39 @@ def _openai_responses(items: list[Any], around: dict[str, Any], skipped: _Skippe
     return _conversation(turns, around, "openai", prompt, skipped)
 
 
-def _anthropic(items: list[Any], around: dict[str, Any], skipped: _Skipped) -> Conversation:
+def _anthropic(items: list[Any], around: dict[str, Any], skipped: Counts) -> Conversation:
     turns: list[Turn] = []
     for item in items:
         role, content = str(item.get("role")), item.get("content")
-        blocks = content if isinstance(content, list) else [{"type": "text", "text": _str(content)}]
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": as_str(content)}]
         texts: list[str] = []
         calls: list[ToolCall] = []
         for block in blocks:
             kind = block.get("type") if isinstance(block, dict) else None
             if kind == "tool_use" and isinstance(block, dict):
                 calls.append(
-                    ToolCall(_str(block.get("id")), _str(block.get("name")), _json_text(block.get("input")))
+                    ToolCall(
+                        as_str(block.get("id")), as_str(block.get("name")), _json_text(block.get("input"))
+                    )
                 )
             elif kind == "tool_result" and isinstance(block, dict):
-                result = _text(block.get("content"), skipped)
+                result = parts_text(block.get("content"), skipped)
                 error = block.get("is_error") is True
-                turns.append(Turn("tool", result, call_id=_str(block.get("tool_use_id")), is_error=error))
+                turns.append(Turn("tool", result, call_id=as_str(block.get("tool_use_id")), is_error=error))
             else:
-                texts.append(_text([block], skipped))
+                texts.append(parts_text([block], skipped))
         text = "\n".join(t for t in texts if t)
         if role == "assistant":
             turns.append(_assistant(text, calls, item))
         elif text or not any(t.role == "tool" for t in turns[-1:]):
             turns.append(Turn(role, text))
     system = around.get("system")
-    prompt = _text(system, skipped) if system is not None else None
+    prompt = parts_text(system, skipped) if system is not None else None
     return _conversation(turns, around, "anthropic", prompt or None, skipped)
 
 
 def _conversation(
-    turns: list[Turn], around: dict[str, Any], provider: str, system: str | None, skipped: _Skipped
+    turns: list[Turn], around: dict[str, Any], provider: str, system: str | None, skipped: Counts
 ) -> Conversation:
     tools = around.get("tools")
     model = around.get("model")
@@ -254,7 +233,7 @@ def _conversation(
     )
 
 
-_READERS: dict[str, Callable[[list[Any], dict[str, Any], _Skipped], Conversation]] = {
+_READERS: dict[str, Callable[[list[Any], dict[str, Any], Counts], Conversation]] = {
     "openai-chat": _openai_chat,
     "openai-responses": _openai_responses,
     "anthropic": _anthropic,
@@ -265,9 +244,7 @@ def read_chat(raw: bytes, name: str, shape: str | None = None) -> tuple[str, Con
     """The chat log's shape and conversation; ``shape`` names it (else it is recognized).
     ImportInputError, one line naming ``name``, when it is not a chat log (of that shape)."""
     try:
-        document = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ImportInputError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        document = json.loads(decoded(raw, name))
     except ValueError as exc:
         where = f" at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise ImportInputError(f"{name}: not JSON{where}; {_EXPECTED}") from None
@@ -280,7 +257,7 @@ def read_chat(raw: bytes, name: str, shape: str | None = None) -> tuple[str, Con
         raise ImportInputError(f"{name}: not an {shape} chat log (it reads as {reads_as})")
     chosen = shape or next(f for f in FORMATS if f in shapes)
     assert found is not None
-    conversation = _READERS[chosen](found[0], found[1], _Skipped())
+    conversation = _READERS[chosen](found[0], found[1], Counts())
     if not any(t.role == "assistant" for t in conversation.turns):
         raise ImportInputError(f"{name}: a {chosen} chat log with no assistant turn: nothing to import")
     return chosen, conversation

@@ -1,20 +1,26 @@
 """Claude Code sessions: JSONL files (one record a line) read as neutral ``Conversation`` s.
 
-Claude Code writes one file a session under ``~/.claude/projects/<the folder, / as ->/``; a
-subagent's conversation (the Task tool) is a file of its own whose records have ``isSidechain: true``
-and the session's ``sessionId``. There is no official schema; what is read:
+Claude Code writes one file a session under ``~/.claude/projects/<the folder, / as ->/``. A
+subagent's conversation (the Task tool) has records with ``isSidechain: true``: in the session's own
+file in versions before 2.0, in a file of its own (``agent-<agentId>.jsonl``, with ``agentId`` and
+the session's ``sessionId``) since. There is no official schema; what is read:
 
 * ``user`` records: ``message.content`` a string (what the person typed) or blocks: ``text``,
-  ``image`` (left out, counted) and ``tool_result`` (``tool_use_id``, ``content`` a string or text
-  and image blocks, ``is_error``); ``toolUseResult`` is ignored (the block is what the model saw);
+  ``image`` and ``document`` (left out, counted) and ``tool_result`` (``tool_use_id``, ``content`` a
+  string or text and image blocks, ``is_error``); ``toolUseResult`` is ignored (the block is what
+  the model saw);
 * ``assistant`` records: ``message`` an Anthropic message (``id``, ``model``, ``content`` blocks
-  ``text``, ``thinking`` (left out, counted), ``tool_use``; ``usage``). One response is often split
-  over consecutive records with the same ``message.id``: they are merged into one turn;
-* ``system`` records (``content``, ``level``) and ``summary`` records (``summary``): metadata;
+  ``text``, ``thinking`` (left out, counted), ``tool_use``; ``usage``). Since 1.0 one response is
+  split over consecutive records with the same ``message.id``: they are merged into one turn;
+* ``system`` records: ``compact_boundary`` (the context was compacted: later requests hold only
+  what follows, the summary first) and the others (``content``, ``level``) as counted metadata;
+* ``summary`` records (``summary``, ``leafUuid``): metadata, unless their leaf is in another file;
 * ``file-history-snapshot``, ``queue-operation`` and unknown record types: skipped, counted.
 
-The turns follow the ``parentUuid`` chain back from the chain's last record (an abandoned branch is
-left out and counted), the main chain apart from each side chain. A line that is not JSON is
+The turns follow the ``parentUuid`` chain back from the chain's last record (an abandoned branch,
+from a rewind or an edit, is left out and counted; across a compaction, ``logicalParentUuid``), the
+main chain apart from each side chain. The file's session is its last record's ``sessionId`` (a
+resumed session's file starts with copies of the records it resumed). A line that is not JSON is
 refused, except a broken last line (a session still being written: skipped, counted); so is a line
 that is not an object with a ``type``, and a file with no known record.
 """
@@ -23,23 +29,25 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from otel_blackbox._spans.transcripts.otlp import Conversation, ToolCall, Turn
+from otel_blackbox._spans.transcripts.reading import (
+    Counts,
+    InferredTools,
+    as_int,
+    as_str,
+    iso_time_ns,
+    jsonl_values,
+    parts_text,
+)
 from otel_blackbox.errors import ImportInputError
 
-__all__ = ["Session", "read_session", "session_files"]
+__all__ = ["Session", "read_session"]
 
 KNOWN = frozenset({"user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation"})
 _MESSAGES = frozenset({"user", "assistant", "system"})
 _EXPECTED = "expected a Claude Code session: one JSON object a line, with a type (user, assistant, ...)"
-
-
-class _Counts(dict[str, int]):
-    def add(self, kind: str, n: int = 1) -> None:
-        self[kind] = self.get(kind, 0) + n
 
 
 @dataclass
@@ -53,34 +61,12 @@ class Session:
     side: list[Conversation] = field(default_factory=list)
 
 
-def session_files(path: Path) -> list[Path]:
-    """The session files of ``path``: itself, or every ``*.jsonl`` under it (sorted)."""
-    if path.is_dir():
-        return sorted(p for p in path.rglob("*.jsonl") if p.is_file())
-    return [path]
-
-
 # --- lines ------------------------------------------------------------------------------------------
 
 
-def _records(raw: bytes, name: str, counts: _Counts) -> list[dict[str, Any]]:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ImportInputError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    lines = text.splitlines()
-    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+def _records(raw: bytes, name: str, counts: Counts) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            if number - 1 == last and records:  # a session still being written: read up to it
-                counts.add("truncated line")
-                continue
-            raise ImportInputError(f"{name}, line {number}: not JSON; {_EXPECTED}") from None
+    for number, record in jsonl_values(raw, name, _EXPECTED, counts):
         if not isinstance(record, dict) or not isinstance(record.get("type"), str):
             raise ImportInputError(f"{name}, line {number}: not a Claude Code record; {_EXPECTED}")
         if record["type"] not in KNOWN:
@@ -110,42 +96,6 @@ def _chain(leaf: dict[str, Any], by_uuid: dict[str, dict[str, Any]]) -> list[dic
     return chain
 
 
-def _time_ns(record: dict[str, Any]) -> int | None:
-    stamp = record.get("timestamp")
-    if not isinstance(stamp, str):
-        return None
-    try:
-        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return int(when.timestamp() * 1_000_000) * 1000
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _text(content: Any, counts: _Counts) -> str:
-    if isinstance(content, str):
-        return content
-    texts: list[str] = []
-    for block in content if isinstance(content, list) else []:
-        if isinstance(block, dict) and block.get("type") == "text":
-            texts.append(_str(block.get("text")))
-        elif isinstance(block, dict):
-            counts.add(str(block.get("type", "block")))
-    return "\n".join(t for t in texts if t)
-
-
-def _schema_of(value: Any) -> dict[str, Any]:
-    kinds = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
-    return {"type": kinds.get(type(value), "string")}
-
-
 @dataclass
 class _Assistant:
     message_id: str
@@ -157,10 +107,10 @@ class _Assistant:
 
     def turn(self) -> Turn:
         read, write = (
-            _int(self.usage.get("cache_read_input_tokens")),
-            _int(self.usage.get("cache_creation_input_tokens")),
+            as_int(self.usage.get("cache_read_input_tokens")),
+            as_int(self.usage.get("cache_creation_input_tokens")),
         )
-        given, output = _int(self.usage.get("input_tokens")), _int(self.usage.get("output_tokens"))
+        given, output = as_int(self.usage.get("input_tokens")), as_int(self.usage.get("output_tokens"))
         prompt = None if given is None else given + (read or 0) + (write or 0)
         return Turn(
             "assistant",
@@ -175,12 +125,11 @@ class _Assistant:
         )
 
 
-def _conversation(
-    chain: list[dict[str, Any]], meta: dict[str, Any], counts: _Counts, tools: dict[str, dict[str, Any]]
-) -> Conversation | None:
+def _conversation(chain: list[dict[str, Any]], meta: dict[str, Any], counts: Counts) -> Conversation | None:
     turns: list[Turn] = []
     pending: _Assistant | None = None
-    system_events = _Counts()
+    system_events = Counts()
+    tools = InferredTools()
 
     def flush() -> None:
         nonlocal pending
@@ -192,12 +141,17 @@ def _conversation(
         kind = record.get("type")
         message = record.get("message") if isinstance(record.get("message"), dict) else {}
         assert isinstance(message, dict)
-        when = _time_ns(record)
+        when = iso_time_ns(record.get("timestamp"))
+        if kind == "system" and record.get("subtype") == "compact_boundary":
+            flush()  # the context restarts here, from the summary that follows
+            turns.append(Turn("compaction"))
+            system_events.add("compact_boundary")
+            continue
         if kind == "system":
-            system_events.add(_str(record.get("level")) or "info")
+            system_events.add(as_str(record.get("level")) or "info")
             continue
         if kind == "assistant":
-            message_id = _str(message.get("id")) or _str(record.get("uuid"))
+            message_id = as_str(message.get("id")) or as_str(record.get("uuid"))
             if pending is None or pending.message_id != message_id:
                 flush()
                 model = message.get("model")
@@ -209,18 +163,14 @@ def _conversation(
             for block in content if isinstance(content, list) else [{"type": "text", "text": content}]:
                 block_kind = block.get("type") if isinstance(block, dict) else None
                 if block_kind == "text" and isinstance(block, dict):
-                    pending.texts.append(_str(block.get("text")))
+                    pending.texts.append(as_str(block.get("text")))
                 elif block_kind == "tool_use" and isinstance(block, dict):
-                    name, given = _str(block.get("name")), block.get("input")
+                    name, given = as_str(block.get("name")), block.get("input")
                     arguments = given if isinstance(given, dict) else {}
                     pending.calls.append(
-                        ToolCall(_str(block.get("id")), name, json.dumps(arguments, ensure_ascii=False))
+                        ToolCall(as_str(block.get("id")), name, json.dumps(arguments, ensure_ascii=False))
                     )
-                    properties = tools.setdefault(
-                        name, {"name": name, "input_schema": {"type": "object", "properties": {}}}
-                    )["input_schema"]["properties"]
-                    for key, value in arguments.items():
-                        properties.setdefault(key, _schema_of(value))
+                    tools.note(name, arguments)
                 else:
                     counts.add(str(block_kind or "block"))
             continue
@@ -232,14 +182,14 @@ def _conversation(
                 turns.append(
                     Turn(
                         "tool",
-                        _text(block.get("content"), counts),
-                        call_id=_str(block.get("tool_use_id")),
+                        parts_text(block.get("content"), counts),
+                        call_id=as_str(block.get("tool_use_id")),
                         is_error=block.get("is_error") is True,
                         time_ns=when,
                     )
                 )
             else:
-                texts.append(_text([block], counts))
+                texts.append(parts_text([block], counts))
         text = "\n".join(t for t in texts if t)
         if text:
             turns.append(Turn("user", text, time_ns=when))
@@ -256,58 +206,88 @@ def _conversation(
         turns=tuple(turns),
         model=models[-1] if models else None,
         provider="anthropic",
-        tools=tuple(tools.values()),
+        tools=tools.anthropic(),
         source="claude-code",
         skipped=dict(counts),
         metadata=metadata,
     )
 
 
+def _leaves(
+    members: list[dict[str, Any]], by_uuid: dict[str, dict[str, Any]], split: bool
+) -> list[dict[str, Any]]:
+    """The records the group's conversations end at: its last one; with ``split`` (side chains with
+    no ``agentId``: older versions keep every subagent in the session's file) the last of each root's."""
+    if not split:
+        return [members[-1]]
+    root_of: dict[int, str] = {}
+    last_of_root: dict[str, dict[str, Any]] = {}  # in the order the roots first appear
+    for record in members:
+        parent = record.get("parentUuid")
+        above = by_uuid.get(parent) if isinstance(parent, str) else None
+        root = root_of.get(id(above)) if above is not None else None
+        root = root or as_str(record.get("uuid")) or f"line {len(root_of)}"
+        root_of[id(record)] = root
+        last_of_root[root] = record
+    return list(last_of_root.values())
+
+
 def read_session(raw: bytes, name: str) -> Session:
     """The conversations of one session file; ImportInputError (one line naming ``name`` and the
     line) when it is not a Claude Code session."""
-    counts = _Counts()
+    counts = Counts()
     records = _records(raw, name, counts)
     by_uuid = {r["uuid"]: r for r in records if isinstance(r.get("uuid"), str)}
-    summaries = [_str(r.get("summary")) for r in records if r["type"] == "summary" and r.get("summary")]
+    summaries: list[str] = []
     for record in records:
         if record["type"] in ("file-history-snapshot", "queue-operation"):
             counts.add(f"record {record['type']}")
+        elif record["type"] == "summary" and record.get("summary"):
+            leaf = record.get("leafUuid")
+            if isinstance(leaf, str) and leaf not in by_uuid:  # written into the wrong file (a known bug)
+                counts.add("summary of another session")
+            else:
+                summaries.append(as_str(record.get("summary")))
     groups: dict[tuple[bool, str], list[dict[str, Any]]] = {}
     for record in records:
         if record["type"] in _MESSAGES:
             sidechain = record.get("isSidechain") is True
-            agent = _str(record.get("agentId")) if sidechain else ""
+            agent = as_str(record.get("agentId")) if sidechain else ""
             groups.setdefault((sidechain, agent), []).append(record)
-    session_id = next((r["sessionId"] for r in records if isinstance(r.get("sessionId"), str)), None)
+    # The file's own session: its last record's (a resumed session's file starts with copies of the
+    # records of the session it resumed, which keep that session's id).
+    session_id = next(
+        (r["sessionId"] for r in reversed(records) if isinstance(r.get("sessionId"), str)), None
+    )
     main: Conversation | None = None
     side: list[Conversation] = []
     for (is_side, agent), members in groups.items():
-        chain = _chain(members[-1], by_uuid)
-        on_chain = {id(r) for r in chain}
-        own = _Counts(counts) if not is_side else _Counts()
+        chains = [_chain(leaf, by_uuid) for leaf in _leaves(members, by_uuid, is_side and not agent)]
+        on_chain = {id(r) for chain in chains for r in chain}
         left_out = sum(1 for r in members if id(r) not in on_chain)
-        if left_out:
-            own.add("branch record", left_out)
-        first = chain[0]
-        meta: dict[str, Any] = {
-            k: v
-            for k, v in (
-                ("session_id", session_id),
-                ("agent_id", agent or None),
-                ("cwd", first.get("cwd")),
-                ("version", first.get("version")),
-                ("git_branch", first.get("gitBranch")),
-            )
-            if isinstance(v, str) and v
-        }
-        if summaries and not is_side:
-            meta["summaries"] = summaries
-        conversation = _conversation(chain, meta, own, {})
-        if conversation is None:
-            continue
-        if is_side:
-            side.append(conversation)
-        else:
-            main = conversation
+        for n, chain in enumerate(chains):
+            own = Counts(counts) if not is_side else Counts()
+            if left_out and n == 0:
+                own.add("branch record", left_out)
+            first, last = chain[0], chain[-1]
+            meta: dict[str, Any] = {
+                k: v
+                for k, v in (
+                    ("session_id", session_id),
+                    ("agent_id", agent or None),
+                    ("cwd", first.get("cwd")),
+                    ("version", last.get("version")),
+                    ("git_branch", last.get("gitBranch")),
+                )
+                if isinstance(v, str) and v
+            }
+            if summaries and not is_side:
+                meta["summaries"] = summaries
+            conversation = _conversation(chain, meta, own)
+            if conversation is None:
+                continue
+            if is_side:
+                side.append(conversation)
+            else:
+                main = conversation
     return Session(name, session_id, main, side)

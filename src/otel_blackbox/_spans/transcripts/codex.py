@@ -7,7 +7,8 @@ There is no official schema; what is read:
   ``cwd``, ``originator``, ``cli_version``, ``instructions``, ``git``) and ``turn_context``
   (``model``, ``approval_policy``, ``sandbox_policy``, ``effort``) as metadata; ``response_item``
   (an OpenAI Responses item) as the conversation; ``event_msg`` ``token_count`` (its
-  ``info.last_token_usage``) as the tokens of the assistant turn it follows; ``compacted`` counted;
+  ``info.last_token_usage``) as the tokens of the assistant turn it follows; ``compacted`` (a
+  summary the history restarts from: later requests hold only what follows it);
 * the older shape (2025): a first line that is the session itself (``id``, ``timestamp``,
   ``instructions``), then bare Responses items, and ``{"record_type": "state"}`` lines (counted).
 
@@ -28,14 +29,21 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from otel_blackbox._spans.transcripts.otlp import Conversation, ToolCall, Turn
+from otel_blackbox._spans.transcripts.reading import (
+    Counts,
+    InferredTools,
+    as_int,
+    as_str,
+    iso_time_ns,
+    jsonl_values,
+    parts_text,
+)
 from otel_blackbox.errors import ImportInputError
 
-__all__ = ["read_rollout", "rollout_files"]
+__all__ = ["read_rollout"]
 
 ENVELOPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
 ITEMS = frozenset(
@@ -61,18 +69,6 @@ _EXPECTED = (
 )
 
 
-class _Counts(dict[str, int]):
-    def add(self, kind: str, n: int = 1) -> None:
-        self[kind] = self.get(kind, 0) + n
-
-
-def rollout_files(path: Path) -> list[Path]:
-    """The rollout files of ``path``: itself, or every ``*.jsonl`` under it (sorted)."""
-    if path.is_dir():
-        return sorted(p for p in path.rglob("*.jsonl") if p.is_file())
-    return [path]
-
-
 # --- lines ------------------------------------------------------------------------------------------
 
 
@@ -86,58 +82,31 @@ class _Record:
     time_ns: int | None
 
 
-def _time_ns(stamp: Any) -> int | None:
-    if not isinstance(stamp, str):
-        return None
-    try:
-        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return int(when.timestamp() * 1_000_000) * 1000
-
-
-def _classify(line: dict[str, Any], first: bool, counts: _Counts) -> _Record | None:
+def _classify(line: dict[str, Any], first: bool, counts: Counts) -> _Record | None:
     kind = line.get("type")
     if isinstance(kind, str) and isinstance(line.get("payload"), dict):
         if kind in ENVELOPES:
-            return _Record(kind, line["payload"], _time_ns(line.get("timestamp")))
+            return _Record(kind, line["payload"], iso_time_ns(line.get("timestamp")))
         counts.add(f"record {kind}")
         return None
     if isinstance(kind, str):
         if kind in ITEMS:
-            return _Record("item", line, _time_ns(line.get("timestamp")))
+            return _Record("item", line, iso_time_ns(line.get("timestamp")))
         counts.add(f"item {kind}")
         return None
     if line.get("record_type") == "state":
         return _Record("state", line, None)
     if first and isinstance(line.get("id"), str) and "timestamp" in line:
-        return _Record("session", line, _time_ns(line.get("timestamp")))
+        return _Record("session", line, iso_time_ns(line.get("timestamp")))
     return None
 
 
-def _records(raw: bytes, name: str, counts: _Counts) -> list[_Record]:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ImportInputError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    lines = text.splitlines()
-    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+def _records(raw: bytes, name: str, counts: Counts) -> list[_Record]:
     records: list[_Record] = []
-    parsed = 0
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError:
-            if number - 1 == last and parsed:  # a session still being written: read up to it
-                counts.add("truncated line")
-                continue
-            raise ImportInputError(f"{name}, line {number}: not JSON; {_EXPECTED}") from None
-        parsed += 1
+    for parsed, (number, value) in enumerate(jsonl_values(raw, name, _EXPECTED, counts)):
         if not isinstance(value, dict):
             raise ImportInputError(f"{name}, line {number}: not a Codex rollout record; {_EXPECTED}")
-        record = _classify(value, parsed == 1, counts)
+        record = _classify(value, parsed == 0, counts)
         if record is None and not isinstance(value.get("type"), str):
             raise ImportInputError(f"{name}, line {number}: not a Codex rollout record; {_EXPECTED}")
         if record is not None:
@@ -150,34 +119,14 @@ def _records(raw: bytes, name: str, counts: _Counts) -> list[_Record]:
 # --- the conversation -------------------------------------------------------------------------------
 
 
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _text(content: Any, counts: _Counts) -> str:
-    if isinstance(content, str):
-        return content
-    texts: list[str] = []
-    for part in content if isinstance(content, list) else []:
-        if isinstance(part, dict) and part.get("type") in ("input_text", "output_text", "text"):
-            texts.append(_str(part.get("text")))
-        elif isinstance(part, dict):
-            counts.add(str(part.get("type", "part")))
-    return "\n".join(t for t in texts if t)
-
-
-def _output(value: Any, counts: _Counts) -> tuple[str, bool]:
+def _output(value: Any, counts: Counts) -> tuple[str, bool]:
     """A call's output as (text, is_error): the text as the model saw it; an error when its JSON says
     a non-zero ``metadata.exit_code`` (or ``success: false``), or it starts ``Exit code: N``."""
     if isinstance(value, dict):  # {content, success} in some versions
-        text = _text(value.get("content"), counts) or json.dumps(value, ensure_ascii=False)
+        text = parts_text(value.get("content"), counts) or json.dumps(value, ensure_ascii=False)
         failed = value.get("success") is False
     else:
-        text = _text(value, counts)
+        text = parts_text(value, counts)
         failed = False
     try:
         parsed = json.loads(text)
@@ -185,17 +134,12 @@ def _output(value: Any, counts: _Counts) -> tuple[str, bool]:
         parsed = None
     if isinstance(parsed, dict):
         metadata = parsed.get("metadata")
-        code = _int(metadata.get("exit_code")) if isinstance(metadata, dict) else None
+        code = as_int(metadata.get("exit_code")) if isinstance(metadata, dict) else None
         failed = failed or bool(code) or parsed.get("success") is False
     else:
         match = _EXIT_LINE.match(text)
         failed = failed or (match is not None and int(match.group(1)) != 0)
     return text, failed
-
-
-def _schema_of(value: Any) -> dict[str, Any]:
-    kinds = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
-    return {"type": kinds.get(type(value), "string")}
 
 
 @dataclass
@@ -213,23 +157,23 @@ class _Assistant:
             "\n".join(t for t in self.texts if t),
             tuple(self.calls),
             time_ns=self.time_ns,
-            prompt_tokens=_int(usage.get("input_tokens")),  # cached ones included, as OpenAI counts
-            completion_tokens=_int(usage.get("output_tokens")),  # reasoning ones included
-            cache_read_tokens=_int(usage.get("cached_input_tokens")),
+            prompt_tokens=as_int(usage.get("input_tokens")),  # cached ones included, as OpenAI counts
+            completion_tokens=as_int(usage.get("output_tokens")),  # reasoning ones included
+            cache_read_tokens=as_int(usage.get("cached_input_tokens")),
             model=self.model,
         )
 
 
 @dataclass
 class _Reader:
-    counts: _Counts
+    counts: Counts
     entries: list[Turn | _Assistant] = field(default_factory=list)
     pending: _Assistant | None = None
     unpriced: _Assistant | None = None  # the last turn since the last token count
     model: str | None = None
     system: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
-    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tools: InferredTools = field(default_factory=InferredTools)
 
     def assistant(self, when: int | None) -> _Assistant:
         if self.pending is None:
@@ -238,14 +182,13 @@ class _Reader:
             self.unpriced = self.pending
         return self.pending
 
-    def call(self, call_id: str, name: str, arguments: dict[str, Any], when: int | None) -> None:
-        self.assistant(when).calls.append(ToolCall(call_id, name, json.dumps(arguments, ensure_ascii=False)))
-        tool = self.tools.setdefault(
-            name,
-            {"type": "function", "name": name, "parameters": {"type": "object", "properties": {}}},
-        )
-        for key, value in arguments.items():
-            tool["parameters"]["properties"].setdefault(key, _schema_of(value))
+    def call(
+        self, call_id: str, name: str, arguments: dict[str, Any], when: int | None, text: str | None = None
+    ) -> None:
+        """A tool call; ``text`` the arguments as the model wrote them, when it wrote JSON text."""
+        arguments_text = text if text is not None else json.dumps(arguments, ensure_ascii=False)
+        self.assistant(when).calls.append(ToolCall(call_id, name, arguments_text))
+        self.tools.note(name, arguments)
 
     def item(self, item: dict[str, Any], when: int | None) -> None:
         kind = item.get("type")
@@ -256,27 +199,30 @@ class _Reader:
             try:
                 arguments = json.loads(given) if isinstance(given, str) else given
             except ValueError:
-                arguments = {"arguments": given}
+                arguments = None
+            text = given if isinstance(given, str) and isinstance(arguments, dict) else None
             if not isinstance(arguments, dict):
-                arguments = {"arguments": arguments}
-            self.call(_str(item.get("call_id")), _str(item.get("name")), arguments, when)
+                arguments = {"arguments": given}
+            self.call(as_str(item.get("call_id")), as_str(item.get("name")), arguments, when, text)
         elif kind == "custom_tool_call":  # a freeform input (apply_patch): kept as {"input": ...}
-            self.call(_str(item.get("call_id")), _str(item.get("name")), {"input": item.get("input")}, when)
+            self.call(
+                as_str(item.get("call_id")), as_str(item.get("name")), {"input": item.get("input")}, when
+            )
         elif kind == "local_shell_call":
             action = item.get("action")
-            call_id = _str(item.get("call_id")) or _str(item.get("id"))
+            call_id = as_str(item.get("call_id")) or as_str(item.get("id"))
             self.call(call_id, "local_shell", action if isinstance(action, dict) else {}, when)
         elif kind in ("function_call_output", "custom_tool_call_output"):
             self.pending = None
             text, failed = _output(item.get("output"), self.counts)
             self.entries.append(
-                Turn("tool", text, call_id=_str(item.get("call_id")), is_error=failed, time_ns=when)
+                Turn("tool", text, call_id=as_str(item.get("call_id")), is_error=failed, time_ns=when)
             )
         else:  # reasoning, web_search_call (no result in the rollout), unknown items
             self.counts.add(str(kind))
 
     def message(self, item: dict[str, Any], when: int | None) -> None:
-        role, text = item.get("role"), _text(item.get("content"), self.counts)
+        role, text = item.get("role"), parts_text(item.get("content"), self.counts)
         if role == "assistant":
             self.assistant(when).texts.append(text)
             return
@@ -293,8 +239,15 @@ class _Reader:
         else:
             self.counts.add(f"message {role}")
 
+    def compacted(self, summary: str) -> None:
+        self.pending = self.unpriced = None
+        self.entries.append(Turn("compaction"))
+        self.metadata["compactions"] = self.metadata.get("compactions", 0) + 1
+        if summary:
+            self.entries.append(Turn("user", summary))
+
     def event(self, payload: dict[str, Any]) -> None:
-        kind = _str(payload.get("type"))
+        kind = as_str(payload.get("type"))
         if kind == "token_count":
             info = payload.get("info")
             last = info.get("last_token_usage") if isinstance(info, dict) else None
@@ -316,7 +269,7 @@ def _meta(reader: _Reader, payload: dict[str, Any], keys: dict[str, str]) -> Non
 def read_rollout(raw: bytes, name: str) -> Conversation | None:
     """The conversation of one rollout file (None when it has no assistant turn); ImportInputError
     (one line naming ``name`` and the line) when it is not a Codex rollout."""
-    counts = _Counts()
+    counts = Counts()
     reader = _Reader(counts)
     instructions: str | None = None
     for record in _records(raw, name, counts):
@@ -324,7 +277,7 @@ def read_rollout(raw: bytes, name: str) -> Conversation | None:
         if record.kind in ("session_meta", "session"):
             _meta(reader, payload, {"id": "session_id", "cwd": "cwd", "originator": "originator"})
             _meta(reader, payload, {"cli_version": "cli_version", "git": "git"})
-            instructions = _str(payload.get("instructions")) or instructions
+            instructions = as_str(payload.get("instructions")) or instructions
         elif record.kind == "turn_context":
             model = payload.get("model")
             reader.model = model if isinstance(model, str) and model else reader.model
@@ -334,7 +287,9 @@ def read_rollout(raw: bytes, name: str) -> Conversation | None:
             reader.item(payload, record.time_ns)
         elif record.kind == "event_msg":
             reader.event(payload)
-        else:  # compacted, state
+        elif record.kind == "compacted":  # the history restarts from the summary
+            reader.compacted(as_str(payload.get("message")))
+        else:  # state
             counts.add(f"record {record.kind}")
     turns = tuple(e.turn() if isinstance(e, _Assistant) else e for e in reader.entries)
     if not any(t.role == "assistant" for t in turns):
@@ -349,7 +304,7 @@ def read_rollout(raw: bytes, name: str) -> Conversation | None:
         model=models[-1] if models else reader.model,
         provider="openai",
         system="\n\n".join(system) or None,
-        tools=tuple(reader.tools.values()),
+        tools=reader.tools.openai_responses(),
         source="codex",
         skipped=dict(counts),
         metadata=metadata,

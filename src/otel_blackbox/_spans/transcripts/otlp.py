@@ -6,8 +6,11 @@ the turn's text and tool calls; the tools offered; the tokens when told), and on
 tool call that has a result (its arguments and result; ERROR with the result's text when the result
 was an error). A call with no result in the transcript has no TOOL span.
 
-Ids are derived (sha256) from a key (the source file's content hash) and the span's index, so the
-same transcript imported twice gives the same spans, which the importer stores once. Times: a turn's
+Ids are derived (sha256): the trace's from its ``Keys.trace`` (a session's own id, so a session
+imported again is the same trace), the spans' from ``Keys.spans`` (the content too) and their index,
+so the same transcript imported twice gives the same spans, which the importer stores once, and a
+session that grew gives new ones, which replace the trace (``Importer.store(replace=...)``). A
+conversation with a ``session_id`` in its metadata has it as ``session.id`` on every span. Times: a turn's
 own time when the transcript tells it (the first one told starts the root), else ``base_ns`` (the
 file's mtime); every span starts at least 1 ms after the one before it, so the spans' order is the
 conversation's.
@@ -31,7 +34,7 @@ from openinference.semconv.trace import (
 
 from otel_blackbox._version import __version__
 
-__all__ = ["Conversation", "ToolCall", "Turn", "otlp_document", "root_ids"]
+__all__ = ["Conversation", "Keys", "ToolCall", "Turn", "otlp_document", "root_ids", "span_ids"]
 
 _MS = 1_000_000
 _INTERNAL = 1  # SPAN_KIND_INTERNAL
@@ -49,7 +52,8 @@ class ToolCall:
 @dataclass(frozen=True)
 class Turn:
     """One turn: ``user`` / ``system`` (text), ``assistant`` (text and tool calls, tokens when told),
-    or ``tool`` (the result of the call ``call_id``; ``is_error`` for an error result)."""
+    ``tool`` (the result of the call ``call_id``; ``is_error`` for an error result), or
+    ``compaction`` (the agent compacted its context: later requests hold only the turns after it)."""
 
     role: str
     text: str = ""
@@ -75,6 +79,15 @@ class Conversation:
     source: str = "chat"  # the scope's name suffix: chat, claude-code, codex
     skipped: dict[str, int] = field(default_factory=dict)  # what was left out, counted by kind
     metadata: dict[str, Any] = field(default_factory=dict)  # the root span's ``metadata`` (JSON)
+
+
+@dataclass(frozen=True)
+class Keys:
+    """What a document's ids are derived from: the trace id from ``trace``, the span ids from
+    ``spans``. A transcript with no identity of its own uses its content's hash for both."""
+
+    trace: str
+    spans: str
 
 
 # --- attributes -------------------------------------------------------------------------------------
@@ -126,10 +139,21 @@ def _id(key: str, what: str, hex_digits: int) -> str:
     return digest if int(digest, 16) else "1".rjust(hex_digits, "0")  # an all-zero id is no id
 
 
-def root_ids(key: str) -> tuple[str, str]:
-    """The trace id and root span id of the document ``otlp_document`` makes from ``key``: a
+def root_ids(keys: Keys) -> tuple[str, str]:
+    """The trace id and root span id of the document ``otlp_document`` makes with ``keys``: a
     conversation started by another (a subagent's) is placed under them."""
-    return _id(key, "trace", 32), _id(key, "span 0", 16)
+    return _id(keys.trace, "trace", 32), _id(keys.spans, "span 0", 16)
+
+
+def span_ids(documents: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """The span ids of each trace in these documents (as ``otlp_document`` writes them)."""
+    found: dict[str, set[str]] = {}
+    for document in documents:
+        for resource in document["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                for span in scope["spans"]:
+                    found.setdefault(span["traceId"], set()).add(span["spanId"])
+    return found
 
 
 def _span(
@@ -140,11 +164,11 @@ def _span(
     attributes: dict[str, str | int | None],
     *,
     parent: str | None,
+    trace_id: str,
     error: str | None = None,
-    trace_id: str | None = None,
 ) -> dict[str, Any]:
     span: dict[str, Any] = {
-        "traceId": trace_id or _id(key, "trace", 32),
+        "traceId": trace_id,
         "spanId": _id(key, f"span {index}", 16),
         "name": name,
         "kind": _INTERNAL,
@@ -213,9 +237,14 @@ def _llm_attributes(
 
 
 def _spans(
-    conversation: Conversation, key: str, base_ns: int, parent: tuple[str, str] | None
+    conversation: Conversation, keys: Keys, base_ns: int, parent: tuple[str, str] | None
 ) -> Iterator[dict[str, Any]]:
-    trace_id = parent[0] if parent is not None else None
+    key = keys.spans
+    trace_id = parent[0] if parent is not None else _id(keys.trace, "trace", 32)
+    session = conversation.metadata.get("session_id")
+    shared: dict[str, str | int | None] = {
+        SpanAttributes.SESSION_ID: session if isinstance(session, str) else None
+    }
     told = next((t.time_ns for t in conversation.turns if t.time_ns), None)
     clock = _Clock(told or base_ns)  # the transcript's own times when it tells them
     root_start = clock.tick(told)
@@ -224,12 +253,15 @@ def _spans(
     history: list[Turn] = []
     index, numbered = 1, 0
     for turn in conversation.turns:
+        if turn.role == "compaction":
+            history = []
+            continue
         if turn.role != "assistant":
             history.append(turn)
             continue
         start = clock.tick(turn.time_ns)
         end = clock.tick()
-        attrs = _llm_attributes(conversation, history, turn)
+        attrs = {**_llm_attributes(conversation, history, turn), **shared}
         model = turn.model or conversation.model or "model"
         yield _span(key, index, f"chat {model}", (start, end), attrs, parent=root_id, trace_id=trace_id)
         index += 1
@@ -246,6 +278,7 @@ def _spans(
                 SpanAttributes.TOOL_NAME: call.name,
                 SpanAttributes.INPUT_VALUE: call.arguments,
                 SpanAttributes.OUTPUT_VALUE: None if result.is_error else result.text,
+                **shared,
             }
             error = (result.text or "error") if result.is_error else None
             yield _span(
@@ -265,6 +298,7 @@ def _spans(
         SpanAttributes.OPENINFERENCE_SPAN_KIND: OpenInferenceSpanKindValues.AGENT.value,
         SpanAttributes.INPUT_VALUE: first_user,
         SpanAttributes.OUTPUT_VALUE: answer,
+        **shared,
     }
     if conversation.metadata:
         root_attrs[SpanAttributes.METADATA] = json.dumps(conversation.metadata, ensure_ascii=False)
@@ -280,11 +314,11 @@ def _spans(
 
 
 def otlp_document(
-    conversation: Conversation, key: str, base_ns: int, *, parent: tuple[str, str] | None = None
+    conversation: Conversation, keys: Keys, base_ns: int, *, parent: tuple[str, str] | None = None
 ) -> dict[str, Any]:
-    """The conversation as one OTLP/JSON ``TracesData``: its spans, ids derived from ``key``;
+    """The conversation as one OTLP/JSON ``TracesData``: its spans, ids derived from ``keys``;
     ``parent`` (a trace id and span id, see ``root_ids``) places its root under another's."""
     scope = {"name": f"{SCOPE}.{conversation.source}", "version": __version__}
     resource = {"attributes": _attributes({"service.name": f"{conversation.source} transcript"})}
-    spans = list(_spans(conversation, key, base_ns, parent))
+    spans = list(_spans(conversation, keys, base_ns, parent))
     return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": scope, "spans": spans}]}]}
