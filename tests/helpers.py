@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import Cassette
+from otel_blackbox._cassette.verify import verify_cassette
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
@@ -334,3 +335,23 @@ def refund_incident_cassette(folder: Path, openai_base_url: str) -> tuple[Refund
     path = folder / "incident.json"
     run_cli("cassette", "--run", recorded.run_id, "-o", str(path), db=recorded.db, check=True)
     return recorded, path
+
+
+def rerun_imported_run(
+    db: Path, run_id: str, folder: Path, provider: str, base_url: str
+) -> tuple[Path, Path, list[dict[str, Any]]]:
+    """An imported run's cassette (``cassette --run``) rerun with the built-in agent on the thorough
+    fake model: the incident, the child (checked to verify) and the child's tool results."""
+    from fake_llm import THOROUGH_MODEL  # examples/ is on sys.path once conftest.py has run
+
+    incident = folder / "incident.json"
+    run_cli("cassette", "--run", run_id, "-o", str(incident), db=db, check=True)
+    child = folder / "child.json"
+    done = run_cli(
+        "rerun", str(incident), "--provider", provider, "--model", THOROUGH_MODEL,
+        "--base-url", base_url, "-o", str(child),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rerun = load_cassette(child)
+    assert verify_cassette(rerun).passed
+    return incident, child, [s.payload for s in rerun.steps if s.type == "tool_result"]

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_llm import THOROUGH_MODEL, FakeLLMServer
-from helpers import run_cli
+from fake_llm import FakeLLMServer
+from helpers import rerun_imported_run, run_cli
 
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.verify import verify_cassette
@@ -224,22 +224,12 @@ def test_rerun_of_an_imported_chat_answers_the_tool_from_the_transcript(
     messages[2]["tool_calls"] = messages[2]["tool_calls"][:1]
     del messages[4]
     run_id = import_chat(db, write(tmp_path / "chat.json", chat))["run_id"]
-    incident = tmp_path / "incident.json"
-    run_cli("cassette", "--run", run_id, "-o", str(incident), db=db, check=True)
-    child = tmp_path / "child.json"
-    done = run_cli(
-        "rerun", str(incident), "--provider", "openai-chat", "--model", THOROUGH_MODEL,
-        "--base-url", fake_llm.openai_base_url, "-o", str(child),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    rerun = load_cassette(child)
-    results = [s.payload for s in rerun.steps if s.type == "tool_result"]
+    incident, _, results = rerun_imported_run(db, run_id, tmp_path, "openai-chat", fake_llm.openai_base_url)
     assert [(r["toolName"], r.get("result"), r.get("stub")) for r in results] == [
         ("get_weather", WEATHER, None)
     ]
     recorded = next(s.payload for s in load_cassette(incident).steps if s.type == "tool_result")
     assert recorded["result"] == WEATHER  # the child's answer is the transcript's own
-    assert verify_cassette(rerun).passed
 
 
 def test_a_huge_tool_output_is_bounded_as_recorded_attributes_are(tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_llm import THOROUGH_MODEL, FakeLLMServer
-from helpers import run_cli
+from fake_llm import FakeLLMServer
+from helpers import rerun_imported_run, run_cli
 
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.verify import verify_cassette
@@ -290,20 +290,12 @@ def test_rerun_of_an_imported_session_answers_the_tool_from_the_transcript(
         assistant("a2", "r1", 4, "msg_2", {"type": "text", "text": "It is 18 C in Paris."}),
     ])  # fmt: skip
     run_id = import_cc(db, session)["run_id"]
-    incident = tmp_path / "cassette.json"
-    run_cli("cassette", "--run", run_id, "-o", str(incident), db=db, check=True)
-    child = tmp_path / "child.json"
-    done = run_cli(
-        "rerun", str(incident), "--provider", "anthropic", "--model", THOROUGH_MODEL,
-        "--base-url", fake_llm.anthropic_base_url, "-o", str(child),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    rerun = load_cassette(child)
-    results = [s.payload for s in rerun.steps if s.type == "tool_result"]
+    incident, child, results = rerun_imported_run(
+        db, run_id, tmp_path, "anthropic", fake_llm.anthropic_base_url
+    )
     assert [(r["toolName"], r.get("result"), r.get("stub")) for r in results] == [
         ("get_weather", weather, None)
     ]
-    assert verify_cassette(rerun).passed
     # The rest of the road a recorded run walks: the diff's verdict, a contract kept and checked, and
     # the child replayed offline (the provider hears nothing).
     diff = json.loads(run_cli("diff", "--json", str(incident), str(child)).stdout)

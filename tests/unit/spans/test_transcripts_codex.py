@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_llm import THOROUGH_MODEL, FakeLLMServer
-from helpers import run_cli
+from fake_llm import FakeLLMServer
+from helpers import rerun_imported_run, run_cli
 
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.verify import verify_cassette
 from otel_blackbox._spans.transcripts.codex import read_rollout
+from otel_blackbox._spans.transcripts.otlp import Keys, otlp_document
 from otel_blackbox.errors import ImportInputError
 
 SECRET = "sk-proj-" + "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuv"  # 48 letters, not a key
@@ -323,17 +324,53 @@ def test_rerun_of_an_imported_rollout_answers_the_tool_from_the_transcript(
         item(4, message("assistant", "It is 18 C in Paris.")),
     ])  # fmt: skip
     run_id = import_codex(db, path)["run_id"]
-    incident = tmp_path / "cassette.json"
-    run_cli("cassette", "--run", run_id, "-o", str(incident), db=db, check=True)
-    child = tmp_path / "child.json"
-    done = run_cli(
-        "rerun", str(incident), "--provider", "openai-responses", "--model", THOROUGH_MODEL,
-        "--base-url", fake_llm.openai_base_url, "-o", str(child),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    rerun = load_cassette(child)
-    results = [s.payload for s in rerun.steps if s.type == "tool_result"]
+    _, _, results = rerun_imported_run(db, run_id, tmp_path, "openai-responses", fake_llm.openai_base_url)
     assert [(r["toolName"], r.get("result"), r.get("stub")) for r in results] == [
         ("get_weather", weather, None)
     ]
-    assert verify_cassette(rerun).passed
+
+
+def test_a_rollout_imported_again_after_it_grew_replaces_its_trace(tmp_path: Path) -> None:
+    db = tmp_path / "bb.db"
+    records = rollout()[:14]  # up to the first call's output: the session was still running
+    path = write_jsonl(tmp_path / f"rollout-2025-10-01T09-00-00-{SESSION}.jsonl", records)
+    first = import_codex(db, path)
+    assert (first["spans"], first["traces"], first["replaced"]) == (3, 1, 0)
+    write_jsonl(path, rollout())
+    grown = import_codex(db, path)
+    assert (grown["spans"], grown["traces"], grown["replaced"], grown["duplicates"]) == (6, 1, 1, 0)
+    stored = rows(db)
+    assert len(stored) == 6 and len({r["trace_id"] for r in stored}) == 1
+    assert {r["session_id"] for r in stored} == {SESSION}
+    again = import_codex(db, path)
+    assert (again["spans"], again["duplicates"], again["replaced"]) == (0, 6, 0)
+
+
+def test_a_compaction_restarts_the_history_and_arguments_are_kept_as_written() -> None:
+    written = '{"command":["ls"],  "workdir":"/home/me/shop"}'  # spacing as the model wrote it
+    records = [
+        line(0, "session_meta", {"id": SESSION, "timestamp": "2025-10-01T09:00:00.000Z"}),
+        line(0, "turn_context", {"model": MODEL}),
+        item(1, message("user", "List the files")),
+        item(2, {"type": "function_call", "name": "shell", "arguments": written, "call_id": "c1"}),
+        item(3, output("c1", "README.md", 0)),
+        item(4, message("assistant", "One file.")),
+        line(5, "compacted", {"message": "Summary: the folder holds README.md."}),
+        item(6, message("user", "Read it")),
+        item(7, message("assistant", "It is a demo shop.")),
+    ]
+    conversation = read_rollout(raw(records), "r.jsonl")
+    assert conversation is not None
+    assert conversation.turns[1].tool_calls[0].arguments == written
+    assert [t.role for t in conversation.turns] == [
+        "user", "assistant", "tool", "assistant", "compaction", "user", "user", "assistant",
+    ]  # fmt: skip
+    assert conversation.metadata["compactions"] == 1
+    document = otlp_document(conversation, Keys("t", "s"), 0)
+    llm = [s for s in document["resourceSpans"][0]["scopeSpans"][0]["spans"] if s["name"].startswith("chat")]
+    last = {a["key"]: a["value"].get("stringValue") for a in llm[-1]["attributes"]}
+    assert [last.get(f"llm.input_messages.{i}.message.content") for i in range(3)] == [
+        "Summary: the folder holds README.md.",
+        "Read it",
+        None,
+    ]
