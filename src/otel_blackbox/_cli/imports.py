@@ -126,6 +126,10 @@ def import_(
     (ERROR for a non-zero exit_code); reasoning and context messages are left out and counted.
     Every file is read before anything is stored.
 
+    A Claude Code session or a Codex rollout imported again after it grew (one still running the
+    first time) replaces its trace: the trace's id comes from the session, the spans' ids from the
+    file's content.
+
     \b
     Example:
       otel-blackbox export --format otlp > spans.jsonl

@@ -1,6 +1,9 @@
-"""Transcripts in: conversations saved by other tools (chat logs) as OpenInference spans in OTLP/JSON.
+"""Transcripts in: conversations saved by other tools, as OpenInference spans in OTLP/JSON.
 
-``otlp.py`` holds the neutral conversation (turns: user, assistant with text and tool calls, tool
-results) and turns it into one OTLP/JSON document, which ``import`` stores through the one ingest
-path (``_store.ingest.Importer``: redaction, bounds, idempotency). ``chat.py`` reads chat logs.
+``chat.py`` (saved chat logs), ``claude_code.py`` (Claude Code sessions) and ``codex.py`` (Codex CLI
+rollouts) each read a file into the neutral conversation of ``otlp.py`` (turns: user, assistant with
+text and tool calls, tool results, compactions), which makes it one OTLP/JSON document; ``reading.py``
+holds what the readers share. ``traces.py`` keys each transcript's documents (by session, so a
+session imported again replaces its trace) for ``import`` to store through the one ingest path
+(``_store.ingest.Importer``: redaction, bounds, idempotency).
 """
