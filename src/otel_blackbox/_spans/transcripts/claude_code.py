@@ -11,7 +11,9 @@ the session's ``sessionId``) since. There is no official schema; what is read:
   the model saw);
 * ``assistant`` records: ``message`` an Anthropic message (``id``, ``model``, ``content`` blocks
   ``text``, ``thinking`` (left out, counted), ``tool_use``; ``usage``). Since 1.0 one response is
-  split over consecutive records with the same ``message.id``: they are merged into one turn;
+  split over consecutive records with the same ``message.id``: they are merged into one turn. A
+  record with ``isApiErrorMessage`` (model ``<synthetic>``) is the error Claude Code wrote when the
+  API call failed: a failed turn, whose text the requests after it do not hold;
 * ``system`` records: ``compact_boundary`` (the context was compacted: later requests hold only
   what follows, the summary first) and the others (``content``, ``level``) as counted metadata;
 * ``summary`` records (``summary``, ``leafUuid``): metadata, unless their leaf is in another file;
@@ -104,6 +106,7 @@ class _Assistant:
     texts: list[str] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
+    api_error: bool = False  # a message Claude Code wrote when the API call failed ("API Error: ...")
 
     def turn(self) -> Turn:
         read, write = (
@@ -122,6 +125,7 @@ class _Assistant:
             cache_read_tokens=read,
             cache_write_tokens=write,
             model=self.model,
+            is_error=self.api_error,
         )
 
 
@@ -155,7 +159,9 @@ def _conversation(chain: list[dict[str, Any]], meta: dict[str, Any], counts: Cou
             if pending is None or pending.message_id != message_id:
                 flush()
                 model = message.get("model")
-                pending = _Assistant(message_id, model if isinstance(model, str) and model else None, when)
+                known = isinstance(model, str) and model and model != "<synthetic>"
+                pending = _Assistant(message_id, model if known else None, when)
+                pending.api_error = record.get("isApiErrorMessage") is True
             usage = message.get("usage")
             if isinstance(usage, dict):  # the split records repeat it; the last is the most complete
                 pending.usage = usage
@@ -196,7 +202,7 @@ def _conversation(chain: list[dict[str, Any]], meta: dict[str, Any], counts: Cou
     flush()
     if not any(t.role == "assistant" for t in turns):
         return None
-    models = [t.model for t in turns if t.model and t.model != "<synthetic>"]
+    models = [t.model for t in turns if t.model]
     metadata = dict(meta)
     if system_events:
         metadata["system_events"] = dict(system_events)

@@ -51,8 +51,9 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Turn:
-    """One turn: ``user`` / ``system`` (text), ``assistant`` (text and tool calls, tokens when told),
-    ``tool`` (the result of the call ``call_id``; ``is_error`` for an error result), or
+    """One turn: ``user`` / ``system`` (text), ``assistant`` (text and tool calls, tokens when told;
+    ``is_error`` for a model call that failed, its text the error), ``tool`` (the result of the call
+    ``call_id``; ``is_error`` for an error result), or
     ``compaction`` (the agent compacted its context: later requests hold only the turns after it)."""
 
     role: str
@@ -228,7 +229,8 @@ def _llm_attributes(
     messages = ([Turn("system", conversation.system)] if conversation.system else []) + history
     for i, message in enumerate(messages):
         attrs.update(_message(f"{SpanAttributes.LLM_INPUT_MESSAGES}.{i}", message, names))
-    attrs.update(_message(f"{SpanAttributes.LLM_OUTPUT_MESSAGES}.0", turn, names))
+    if not turn.is_error:
+        attrs.update(_message(f"{SpanAttributes.LLM_OUTPUT_MESSAGES}.0", turn, names))
     for i, tool in enumerate(conversation.tools):
         attrs[f"{SpanAttributes.LLM_TOOLS}.{i}.{ToolAttributes.TOOL_JSON_SCHEMA}"] = json.dumps(
             tool, ensure_ascii=False
@@ -263,9 +265,13 @@ def _spans(
         end = clock.tick()
         attrs = {**_llm_attributes(conversation, history, turn), **shared}
         model = turn.model or conversation.model or "model"
-        yield _span(key, index, f"chat {model}", (start, end), attrs, parent=root_id, trace_id=trace_id)
+        error = (turn.text or "the model call failed") if turn.is_error else None
+        yield _span(
+            key, index, f"chat {model}", (start, end), attrs, parent=root_id, trace_id=trace_id, error=error
+        )
         index += 1
-        history.append(turn)
+        if not turn.is_error:  # a failed call's message is the client's, never sent to the model
+            history.append(turn)
         for call in turn.tool_calls:
             result = results.get(numbered)
             numbered += 1
