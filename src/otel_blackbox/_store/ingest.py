@@ -98,7 +98,8 @@ class Importer:
         conn = self._connection()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            replaced = _replace(conn, replace) if replace else 0
+            own = self._rows.pid if self._rows is not None else None
+            replaced = _replace(conn, replace, own) if replace else 0
             counts = self._store(conn, name, documents, unit)
             counts.replaced = replaced
             conn.execute("COMMIT")
@@ -251,9 +252,10 @@ def _named(documents: Iterable[tuple[int | None, object]], name: str) -> Iterabl
         yield item
 
 
-def _replace(conn: sqlite3.Connection, traces: Mapping[str, Set[str]]) -> int:
+def _replace(conn: sqlite3.Connection, traces: Mapping[str, Set[str]], own_pid: int | None) -> int:
     """Delete the stored traces that hold a span not in ``traces``; their count. An import's run
-    left with no span goes too: importing a grown session every day adds no empty runs."""
+    left with no span goes too (importing a grown session every day adds no empty runs), but for
+    this import's own (``own_pid``): its row is still to be written to."""
     stale = sorted({t for t, span_id in _stored(conn, set(traces)) if span_id not in traces[t]})
     if not stale:
         return 0
@@ -263,7 +265,7 @@ def _replace(conn: sqlite3.Connection, traces: Mapping[str, Set[str]]) -> int:
     ]
     delete_traces(conn, stale)
     for pid in pids:
-        if pid is not None and pid < 0:  # an import's or serve's run (next_source_pid)
+        if pid is not None and pid < 0 and pid != own_pid:  # an import's or serve's run (next_source_pid)
             conn.execute(
                 "DELETE FROM recorders WHERE pid = ? AND NOT EXISTS (SELECT 1 FROM span_rows WHERE pid = ?)",
                 (pid, pid),

@@ -437,3 +437,23 @@ def test_line_separators_inside_a_json_string_do_not_break_the_line(tmp_path: Pa
     import_cc(db, path)
     root = next(s for s in spans(db) if s["parent_span_id"] is None)
     assert root["attributes"]["input.value"] == "Paste:\u2028first\u0085second\u2029third"
+
+
+def test_an_older_copy_and_the_session_imported_together_leave_the_newer_in_one_run(tmp_path: Path) -> None:
+    db = tmp_path / "bb.db"
+    w = Writer("2.0.31")
+    w.user("u1", "Hello")
+    w.assistant("a1", "msg_1", text("Hi."))
+    backup = w.write(tmp_path / "backup" / f"{SESSION}.jsonl")
+    w.user("u2", "Bye")
+    w.assistant("a2", "msg_2", text("Bye."))
+    current = w.write(tmp_path / "project" / f"{SESSION}.jsonl")
+    summary = import_cc(db, backup, current)
+    assert summary["replaced"] == 1
+    stored = spans(db)
+    assert (
+        len(stored) == 3
+        and next(s for s in stored if s["parent_span_id"] is None)["attributes"]["output.value"] == "Bye."
+    )
+    listed = json.loads(run_cli("runs", "--json", db=db, check=True).stdout)
+    assert [(r["run_id"], r["spans"]) for r in listed] == [(summary["run_id"], 3)]
