@@ -143,7 +143,10 @@ def test_each_shape_is_a_run_that_shows_makes_a_cassette_and_verifies(tmp_path: 
 
     with sqlite3.connect(db) as conn:
         stored = "\n".join(str(row) for row in conn.execute("SELECT * FROM span_rows"))
+        (root,) = conn.execute("SELECT attributes FROM span_rows WHERE parent_span_id IS NULL").fetchone()
     assert SECRET not in stored and "sk-proj-" not in stored
+    left_out = json.loads(json.loads(root).get("metadata", "{}")).get("left_out")
+    assert left_out == {"openai-responses": {"reasoning": 1}, "anthropic": {"thinking": 1}}.get(shape)
 
     listed = json.loads(run_cli("list", "--json", db=db, check=True).stdout)
     assert len(listed) == 1

@@ -206,8 +206,6 @@ def _conversation(chain: list[dict[str, Any]], meta: dict[str, Any], counts: Cou
     metadata = dict(meta)
     if system_events:
         metadata["system_events"] = dict(system_events)
-    if counts:
-        metadata["left_out"] = dict(counts)
     return Conversation(
         turns=tuple(turns),
         model=models[-1] if models else None,

@@ -296,8 +296,6 @@ def read_rollout(raw: bytes, name: str) -> Conversation | None:
         return None
     system = reader.system or ([instructions] if instructions else [])
     metadata = dict(reader.metadata)
-    if counts:
-        metadata["left_out"] = dict(counts)
     models = [t.model for t in turns if t.model]
     return Conversation(
         turns=turns,

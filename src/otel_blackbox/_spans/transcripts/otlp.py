@@ -78,7 +78,7 @@ class Conversation:
     system: str | None = None
     tools: tuple[dict[str, Any], ...] = ()  # the tool definitions offered, as the source wrote them
     source: str = "chat"  # the scope's name suffix: chat, claude-code, codex
-    skipped: dict[str, int] = field(default_factory=dict)  # what was left out, counted by kind
+    skipped: dict[str, int] = field(default_factory=dict)  # left out, by kind: the root's metadata.left_out
     metadata: dict[str, Any] = field(default_factory=dict)  # the root span's ``metadata`` (JSON)
 
 
@@ -306,8 +306,12 @@ def _spans(
         SpanAttributes.OUTPUT_VALUE: answer,
         **shared,
     }
-    if conversation.metadata:
-        root_attrs[SpanAttributes.METADATA] = json.dumps(conversation.metadata, ensure_ascii=False)
+    metadata = {
+        **conversation.metadata,
+        **({"left_out": conversation.skipped} if conversation.skipped else {}),
+    }
+    if metadata:
+        root_attrs[SpanAttributes.METADATA] = json.dumps(metadata, ensure_ascii=False)
     yield _span(
         key,
         0,
