@@ -20,8 +20,8 @@ from otel_blackbox._spans.otlp_in.documents import read_documents
 from otel_blackbox._spans.transcripts.chat import FORMATS
 from otel_blackbox._spans.transcripts.reading import transcript_files
 from otel_blackbox._spans.transcripts.traces import (
-    TranscriptTrace,
-    chat_trace,
+    TranscriptBatch,
+    chat_traces,
     claude_code_traces,
     codex_traces,
 )
@@ -109,8 +109,9 @@ def import_(
 
     --from chat reads each FILE as a saved chat log (JSON): an OpenAI Chat `messages` array, an
     OpenAI Responses `input` list or an Anthropic `messages` list with `system`, recognized or named
-    with --format. Each becomes a run's spans: an AGENT root, an LLM span per assistant turn, a TOOL
-    span per tool call with its result. Importing the same file again adds nothing.
+    with --format; or many of them, as a JSON array or JSON Lines (one a line). Each becomes a trace:
+    an AGENT root, an LLM span per assistant turn, a TOOL span per tool call with its result.
+    Importing the same file again adds nothing.
 
     --from claude-code reads Claude Code sessions: a session file (JSONL) or a folder (every *.jsonl
     under it, such as ~/.claude/projects/<project>/), subagents' files placed under the session that
@@ -194,7 +195,8 @@ def _check_transcript(transcript: str | None, chat_format: str | None, phoenix_u
 
 
 def _from_chat(importer: Importer, name: str, chat_format: str | None) -> None:
-    """A chat log as spans: ids from its content's hash (so it is stored once), times from its mtime."""
+    """A file of chat logs as spans: ids from each log's content hash (so it is stored once), times
+    from the file's mtime."""
     if name == "-":
         raw, base_ns = sys.stdin.buffer.read(), time.time_ns()
     else:
@@ -202,7 +204,7 @@ def _from_chat(importer: Importer, name: str, chat_format: str | None) -> None:
         if path.is_dir():
             raise click.BadParameter(f"{name} is a directory", param_hint="FILE")
         raw, base_ns = path.read_bytes(), path.stat().st_mtime_ns
-    _store_traces(importer, [chat_trace(raw, "stdin" if name == "-" else name, chat_format, base_ns)])
+    _store_traces(importer, chat_traces(raw, "stdin" if name == "-" else name, chat_format, base_ns))
 
 
 def _transcript_files(names: tuple[str, ...], kind: str) -> list[Path]:
@@ -221,9 +223,9 @@ def _transcript_files(names: tuple[str, ...], kind: str) -> list[Path]:
     return found
 
 
-def _store_traces(importer: Importer, traces: list[TranscriptTrace]) -> None:
-    for trace in traces:
-        importer.store(trace.label, [(None, d) for d in trace.documents], replace=trace.replace)
+def _store_traces(importer: Importer, batches: list[TranscriptBatch]) -> None:
+    for batch in batches:
+        importer.store(batch.label, [(None, d) for d in batch.documents], replace=batch.replace)
 
 
 def _from_file(importer: Importer, name: str) -> ImportCounts:

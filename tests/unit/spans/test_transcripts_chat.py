@@ -244,3 +244,38 @@ def test_a_huge_tool_output_is_bounded_as_recorded_attributes_are(tmp_path: Path
     trace_id = json.loads(run_cli("list", "--json", db=db, check=True).stdout)[0]["trace_id"]
     shown = run_cli("show", trace_id, "-v", db=db, check=True).stdout
     assert '"blackbox.truncated": true, "original_bytes": 3000000' in shown
+
+
+def test_json_lines_and_an_array_of_chat_logs_are_a_trace_each(tmp_path: Path) -> None:
+    db = tmp_path / "bb.db"
+    logs = [SHAPES[shape](f"{QUESTION} ({shape})") for shape in SHAPES]
+    lines = tmp_path / "chats.jsonl"
+    lines.write_text("".join(json.dumps(log) + "\n" for log in logs[:2]))
+    first = import_chat(db, lines)
+    assert (first["traces"], first["spans"]) == (2, 5 + 4)
+    # A logger appended a line, and was writing another when the file was copied: the new log is
+    # stored, the two before are not stored again, and the broken last line is left out.
+    lines.write_text(lines.read_text() + json.dumps(logs[2]) + "\n" + '{"messages": [{"role": "us')
+    grown = import_chat(db, lines)
+    assert (grown["traces"], grown["spans"], grown["duplicates"]) == (1, 5, 9)
+    roots = json.loads(run_cli("list", "--json", db=db, check=True).stdout)
+    assert len(roots) == 3
+    # The same logs as a JSON array add nothing: each is keyed by its own content.
+    array = write(tmp_path / "chats.json", logs)
+    assert import_chat(db, array)["duplicates"] == 14
+
+
+def test_a_bad_line_of_json_lines_names_the_line_and_stores_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "bb.db"
+    good = json.dumps(openai_chat())
+    for bad_line in ('{"messages": [{"who": "me"}]}', "not json"):
+        lines = tmp_path / "chats.jsonl"
+        lines.write_text(f"{good}\n{bad_line}\n{good}\n")
+        done = run_cli("import", "--from", "chat", str(lines), db=db)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert f"{lines}, line 2: not" in done.stderr
+        assert span_count(db) == 0
+    lines.write_text(f"{good}\n{json.dumps(anthropic())}\n")
+    done = run_cli("import", "--from", "chat", str(lines), "--format", "openai-chat", db=db)
+    assert done.returncode == 2 and f"{lines}, line 2: not an openai-chat chat log" in done.stderr
+    assert span_count(db) == 0

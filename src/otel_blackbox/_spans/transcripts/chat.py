@@ -8,9 +8,11 @@
 * ``anthropic``: an Anthropic ``messages`` list, or an object with ``messages`` and ``system`` (and
   ``model``, ``tools``): content blocks ``text``, ``tool_use``, ``tool_result`` (``is_error``).
 
-The shape is recognized from what only one of them has (a ``tool`` role, a ``function_call`` item, a
-``tool_use`` block...); a plain text conversation reads the same in all three. Unknown fields are
-ignored; parts that are not text (images, files, thinking, reasoning items) are left out and counted.
+A file holds one, or many: a JSON array of them (objects with ``messages`` or ``input``) or JSON
+Lines, one a line. The shape is recognized from what only one of them has (a ``tool`` role, a
+``function_call`` item, a ``tool_use`` block...); a plain text conversation reads the same in all
+three. Unknown fields are ignored; parts that are not text (images, files, thinking, reasoning
+items) are left out and counted.
 Anything else is an ``ImportInputError``: one line naming the file and what was expected.
 """
 
@@ -21,10 +23,10 @@ from collections.abc import Callable
 from typing import Any
 
 from otel_blackbox._spans.transcripts.otlp import Conversation, ToolCall, Turn
-from otel_blackbox._spans.transcripts.reading import Counts, as_int, as_str, decoded, parts_text
+from otel_blackbox._spans.transcripts.reading import Counts, as_int, as_str, decoded, jsonl_values, parts_text
 from otel_blackbox.errors import ImportInputError
 
-__all__ = ["FORMATS", "read_chat"]
+__all__ = ["FORMATS", "read_chats"]
 
 FORMATS = ("openai-chat", "openai-responses", "anthropic")
 _EXPECTED = (
@@ -240,14 +242,8 @@ _READERS: dict[str, Callable[[list[Any], dict[str, Any], Counts], Conversation]]
 }
 
 
-def read_chat(raw: bytes, name: str, shape: str | None = None) -> tuple[str, Conversation]:
-    """The chat log's shape and conversation; ``shape`` names it (else it is recognized).
-    ImportInputError, one line naming ``name``, when it is not a chat log (of that shape)."""
-    try:
-        document = json.loads(decoded(raw, name))
-    except ValueError as exc:
-        where = f" at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise ImportInputError(f"{name}: not JSON{where}; {_EXPECTED}") from None
+def _read(document: Any, name: str, shape: str | None) -> tuple[str, Conversation]:
+    """The chat log's shape and conversation; ``shape`` names it (else it is recognized)."""
     found = _messages_of(document)
     shapes = _shapes(*found) if found is not None else set()
     if not shapes:
@@ -261,3 +257,30 @@ def read_chat(raw: bytes, name: str, shape: str | None = None) -> tuple[str, Con
     if not any(t.role == "assistant" for t in conversation.turns):
         raise ImportInputError(f"{name}: a {chosen} chat log with no assistant turn: nothing to import")
     return chosen, conversation
+
+
+def _is_log(value: Any) -> bool:
+    return isinstance(value, dict) and any(isinstance(value.get(k), list) for k in ("messages", "input"))
+
+
+def read_chats(raw: bytes, name: str, shape: str | None = None) -> list[tuple[bytes, Conversation]]:
+    """The conversations of a file, each with the bytes that key it: one chat log (JSON), a JSON
+    array of chat logs (objects with ``messages`` or ``input``), or JSON Lines, a chat log a line
+    (the line named in an error; a broken last line, still being written, is left out)."""
+    text = decoded(raw, name)
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if not exc.msg.startswith("Extra data"):  # one document, broken
+            raise ImportInputError(f"{name}: not JSON at line {exc.lineno}; {_EXPECTED}") from None
+        found = []
+        for number, line in jsonl_values(raw, name, _EXPECTED, Counts()):
+            key = json.dumps(line, sort_keys=True).encode()
+            found.append((key, _read(line, f"{name}, line {number}", shape)[1]))
+        return found
+    if isinstance(document, list) and document and all(_is_log(d) for d in document):
+        return [
+            (json.dumps(d, sort_keys=True).encode(), _read(d, f"{name}, item {n}", shape)[1])
+            for n, d in enumerate(document, 1)
+        ]
+    return [(raw, _read(document, name, shape)[1])]

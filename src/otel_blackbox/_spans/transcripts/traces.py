@@ -1,10 +1,10 @@
 """Transcript files as traces to store: read, keyed and made into OTLP/JSON documents.
 
-A chat log has no identity of its own: its content's hash keys it, so importing it again stores
-nothing new. A Claude Code session or a Codex rollout has one (the session id, and the file's name),
-which keys the trace: importing the session again after it grew replaces its trace (the spans' ids
-come from the content, so an unchanged session is stored once). A Claude Code session is one trace
-with the conversations of its subagents' files under its root.
+A chat log has no identity of its own: its content's hash keys it (each line's, in JSON Lines), so
+importing it again stores nothing new. A Claude Code session or a Codex rollout has one (the
+session id, and the file's name), which keys the trace: importing the session again after it grew
+replaces its trace (the spans' ids come from the content, so an unchanged session is stored once).
+A Claude Code session is one trace with the conversations of its subagents' files under its root.
 """
 
 from __future__ import annotations
@@ -14,16 +14,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from otel_blackbox._spans.transcripts.chat import read_chat
+from otel_blackbox._spans.transcripts.chat import read_chats
 from otel_blackbox._spans.transcripts.claude_code import read_session
 from otel_blackbox._spans.transcripts.codex import read_rollout
 from otel_blackbox._spans.transcripts.otlp import Conversation, Keys, otlp_document, root_ids, span_ids
 
-__all__ = ["TranscriptTrace", "chat_trace", "claude_code_traces", "codex_traces"]
+__all__ = ["TranscriptBatch", "chat_traces", "claude_code_traces", "codex_traces"]
 
 
 @dataclass(frozen=True)
-class TranscriptTrace:
+class TranscriptBatch:
+    """What one transaction stores: a file's traces (a session's with its subagents' files)."""
+
     label: str  # the file it came from, for messages
     documents: list[dict[str, Any]]
     replace: dict[str, set[str]] | None  # a session's: its traces' span ids (Importer.store(replace=))
@@ -34,14 +36,18 @@ def _keys(source: str, raw: bytes, identity: str | None) -> Keys:
     return Keys(f"{source} session {identity}" if identity else content, content)
 
 
-def _trace(label: str, documents: list[dict[str, Any]], keyed_by_session: bool) -> TranscriptTrace:
-    return TranscriptTrace(label, documents, span_ids(documents) if keyed_by_session else None)
+def _trace(label: str, documents: list[dict[str, Any]], keyed_by_session: bool) -> TranscriptBatch:
+    return TranscriptBatch(label, documents, span_ids(documents) if keyed_by_session else None)
 
 
-def chat_trace(raw: bytes, label: str, shape: str | None, base_ns: int) -> TranscriptTrace:
-    """A chat log (ImportInputError when it is not one)."""
-    _, conversation = read_chat(raw, label, shape)
-    return _trace(label, [otlp_document(conversation, _keys("chat", raw, None), base_ns)], False)
+def chat_traces(raw: bytes, label: str, shape: str | None, base_ns: int) -> list[TranscriptBatch]:
+    """The chat logs of a file, a trace each, stored together (ImportInputError when the file holds
+    none, or a bad one)."""
+    documents = [
+        otlp_document(conversation, _keys("chat", key, None), base_ns)
+        for key, conversation in read_chats(raw, label, shape)
+    ]
+    return [_trace(label, documents, False)]
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,7 @@ class _Read:
         return cls(path, path.read_bytes(), path.stat().st_mtime_ns)
 
 
-def claude_code_traces(paths: list[Path]) -> list[TranscriptTrace]:
+def claude_code_traces(paths: list[Path]) -> list[TranscriptBatch]:
     """The sessions of these files, each with the subagents' files that name it; every file is read
     before any trace is made, so a bad file (ImportInputError) stores nothing."""
     files = [_Read.of(p) for p in paths]
@@ -81,7 +87,7 @@ def claude_code_traces(paths: list[Path]) -> list[TranscriptTrace]:
     ]
 
 
-def codex_traces(paths: list[Path]) -> list[TranscriptTrace]:
+def codex_traces(paths: list[Path]) -> list[TranscriptBatch]:
     """The rollouts of these files, one trace each; every file is read before any trace is made."""
     read: list[tuple[_Read, Conversation | None]] = []
     for path in paths:
