@@ -224,8 +224,10 @@ def _transcript_files(names: tuple[str, ...], kind: str) -> list[Path]:
 
 
 def _store_traces(importer: Importer, batches: list[TranscriptBatch]) -> None:
-    for batch in batches:
-        importer.store(batch.label, [(None, d) for d in batch.documents], replace=batch.replace)
+    with progress(len(batches) if len(batches) > 1 else 0, "storing transcripts") as advance:
+        for batch in batches:
+            importer.store(batch.label, [(None, d) for d in batch.documents], replace=batch.replace)
+            advance(1)
 
 
 def _from_file(importer: Importer, name: str) -> ImportCounts:
