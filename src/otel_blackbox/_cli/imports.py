@@ -226,7 +226,8 @@ def _transcript_files(names: tuple[str, ...], kind: str) -> list[Path]:
 def _store_traces(importer: Importer, batches: list[TranscriptBatch]) -> None:
     with progress(len(batches) if len(batches) > 1 else 0, "storing transcripts") as advance:
         for batch in batches:
-            importer.store(batch.label, [(None, d) for d in batch.documents], replace=batch.replace)
+            documents = batch.documents()
+            importer.store(batch.label, [(None, d) for d in documents], replace=batch.replace(documents))
             advance(1)
 
 

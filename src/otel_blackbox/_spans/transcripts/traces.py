@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_blackbox._spans.transcripts.chat import read_chats
-from otel_blackbox._spans.transcripts.claude_code import read_session
+from otel_blackbox._spans.transcripts.claude_code import Session, read_session
 from otel_blackbox._spans.transcripts.codex import read_rollout
 from otel_blackbox._spans.transcripts.otlp import Conversation, Keys, otlp_document, root_ids, span_ids
 
@@ -23,12 +23,29 @@ __all__ = ["TranscriptBatch", "chat_traces", "claude_code_traces", "codex_traces
 
 
 @dataclass(frozen=True)
+class _Part:
+    conversation: Conversation
+    keys: Keys
+    base_ns: int  # the file's mtime: the times of turns that tell none
+    parent: tuple[str, str] | None = None  # a subagent's: the trace and root span it goes under
+
+
+@dataclass(frozen=True)
 class TranscriptBatch:
-    """What one transaction stores: a file's traces (a session's with its subagents' files)."""
+    """What one transaction stores: a file's traces (a session's with its subagents' files). The
+    documents are made when stored, one batch at a time: every LLM span holds the conversation before
+    it, so a folder's documents at once could take many times the files' size in memory."""
 
     label: str  # the file it came from, for messages
-    documents: list[dict[str, Any]]
-    replace: dict[str, set[str]] | None  # a session's: its traces' span ids (Importer.store(replace=))
+    parts: list[_Part]
+    keyed_by_session: bool  # then a stored trace of the session with other spans is replaced
+
+    def documents(self) -> list[dict[str, Any]]:
+        return [otlp_document(p.conversation, p.keys, p.base_ns, parent=p.parent) for p in self.parts]
+
+    def replace(self, documents: list[dict[str, Any]]) -> dict[str, set[str]] | None:
+        """What ``Importer.store(replace=...)`` takes for these documents."""
+        return span_ids(documents) if self.keyed_by_session else None
 
 
 def _keys(source: str, raw: bytes, identity: str | None) -> Keys:
@@ -36,69 +53,49 @@ def _keys(source: str, raw: bytes, identity: str | None) -> Keys:
     return Keys(f"{source} session {identity}" if identity else content, content)
 
 
-def _trace(label: str, documents: list[dict[str, Any]], keyed_by_session: bool) -> TranscriptBatch:
-    return TranscriptBatch(label, documents, span_ids(documents) if keyed_by_session else None)
-
-
 def chat_traces(raw: bytes, label: str, shape: str | None, base_ns: int) -> list[TranscriptBatch]:
     """The chat logs of a file, a trace each, stored together (ImportInputError when the file holds
     none, or a bad one)."""
-    documents = [
-        otlp_document(conversation, _keys("chat", key, None), base_ns)
-        for key, conversation in read_chats(raw, label, shape)
-    ]
-    return [_trace(label, documents, False)]
-
-
-@dataclass(frozen=True)
-class _Read:
-    path: Path
-    raw: bytes
-    base_ns: int  # the file's mtime: the times of turns that tell none
-
-    @classmethod
-    def of(cls, path: Path) -> _Read:
-        return cls(path, path.read_bytes(), path.stat().st_mtime_ns)
+    parts = [_Part(c, _keys("chat", key, None), base_ns) for key, c in read_chats(raw, label, shape)]
+    return [TranscriptBatch(label, parts, False)]
 
 
 def claude_code_traces(paths: list[Path]) -> list[TranscriptBatch]:
     """The sessions of these files, each with the subagents' files that name it; every file is read
-    before any trace is made, so a bad file (ImportInputError) stores nothing."""
-    files = [_Read.of(p) for p in paths]
-    sessions = [read_session(f.raw, str(f.path)) for f in files]
-    keys = [
-        _keys("claude-code", f.raw, f"{s.session_id} {f.path.name}" if s.session_id else None)
-        for f, s in zip(files, sessions, strict=True)
-    ]
-    mains = {s.session_id: n for n, s in enumerate(sessions) if s.main is not None and s.session_id}
-    documents: dict[int, list[dict[str, Any]]] = {}  # by the file whose trace they are stored in
-    for n, (f, s) in enumerate(zip(files, sessions, strict=True)):
-        if s.main is not None:
-            documents.setdefault(n, []).append(otlp_document(s.main, keys[n], f.base_ns))
+    before anything is stored, so a bad file (ImportInputError) stores nothing."""
+    read: list[tuple[Session, Keys, int]] = []
+    for path in paths:
+        raw = path.read_bytes()
+        session = read_session(raw, str(path))
+        identity = f"{session.session_id} {path.name}" if session.session_id else None
+        read.append((session, _keys("claude-code", raw, identity), path.stat().st_mtime_ns))
+    mains = {s.session_id: n for n, (s, _, _) in enumerate(read) if s.main is not None and s.session_id}
+    parts: dict[int, list[_Part]] = {}  # by the file whose trace they are stored in
+    for n, (session, keys, base_ns) in enumerate(read):
+        if session.main is not None:
+            parts.setdefault(n, []).append(_Part(session.main, keys, base_ns))
         # A subagent's file goes under the root of the session that started it, when it is here.
-        home = n if s.main is not None or s.session_id not in mains else mains[s.session_id]
-        parent = root_ids(keys[home]) if sessions[home].main is not None else None
-        for i, side in enumerate(s.side):
-            side_keys = Keys(keys[n].trace, f"{keys[n].spans} side {i}")
-            documents.setdefault(home, []).append(otlp_document(side, side_keys, f.base_ns, parent=parent))
+        home = mains.get(session.session_id or "", n) if session.main is None else n
+        parent = root_ids(read[home][1]) if read[home][0].main is not None else None
+        for i, side in enumerate(session.side):
+            side_keys = Keys(keys.trace, f"{keys.spans} side {i}")
+            parts.setdefault(home, []).append(_Part(side, side_keys, base_ns, parent))
     return [
-        _trace(str(files[n].path), found, sessions[n].session_id is not None)
-        for n, found in sorted(documents.items())
+        TranscriptBatch(read[n][0].name, found, read[n][0].session_id is not None)
+        for n, found in sorted(parts.items())
     ]
 
 
 def codex_traces(paths: list[Path]) -> list[TranscriptBatch]:
-    """The rollouts of these files, one trace each; every file is read before any trace is made."""
-    read: list[tuple[_Read, Conversation | None]] = []
+    """The rollouts of these files, one trace each; every file is read before anything is stored."""
+    batches = []
     for path in paths:
-        f = _Read.of(path)
-        read.append((f, read_rollout(f.raw, str(f.path))))
-    traces = []
-    for f, conversation in read:
+        raw = path.read_bytes()
+        conversation = read_rollout(raw, str(path))
         if conversation is None:
             continue
         session = conversation.metadata.get("session_id")
-        identity = f"{session} {f.path.name}" if isinstance(session, str) and session else None
-        document = otlp_document(conversation, _keys("codex", f.raw, identity), f.base_ns)
-        traces.append(_trace(str(f.path), [document], identity is not None))
-    return traces
+        identity = f"{session} {path.name}" if isinstance(session, str) and session else None
+        part = _Part(conversation, _keys("codex", raw, identity), path.stat().st_mtime_ns)
+        batches.append(TranscriptBatch(str(path), [part], identity is not None))
+    return batches
