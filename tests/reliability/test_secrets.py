@@ -18,10 +18,13 @@ import contextlib
 import gzip
 import html
 import json
+import os
 import random
 import re
 import sqlite3
 import string
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -754,3 +757,129 @@ def test_workbench_pages_and_answers_hold_no_secret(
         scanner.scan(f"ui file {record.name}", record.read_bytes())
         assert password not in record.read_text(), record
     scanner.assert_clean(f"{TEST}::ui")
+
+
+# -- transcripts in -----------------------------------------------------------------------------------
+
+
+def _transcripts(corpus: Corpus, folder: Path) -> dict[str, Path]:
+    """A Claude Code session, a Codex rollout and a chat log, each with the corpus in its prompt, a
+    tool's arguments, a tool's result and a failed tool's error (and a thinking block, left out)."""
+    when = "2025-06-01T10:00:0{}.000Z"
+    base = {"sessionId": "0c9a4d2e-7777-4888-9999-aaaabbbbcccc", "isSidechain": False, "cwd": "/srv"}
+
+    def record(kind: str, n: int, message: dict[str, Any]) -> dict[str, Any]:
+        parent = f"r{n - 1}" if n else None
+        return {"type": kind, "uuid": f"r{n}", "parentUuid": parent, "timestamp": when.format(n), **base,
+                "message": message}  # fmt: skip
+
+    def result(call_id: str, text: str, error: bool) -> dict[str, Any]:
+        return {"type": "tool_result", "tool_use_id": call_id, "content": text, "is_error": error}
+
+    uses = [{"type": "thinking", "thinking": corpus.text("THINKING"), "signature": "c2ln"},
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": corpus.text("ARGS")}},
+            {"type": "tool_use", "id": "t2", "name": "Deploy", "input": {"target": "prod"}}]  # fmt: skip
+    model = "claude-sonnet-4-5"
+    session = [
+        record("user", 0, {"role": "user", "content": corpus.text("PROMPT")}),
+        record("assistant", 1, {"id": "m1", "role": "assistant", "model": model, "content": uses}),
+        record("user", 2, {"role": "user", "content": [result("t1", corpus.text("RESULT"), False),
+                                                        result("t2", corpus.text("EXCEPTION"), True)]}),
+        record("assistant", 3, {"id": "m2", "role": "assistant", "model": model,
+                                "content": [{"type": "text", "text": "Done."}]}),
+    ]  # fmt: skip
+
+    def item(n: int, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"timestamp": when.format(n), "type": "response_item", "payload": payload}
+
+    def output(call_id: str, text: str, code: int) -> dict[str, Any]:
+        body = json.dumps({"output": text, "metadata": {"exit_code": code}})
+        return {"type": "function_call_output", "call_id": call_id, "output": body}
+
+    def message(role: str, part: str, text: str) -> dict[str, Any]:
+        return {"type": "message", "role": role, "content": [{"type": part, "text": text}]}
+
+    def call(call_id: str, arguments: str) -> dict[str, Any]:
+        return {"type": "function_call", "name": "shell", "arguments": arguments, "call_id": call_id}
+
+    meta = {"id": "0199a213-81c0-7800-8aa1-bbab2a035a53"}
+    rollout = [
+        {"timestamp": when.format(0), "type": "session_meta", "payload": meta},
+        {"timestamp": when.format(0), "type": "turn_context", "payload": {"model": "gpt-5-codex"}},
+        item(1, message("user", "input_text", corpus.text("PROMPT"))),
+        item(2, call("c1", json.dumps({"command": ["sh", "-c", corpus.text("ARGS")]}))),
+        item(3, output("c1", corpus.text("RESULT"), 0)),
+        item(4, call("c2", '{"command": ["deploy"]}')),
+        item(5, output("c2", corpus.text("EXCEPTION"), 1)),
+        item(6, message("assistant", "output_text", "Done.")),
+    ]
+    chat = {
+        "system": "Deploy carefully.",
+        "messages": [
+            {"role": "user", "content": corpus.text("PROMPT")},
+            {"role": "assistant", "content": uses},
+            {"role": "user", "content": [result("t1", corpus.text("RESULT"), False),
+                                         result("t2", corpus.text("EXCEPTION"), True)]},
+            {"role": "assistant", "content": "Done."},
+        ],
+    }  # fmt: skip
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "claude-code": folder / "session.jsonl",
+        "codex": folder / "rollout.jsonl",
+        "chat": folder / "chat.json",
+    }
+    paths["claude-code"].write_text("".join(json.dumps(r) + "\n" for r in session))
+    paths["codex"].write_text("".join(json.dumps(r) + "\n" for r in rollout))
+    paths["chat"].write_text(json.dumps(chat))
+    return paths
+
+
+def _import(db: Path, kind: str, path: Path, *, redact: bool) -> str:
+    """``import --from KIND`` as a user runs it, the user's own patterns configured; the run id."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_BLACKBOX")}
+    env |= {"OTEL_BLACKBOX_REDACT": str(redact).lower(), "OTEL_BLACKBOX_REDACT_FIELDS": ACME_FIELD,
+            "OTEL_BLACKBOX_REDACT_PATTERNS": json.dumps([ACME_PATTERN])}  # fmt: skip
+    argv = [sys.executable, "-m", "otel_blackbox.cli", "--db", str(db), "import", "--from", kind, str(path)]
+    done = subprocess.run([*argv, "--json"], capture_output=True, text=True, env=env, timeout=60, check=True)
+    run_id: str = json.loads(done.stdout)["run_id"]
+    return run_id
+
+
+def test_imported_transcripts_hold_no_secret(corpus: Corpus, tmp_path: Path) -> None:
+    """A coding session, a rollout and a chat log holding the corpus: nothing of it in the database,
+    in `show -v --full`, in their cassettes or in `export`; with redaction off, every secret is found
+    (the control: each was really planted where the importers read)."""
+    paths = _transcripts(corpus, tmp_path / "transcripts")
+    control = Scanner.of(corpus)
+    for kind, path in paths.items():
+        db = tmp_path / f"control-{kind}.db"
+        _import(db, kind, path, redact=False)
+        wal = tmp_path / f"control-{kind}.db-wal"  # gone when the import's close checkpointed it
+        control.scan(kind, db.read_bytes() + (wal.read_bytes() if wal.exists() else b""))
+        assert {leak.secret for leak in control.leaks if leak.artifact == kind} == set(corpus.planted), kind
+    scanner = Scanner.of(corpus)
+    db = tmp_path / "transcripts.db"
+    runs = {kind: _import(db, kind, path, redact=True) for kind, path in paths.items()}
+    traces = json.loads(run_cli("list", "--json", db=db, check=True).stdout)
+    assert len(traces) == 3
+    for kind, run_id in runs.items():
+        cassette = tmp_path / f"{kind}.json"
+        run_cli("cassette", "--run", run_id, "-o", str(cassette), db=db, check=True)
+        scanner.scan_json(f"cassette {kind}", cassette.read_bytes())
+    for trace in traces:
+        shown = run_cli("show", trace["trace_id"], "-v", "--full", db=db, check=True).stdout
+        scanner.scan(f"show {trace['trace_id'][:8]}", shown)
+        assert_masked(shown, "PROMPT", corpus)
+    exported = tmp_path / "spans.jsonl"
+    run_cli("export", "-o", str(exported), db=db, check=True)
+    scanner.scan_json("export", exported.read_bytes(), lines=True)
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        rows = conn.execute("SELECT * FROM span_rows").fetchall()
+    finally:
+        conn.close()
+    scanner.scan("transcripts.db", db.read_bytes())
+    scanner.scan_json("rows", json.dumps(rows))
+    scanner.assert_clean(f"{TEST}::transcripts")
