@@ -355,3 +355,26 @@ def rerun_imported_run(
     rerun = load_cassette(child)
     assert verify_cassette(rerun).passed
     return incident, child, [s.payload for s in rerun.steps if s.type == "tool_result"]
+
+
+def write_jsonl(path: Path, records: list[Any], tail: str = "") -> Path:
+    """A JSON Lines file of ``records`` (``tail``: a last line still being written), folders made."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records) + tail)
+    return path
+
+
+def import_transcript(db: Path, kind: str, *args: str | Path) -> dict[str, Any]:
+    """``import --from KIND ARGS... --json`` as a user runs it; its summary."""
+    done = run_cli("import", "--from", kind, *map(str, args), "--json", db=db, check=True)
+    summary: dict[str, Any] = json.loads(done.stdout)
+    return summary
+
+
+def stored_rows(db: Path) -> list[sqlite3.Row]:
+    """Every span row of the database, in start order (none when there is no database)."""
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as conn:
+        conn.row_factory = sqlite3.Row
+        return list(conn.execute("SELECT * FROM span_rows ORDER BY start_ns"))

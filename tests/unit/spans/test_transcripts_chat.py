@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from fake_llm import FakeLLMServer
-from helpers import rerun_imported_run, run_cli
+from helpers import import_transcript, rerun_imported_run, run_cli
 
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.verify import verify_cassette
@@ -115,12 +115,6 @@ def write(path: Path, document: Any) -> Path:
     return path
 
 
-def import_chat(db: Path, path: Path, *extra: str) -> dict[str, Any]:
-    done = run_cli("import", "--from", "chat", str(path), *extra, "--json", db=db, check=True)
-    summary: dict[str, Any] = json.loads(done.stdout)
-    return summary
-
-
 def span_count(db: Path) -> int:
     if not db.exists():
         return 0
@@ -132,12 +126,12 @@ def span_count(db: Path) -> int:
 def test_each_shape_is_a_run_that_shows_makes_a_cassette_and_verifies(tmp_path: Path, shape: str) -> None:
     db = tmp_path / "bb.db"
     chat = write(tmp_path / f"{shape}.json", SHAPES[shape](f"{QUESTION} My key is {SECRET}"))
-    summary = import_chat(db, chat)
+    summary = import_transcript(db, "chat", chat)
     tools = 1 if shape == "openai-responses" else 2
     assert summary["spans"] == 1 + 2 + tools and summary["traces"] == 1 and summary["duplicates"] == 0
     run_id = summary["run_id"]
     # Named explicitly, the same shape is read the same way (and nothing new is stored).
-    again = import_chat(db, chat, "--format", shape)
+    again = import_transcript(db, "chat", chat, "--format", shape)
     assert again == {"spans": 0, "traces": 0, "duplicates": summary["spans"], "replaced": 0, "run_id": None}
     assert span_count(db) == summary["spans"]
 
@@ -226,7 +220,7 @@ def test_rerun_of_an_imported_chat_answers_the_tool_from_the_transcript(
     messages = chat["messages"]
     messages[2]["tool_calls"] = messages[2]["tool_calls"][:1]
     del messages[4]
-    run_id = import_chat(db, write(tmp_path / "chat.json", chat))["run_id"]
+    run_id = import_transcript(db, "chat", write(tmp_path / "chat.json", chat))["run_id"]
     incident, _, results = rerun_imported_run(db, run_id, tmp_path, "openai-chat", fake_llm.openai_base_url)
     assert [(r["toolName"], r.get("result"), r.get("stub")) for r in results] == [
         ("get_weather", WEATHER, None)
@@ -239,7 +233,7 @@ def test_a_huge_tool_output_is_bounded_as_recorded_attributes_are(tmp_path: Path
     db = tmp_path / "bb.db"
     chat = openai_chat()
     chat["messages"][3]["content"] = "x" * 3_000_000
-    import_chat(db, write(tmp_path / "chat.json", chat))
+    import_transcript(db, "chat", write(tmp_path / "chat.json", chat))
     assert db.stat().st_size < 1_000_000
     trace_id = json.loads(run_cli("list", "--json", db=db, check=True).stdout)[0]["trace_id"]
     shown = run_cli("show", trace_id, "-v", db=db, check=True).stdout
@@ -251,18 +245,18 @@ def test_json_lines_and_an_array_of_chat_logs_are_a_trace_each(tmp_path: Path) -
     logs = [SHAPES[shape](f"{QUESTION} ({shape})") for shape in SHAPES]
     lines = tmp_path / "chats.jsonl"
     lines.write_text("".join(json.dumps(log) + "\n" for log in logs[:2]))
-    first = import_chat(db, lines)
+    first = import_transcript(db, "chat", lines)
     assert (first["traces"], first["spans"]) == (2, 5 + 4)
     # A logger appended a line, and was writing another when the file was copied: the new log is
     # stored, the two before are not stored again, and the broken last line is left out.
     lines.write_text(lines.read_text() + json.dumps(logs[2]) + "\n" + '{"messages": [{"role": "us')
-    grown = import_chat(db, lines)
+    grown = import_transcript(db, "chat", lines)
     assert (grown["traces"], grown["spans"], grown["duplicates"]) == (1, 5, 9)
     roots = json.loads(run_cli("list", "--json", db=db, check=True).stdout)
     assert len(roots) == 3
     # The same logs as a JSON array add nothing: each is keyed by its own content.
     array = write(tmp_path / "chats.json", logs)
-    assert import_chat(db, array)["duplicates"] == 14
+    assert import_transcript(db, "chat", array)["duplicates"] == 14
 
 
 def test_a_bad_line_of_json_lines_names_the_line_and_stores_nothing(tmp_path: Path) -> None:

@@ -9,13 +9,12 @@ a subagent's side chain in a file of its own), never copied from a real session.
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_llm import FakeLLMServer
-from helpers import rerun_imported_run, run_cli
+from helpers import import_transcript, rerun_imported_run, run_cli, stored_rows, write_jsonl
 
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.verify import verify_cassette
@@ -109,32 +108,12 @@ def subagent_session() -> list[Any]:
     ]
 
 
-def write_jsonl(path: Path, records: list[Any], tail: str = "") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records) + tail)
-    return path
-
-
 def project(tmp_path: Path) -> Path:
     folder = tmp_path / "-home-me-shop"
     truncated = '{"type": "assistant", "uuid": "a5", "parentUuid": "a4", "message": {"id": "msg_4", "con'
     write_jsonl(folder / f"{SESSION}.jsonl", main_session(), truncated)
     write_jsonl(folder / SESSION / "subagents" / "agent-a1b2c3d4.jsonl", subagent_session())
     return folder
-
-
-def import_cc(db: Path, path: Path) -> dict[str, Any]:
-    done = run_cli("import", "--from", "claude-code", str(path), "--json", db=db, check=True)
-    summary: dict[str, Any] = json.loads(done.stdout)
-    return summary
-
-
-def rows(db: Path) -> list[sqlite3.Row]:
-    if not db.exists():
-        return []
-    with sqlite3.connect(db) as conn:
-        conn.row_factory = sqlite3.Row
-        return list(conn.execute("SELECT * FROM span_rows ORDER BY start_ns"))
 
 
 # --- the reader -------------------------------------------------------------------------------------
@@ -201,12 +180,12 @@ def test_what_is_not_a_session_is_refused_naming_the_line(content: str, line: in
 def test_a_project_folder_is_a_run_that_lists_shows_makes_a_cassette_and_verifies(tmp_path: Path) -> None:
     db = tmp_path / "bb.db"
     folder = project(tmp_path)
-    summary = import_cc(db, folder)
+    summary = import_transcript(db, "claude-code", folder)
     # The session: root, 3 LLM spans, 2 TOOL spans; the subagent: root, 2 LLM spans, 1 TOOL span.
     assert summary["spans"] == 10 and summary["traces"] == 1 and summary["duplicates"] == 0
-    again = import_cc(db, folder)
+    again = import_transcript(db, "claude-code", folder)
     assert again == {"spans": 0, "traces": 0, "duplicates": 10, "replaced": 0, "run_id": None}
-    stored = rows(db)
+    stored = stored_rows(db)
     assert len(stored) == 10
     assert SECRET not in "\n".join(str(tuple(r)) for r in stored)
 
@@ -249,7 +228,7 @@ def test_a_project_folder_is_a_run_that_lists_shows_makes_a_cassette_and_verifie
 def test_a_session_file_alone_is_one_trace_and_its_truncated_tail_is_tolerated(tmp_path: Path) -> None:
     db = tmp_path / "bb.db"
     folder = project(tmp_path)
-    summary = import_cc(db, folder / f"{SESSION}.jsonl")
+    summary = import_transcript(db, "claude-code", folder / f"{SESSION}.jsonl")
     assert summary["spans"] == 6 and summary["traces"] == 1
 
 
@@ -262,18 +241,18 @@ def test_a_file_that_is_not_a_session_is_one_line_exit_2_and_nothing_stored(tmp_
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert f"{bad}, line 1: not a Claude Code record" in done.stderr
-    assert rows(db) == []
+    assert stored_rows(db) == []
     broken = write_jsonl(
         tmp_path / "broken.jsonl", [*main_session()[:2]], "not json\n" + json.dumps(main_session()[2])
     )
     done = run_cli("import", "--from", "claude-code", str(broken), db=db)
     assert done.returncode == 2 and f"{broken}, line 3: not JSON" in done.stderr
-    assert rows(db) == []
+    assert stored_rows(db) == []
     assert run_cli("import", "--from", "claude-code", str(tmp_path / "none"), db=db).returncode == 2
     assert run_cli("import", "--from", "claude-code", "-", db=db).returncode == 2
     codex = run_cli("import", "--from", "codex", str(bad), db=db)
     assert codex.returncode == 2 and "not a Codex rollout record" in codex.stderr  # not a rollout
-    assert rows(db) == []
+    assert stored_rows(db) == []
 
 
 def test_rerun_of_an_imported_session_answers_the_tool_from_the_transcript(
@@ -289,7 +268,7 @@ def test_rerun_of_an_imported_session_answers_the_tool_from_the_transcript(
         user("r1", "a1", 3, [tool_result("toolu_w", weather)]),
         assistant("a2", "r1", 4, "msg_2", {"type": "text", "text": "It is 18 C in Paris."}),
     ])  # fmt: skip
-    run_id = import_cc(db, session)["run_id"]
+    run_id = import_transcript(db, "claude-code", session)["run_id"]
     incident, child, results = rerun_imported_run(
         db, run_id, tmp_path, "anthropic", fake_llm.anthropic_base_url
     )

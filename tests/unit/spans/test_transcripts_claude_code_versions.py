@@ -17,11 +17,10 @@ The records are written here from the published community schemas, never copied 
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
-from helpers import run_cli
+from helpers import import_transcript, run_cli, stored_rows, write_jsonl
 
 SESSION = "0c9a4d2e-7777-4888-9999-aaaabbbbcccc"
 MODEL = "claude-sonnet-4-20250514"
@@ -82,9 +81,7 @@ class Writer:
         self.records.append(record)
 
     def write(self, path: Path, tail: str = "") -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.records) + tail)
-        return path
+        return write_jsonl(path, self.records, tail)
 
 
 def text(value: str) -> dict[str, Any]:
@@ -99,19 +96,9 @@ def result(call_id: str, content: Any, error: bool = False) -> list[dict[str, An
     return [{"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": error}]
 
 
-def import_cc(db: Path, *paths: Path) -> dict[str, Any]:
-    done = run_cli("import", "--from", "claude-code", *map(str, paths), "--json", db=db, check=True)
-    summary: dict[str, Any] = json.loads(done.stdout)
-    return summary
-
-
 def spans(db: Path) -> list[dict[str, Any]]:
-    with sqlite3.connect(db) as conn:
-        conn.row_factory = sqlite3.Row
-        found = [dict(r) for r in conn.execute("SELECT * FROM span_rows ORDER BY start_ns")]
-    for span in found:
-        span["attributes"] = json.loads(span["attributes"])
-    return found
+    """The stored span rows, their attributes parsed."""
+    return [{**dict(row), "attributes": json.loads(row["attributes"])} for row in stored_rows(db)]
 
 
 def messages(span: dict[str, Any], direction: str = "input") -> list[tuple[str, str]]:
@@ -293,7 +280,7 @@ def version_2_0(folder: Path) -> list[Path]:
 
 def test_version_0_2_whole_responses_and_subagents_in_the_session_file(tmp_path: Path) -> None:
     db = tmp_path / "bb.db"
-    summary = import_cc(db, version_0_2(tmp_path / "project"))
+    summary = import_transcript(db, "claude-code", version_0_2(tmp_path / "project"))
     stored = spans(db)
     assert summary["traces"] == 1 and len({s["trace_id"] for s in stored}) == 1
     root = next(s for s in stored if s["parent_span_id"] is None)
@@ -316,7 +303,7 @@ def test_version_0_2_whole_responses_and_subagents_in_the_session_file(tmp_path:
 
 def test_version_1_0_split_responses_summaries_hooks_thinking_and_images(tmp_path: Path) -> None:
     db = tmp_path / "bb.db"
-    import_cc(db, version_1_0(tmp_path / "project"))
+    import_transcript(db, "claude-code", version_1_0(tmp_path / "project"))
     stored = spans(db)
     root = next(s for s in stored if s["parent_span_id"] is None)
     metadata = json.loads(root["attributes"]["metadata"])
@@ -346,7 +333,7 @@ def test_version_2_0_compaction_snapshots_and_a_subagent_file(tmp_path: Path) ->
     db = tmp_path / "bb.db"
     folder = tmp_path / "project"
     version_2_0(folder)
-    summary = import_cc(db, folder)
+    summary = import_transcript(db, "claude-code", folder)
     assert summary["traces"] == 1
     stored = spans(db)
     root = next(s for s in stored if s["parent_span_id"] is None)
@@ -382,7 +369,7 @@ def test_a_session_imported_again_after_it_grew_replaces_its_trace(tmp_path: Pat
     w.user("r1", result("toolu_1", "cart.py"))
     # Written while the answer was being streamed: the last line is cut.
     path = w.write(folder / f"{SESSION}.jsonl", '{"type": "assistant", "uuid": "a2", "mess')
-    first = import_cc(db, folder)
+    first = import_transcript(db, "claude-code", folder)
     assert (first["spans"], first["traces"], first["replaced"]) == (3, 1, 0)
     w.assistant("a2", "msg_2", text("One file: cart.py."))
     w.user("u2", "And its size?")
@@ -390,7 +377,7 @@ def test_a_session_imported_again_after_it_grew_replaces_its_trace(tmp_path: Pat
     w.user("r2", result("toolu_2", "120 cart.py"))
     w.assistant("a4", "msg_4", text("120 bytes."))
     w.write(path)
-    grown = import_cc(db, folder)
+    grown = import_transcript(db, "claude-code", folder)
     assert (grown["spans"], grown["traces"], grown["replaced"], grown["duplicates"]) == (7, 1, 1, 0)
     stored = spans(db)
     assert len(stored) == 7 and len({s["trace_id"] for s in stored}) == 1
@@ -400,7 +387,7 @@ def test_a_session_imported_again_after_it_grew_replaces_its_trace(tmp_path: Pat
     # The first import's run held only that trace: it went with it. One run is listed, the second.
     listed = json.loads(run_cli("runs", "--json", db=db, check=True).stdout)
     assert [r["run_id"] for r in listed] == [grown["run_id"]]
-    unchanged = import_cc(db, folder)
+    unchanged = import_transcript(db, "claude-code", folder)
     assert (unchanged["spans"], unchanged["duplicates"], unchanged["replaced"]) == (0, 7, 0)
 
 
@@ -418,12 +405,12 @@ def test_a_resumed_session_is_a_trace_of_its_own_beside_the_one_it_resumed(tmp_p
     resumed.user("u2", "Where were we?")
     resumed.assistant("a2", "msg_2", text("You said hello."))
     resumed.write(folder / f"{resumed_id}.jsonl")
-    summary = import_cc(db, folder)
+    summary = import_transcript(db, "claude-code", folder)
     assert summary["traces"] == 2 and summary["replaced"] == 0
     roots = {s["session_id"]: s for s in spans(db) if s["parent_span_id"] is None}
     assert set(roots) == {SESSION, resumed_id}
     assert roots[resumed_id]["attributes"]["output.value"] == "You said hello."
-    again = import_cc(db, folder)
+    again = import_transcript(db, "claude-code", folder)
     assert (again["spans"], again["replaced"]) == (0, 0)
 
 
@@ -434,7 +421,7 @@ def test_line_separators_inside_a_json_string_do_not_break_the_line(tmp_path: Pa
     w.assistant("a1", "msg_1", text("Three parts."))
     path = w.write(tmp_path / f"{SESSION}.jsonl")
     assert "\u2028" in path.read_text()
-    import_cc(db, path)
+    import_transcript(db, "claude-code", path)
     root = next(s for s in spans(db) if s["parent_span_id"] is None)
     assert root["attributes"]["input.value"] == "Paste:\u2028first\u0085second\u2029third"
 
@@ -448,7 +435,7 @@ def test_an_older_copy_and_the_session_imported_together_leave_the_newer_in_one_
     w.user("u2", "Bye")
     w.assistant("a2", "msg_2", text("Bye."))
     current = w.write(tmp_path / "project" / f"{SESSION}.jsonl")
-    summary = import_cc(db, backup, current)
+    summary = import_transcript(db, "claude-code", backup, current)
     assert summary["replaced"] == 1
     stored = spans(db)
     assert (

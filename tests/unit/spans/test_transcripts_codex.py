@@ -8,13 +8,12 @@ Every rollout is written here from the shapes described in docs/ingest.md (the c
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_llm import FakeLLMServer
-from helpers import rerun_imported_run, run_cli
+from helpers import import_transcript, rerun_imported_run, run_cli, stored_rows, write_jsonl
 
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.verify import verify_cassette
@@ -122,12 +121,6 @@ def old_rollout() -> list[Any]:
 TRUNCATED = '{"timestamp": "2025-10-01T09:00:08.000Z", "type": "response_item", "payload": {"ty'
 
 
-def write_jsonl(path: Path, records: list[Any], tail: str = "") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records) + tail)
-    return path
-
-
 def sessions(tmp_path: Path) -> tuple[Path, Path]:
     """A sessions folder with one rollout of each shape; the folder and the current one."""
     folder = tmp_path / "sessions"
@@ -138,20 +131,6 @@ def sessions(tmp_path: Path) -> tuple[Path, Path]:
         folder / "2025" / "05" / "01" / f"rollout-2025-05-01T10-00-00-{OLD_SESSION}.jsonl", old_rollout()
     )
     return folder, current
-
-
-def import_codex(db: Path, path: Path) -> dict[str, Any]:
-    done = run_cli("import", "--from", "codex", str(path), "--json", db=db, check=True)
-    summary: dict[str, Any] = json.loads(done.stdout)
-    return summary
-
-
-def rows(db: Path) -> list[sqlite3.Row]:
-    if not db.exists():
-        return []
-    with sqlite3.connect(db) as conn:
-        conn.row_factory = sqlite3.Row
-        return list(conn.execute("SELECT * FROM span_rows ORDER BY start_ns"))
 
 
 def raw(records: list[Any], tail: str = "") -> bytes:
@@ -254,12 +233,12 @@ def test_what_is_not_a_rollout_is_refused_naming_the_line(content: str, line_num
 def test_a_sessions_folder_is_a_run_that_lists_and_shows(tmp_path: Path) -> None:
     db = tmp_path / "bb.db"
     folder, _ = sessions(tmp_path)
-    summary = import_codex(db, folder)
+    summary = import_transcript(db, "codex", folder)
     # The current one: root, 3 LLM spans, 2 TOOL spans; the older one: root, 2 LLM spans, 1 TOOL span.
     assert summary["spans"] == 10 and summary["traces"] == 2 and summary["duplicates"] == 0
-    again = import_codex(db, folder)
+    again = import_transcript(db, "codex", folder)
     assert again == {"spans": 0, "traces": 0, "duplicates": 10, "replaced": 0, "run_id": None}
-    stored = rows(db)
+    stored = stored_rows(db)
     assert len(stored) == 10
     assert SECRET not in "\n".join(str(tuple(r)) for r in stored)
     llm = [r for r in stored if r["oi_span_kind"] == "LLM" and r["model"] == MODEL]
@@ -280,7 +259,7 @@ def test_a_sessions_folder_is_a_run_that_lists_and_shows(tmp_path: Path) -> None
 def test_a_rollout_makes_a_cassette_that_verifies(tmp_path: Path) -> None:
     db = tmp_path / "bb.db"
     _, current = sessions(tmp_path)
-    summary = import_codex(db, current)
+    summary = import_transcript(db, "codex", current)
     assert summary["spans"] == 6 and summary["traces"] == 1
     cassette_path = tmp_path / "cassette.json"
     run_cli("cassette", "--run", summary["run_id"], "-o", str(cassette_path), db=db, check=True)
@@ -301,10 +280,10 @@ def test_a_file_that_is_not_a_rollout_is_one_line_exit_2_and_nothing_stored(tmp_
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert f"{bad}, line 1: not a Codex rollout record" in done.stderr
-    assert rows(db) == []
+    assert stored_rows(db) == []
     assert run_cli("import", "--from", "codex", str(tmp_path / "none"), db=db).returncode == 2
     assert run_cli("import", "--from", "codex", "-", db=db).returncode == 2
-    assert rows(db) == []
+    assert stored_rows(db) == []
 
 
 def test_rerun_of_an_imported_rollout_answers_the_tool_from_the_transcript(
@@ -323,7 +302,7 @@ def test_rerun_of_an_imported_rollout_answers_the_tool_from_the_transcript(
         item(3, {"type": "function_call_output", "call_id": "call_w", "output": weather}),
         item(4, message("assistant", "It is 18 C in Paris.")),
     ])  # fmt: skip
-    run_id = import_codex(db, path)["run_id"]
+    run_id = import_transcript(db, "codex", path)["run_id"]
     _, _, results = rerun_imported_run(db, run_id, tmp_path, "openai-responses", fake_llm.openai_base_url)
     assert [(r["toolName"], r.get("result"), r.get("stub")) for r in results] == [
         ("get_weather", weather, None)
@@ -334,15 +313,15 @@ def test_a_rollout_imported_again_after_it_grew_replaces_its_trace(tmp_path: Pat
     db = tmp_path / "bb.db"
     records = rollout()[:14]  # up to the first call's output: the session was still running
     path = write_jsonl(tmp_path / f"rollout-2025-10-01T09-00-00-{SESSION}.jsonl", records)
-    first = import_codex(db, path)
+    first = import_transcript(db, "codex", path)
     assert (first["spans"], first["traces"], first["replaced"]) == (3, 1, 0)
     write_jsonl(path, rollout())
-    grown = import_codex(db, path)
+    grown = import_transcript(db, "codex", path)
     assert (grown["spans"], grown["traces"], grown["replaced"], grown["duplicates"]) == (6, 1, 1, 0)
-    stored = rows(db)
+    stored = stored_rows(db)
     assert len(stored) == 6 and len({r["trace_id"] for r in stored}) == 1
     assert {r["session_id"] for r in stored} == {SESSION}
-    again = import_codex(db, path)
+    again = import_transcript(db, "codex", path)
     assert (again["spans"], again["duplicates"], again["replaced"]) == (0, 6, 0)
 
 
