@@ -21,7 +21,8 @@ OLD_PYDANTIC_AI := $(VENV)/old-pydantic-ai
 # What `make test-pythons` runs `make test` on, those found on PATH or in pyenv.
 PYTHONS ?= python3.10 python3.11 python3.12 python3.13
 
-.PHONY: setup browser node demo workbench test test-pythons lint typecheck unit wheel-check stress bench interop clean
+.PHONY: setup browser node demo workbench test test-pythons lint typecheck unit wheel-check stress bench interop clean \
+	conformance-venvs
 
 # _version.py too: the installed metadata (pip show, importlib.metadata) carries the version.
 $(STAMP): pyproject.toml src/otel_blackbox/_version.py
@@ -37,6 +38,20 @@ $(STAMP): pyproject.toml src/otel_blackbox/_version.py
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# Instrumentation families whose pins conflict with the main venv (tests/conformance/harness.py):
+# a venv each, .venv-conformance/NAME, from tests/conformance/requirements/NAME.txt and this project.
+CONFORMANCE_REQUIREMENTS := $(wildcard tests/conformance/requirements/*.txt)
+CONFORMANCE_STAMPS := $(patsubst tests/conformance/requirements/%.txt,.venv-conformance/%/.installed,$(CONFORMANCE_REQUIREMENTS))
+conformance-venvs: $(CONFORMANCE_STAMPS)
+
+.venv-conformance/%/.installed: tests/conformance/requirements/%.txt pyproject.toml
+	@test -n "$(PY_ID)" || { echo "make: PYTHON=$(PYTHON) does not run" >&2; exit 1; }
+	rm -rf .venv-conformance/$*
+	$(PYTHON_EXE) -m venv .venv-conformance/$*
+	.venv-conformance/$*/bin/python -m pip install --quiet --upgrade pip
+	.venv-conformance/$*/bin/python -m pip install --quiet -r $< -e .
+	touch $@
 
 # The HTML report is tested in a real headless Chromium: Debian's package (run as root, as CI does).
 browser:
@@ -70,8 +85,8 @@ typecheck: setup
 # Then no writer process of the run may be left behind (tests/programs/writers_left.py). The tests run in
 # TEST_WORKERS processes (pytest-xdist): most of their time is subprocesses and loopback I/O.
 TEST_WORKERS ?= 2
-unit: setup browser node
-	BLACKBOX_TEST_RUN=$$$$ $(PY) -m pytest -q -n $(TEST_WORKERS) && $(PY) tests/programs/writers_left.py $$$$
+unit: setup browser node conformance-venvs
+	BLACKBOX_CONFORMANCE_REQUIRED=1 BLACKBOX_TEST_RUN=$$$$ $(PY) -m pytest -q -n $(TEST_WORKERS) && $(PY) tests/programs/writers_left.py $$$$
 
 # The release as a user gets it (scripts/check_wheel.py): the wheel built, installed into an empty
 # venv with no checkout on sys.path, and used there. Its dependencies are downloaded once into
@@ -117,4 +132,4 @@ interop:
 	$(INTEROP_VENV)/bin/python interop/phoenix_check.py
 
 clean:
-	rm -rf .venv .venv-python* $(VENV) $(INTEROP_VENV) $(NODE_DIR)/node_modules .mypy_cache .ruff_cache .pytest_cache test-artifacts
+	rm -rf .venv .venv-python* .venv-conformance $(VENV) $(INTEROP_VENV) $(NODE_DIR)/node_modules .mypy_cache .ruff_cache .pytest_cache test-artifacts

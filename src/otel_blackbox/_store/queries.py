@@ -90,6 +90,10 @@ class SpanRecord:
     links: list[dict[str, Any]] = field(default_factory=list)
     resource: dict[str, Any] = field(default_factory=dict)
     scope: dict[str, Any] = field(default_factory=dict)
+    # Read, not stored in this row: the log records that carry the span's content (joined by its ids),
+    # and what the span means (``_spans.view``), kept once read.
+    logs: list[dict[str, Any]] = field(default_factory=list, repr=False, compare=False)
+    view: object = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_row(cls, row: sqlite3.Row | Mapping[str, Any]) -> SpanRecord:

@@ -1,0 +1,14 @@
+"""(being written: see _spans/view/registry.py for what this family reads)"""
+
+from __future__ import annotations
+
+from otel_blackbox._spans.view.model import Reading
+from otel_blackbox._store.queries import SpanRecord
+
+__all__ = ["NAME", "read"]
+
+NAME = "openllmetry"
+
+
+def read(span: SpanRecord) -> Reading | None:
+    return None

@@ -1,0 +1,81 @@
+"""The readers, in the order they are tried, and the view of one span.
+
+Every reader reads every span; for each field of the view, the first reader in this order that
+found it gives it (``SpanView.merged``). The order: the conventions that say the most first, the
+dedicated carriers of one library after the general ones.
+
+1. ``openinference``  OpenInference (Arize): every OpenInference instrumentor.
+2. ``genai``          GenAI span attributes (``gen_ai.*``), both message shapes.
+3. ``genai_events``   GenAI span events and log records (the per-message events, deprecated, and
+                      ``gen_ai.client.inference.operation.details``).
+4. ``openllmetry``    OpenLLMetry / Traceloop: indexed ``gen_ai.prompt.N.*``, ``traceloop.*``.
+5. ``logfire``        Logfire (``request_data`` / ``response_data``, ``logfire.msg``) and pydantic-ai's
+                      agent runs.
+6. ``adk``            Google ADK's own ``gcp.vertex.agent.*``.
+7. ``anthropic_sdk``  The Anthropic SDK's own spans.
+
+A new family is one module in ``_spans/conventions`` and one line here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from otel_blackbox._spans.conventions import (
+    adk,
+    anthropic_sdk,
+    genai,
+    genai_events,
+    logfire,
+    openinference,
+    openllmetry,
+)
+from otel_blackbox._spans.view.model import Reading, SpanView, ToolUse
+from otel_blackbox._store.queries import SpanRecord
+
+__all__ = ["READERS", "read_span", "view_of"]
+
+Reader = Callable[[SpanRecord], Reading | None]
+
+READERS: tuple[tuple[str, Reader], ...] = (
+    (openinference.NAME, openinference.read),
+    (genai.NAME, genai.read),
+    (genai_events.NAME, genai_events.read),
+    (openllmetry.NAME, openllmetry.read),
+    (logfire.NAME, logfire.read),
+    (adk.NAME, adk.read),
+    (anthropic_sdk.NAME, anthropic_sdk.read),
+)
+
+
+def error_of(span: SpanRecord) -> str | None:
+    """Why a span failed: its first exception, else its status message (None: it did not fail)."""
+    if span.status != "error":
+        return None
+    for event in span.exception_events:
+        ev = event.get("attributes", {})
+        return f"{ev.get('exception.type', 'Error')}: {ev.get('exception.message', '')}"
+    return span.status_message or "error"
+
+
+def read_span(span: SpanRecord) -> SpanView:
+    """The view of one span on its own (``view.trace.read_trace`` adds what only the trace tells)."""
+    readings = []
+    for name, reader in READERS:
+        reading = reader(span)
+        if reading is not None:
+            readings.append((name, reading))
+    view = SpanView.merged(readings)
+    if view.tool is not None or view.kind == "TOOL":
+        tool = view.tool or ToolUse()
+        view.tool = ToolUse(tool.name, tool.arguments, tool.result, error_of(span))
+    return view
+
+
+def view_of(span: SpanRecord) -> SpanView:
+    """The span's view: the one its trace was read with, else read now and kept on the span."""
+    if isinstance(span.view, SpanView):
+        return span.view
+    view = read_span(span)
+    span.view = view
+    return view

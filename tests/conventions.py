@@ -1,0 +1,45 @@
+"""The committed fixtures of real instrumentations (tests/data/conventions/), read as the house reads
+them: stored through the real OTLP import path, loaded back as ``SpanRecord``s, and viewed.
+
+A fixture is what a conformance agent (tests/conformance/agents/) wrote with ``--otlp-out``:
+``{"traces": ExportTraceServiceRequest, "logs": ExportLogsServiceRequest?}`` in OTLP/JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from otel_blackbox import BlackboxConfig
+from otel_blackbox._spans.view.model import SpanView
+from otel_blackbox._spans.view.registry import view_of
+from otel_blackbox._store.ingest import Importer
+from otel_blackbox._store.queries import SpanRecord
+
+FIXTURES = Path(__file__).resolve().parent / "data" / "conventions"
+
+
+def fixture_path(family: str, name: str) -> Path:
+    return FIXTURES / family / f"{name}.json"
+
+
+def stored_spans(path: Path, db: Path) -> list[SpanRecord]:
+    """The fixture's spans as the store gives them back (redaction and columns as on import)."""
+    document = json.loads(path.read_text())
+    importer = Importer(BlackboxConfig(db_path=db), f"fixture {path.name}")
+    try:
+        importer.store(path.name, [(None, document["traces"])])
+    finally:
+        importer.close()
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        rows = conn.execute("SELECT * FROM spans ORDER BY start_ns, id").fetchall()
+    finally:
+        conn.close()
+    return [SpanRecord.from_row(row) for row in rows]
+
+
+def views(path: Path, db: Path) -> list[tuple[SpanRecord, SpanView]]:
+    return [(span, view_of(span)) for span in stored_spans(path, db)]
