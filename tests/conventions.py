@@ -15,7 +15,10 @@ from otel_blackbox import BlackboxConfig
 from otel_blackbox._spans.view.model import SpanView
 from otel_blackbox._spans.view.registry import view_of
 from otel_blackbox._store.ingest import Importer
+from otel_blackbox._store.log_writer import LogWriter
+from otel_blackbox._store.otlp_logs import log_snapshots
 from otel_blackbox._store.queries import SpanRecord
+from otel_blackbox._store.trace_logs import attach_logs
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "conventions"
 
@@ -25,20 +28,31 @@ def fixture_path(family: str, name: str) -> Path:
 
 
 def stored_spans(path: Path, db: Path) -> list[SpanRecord]:
-    """The fixture's spans as the store gives them back (redaction and columns as on import)."""
+    """The fixture's spans as the store gives them back (redaction and columns as on import), each
+    with the fixture's log records of it (``logs``, stored through the log recorder's writer)."""
     document = json.loads(path.read_text())
-    importer = Importer(BlackboxConfig(db_path=db), f"fixture {path.name}")
+    config = BlackboxConfig(db_path=db)
+    importer = Importer(config, f"fixture {path.name}")
     try:
         importer.store(path.name, [(None, document["traces"])])
     finally:
         importer.close()
+    if document.get("logs"):
+        writer = LogWriter(config)
+        try:
+            writer.receive(log_snapshots(document["logs"]))
+            assert writer.write_pending(), f"could not store the log records of {path.name}"
+        finally:
+            writer.close()
     conn = sqlite3.connect(db)
     conn.row_factory = sqlite3.Row
     try:
         rows = conn.execute("SELECT * FROM spans ORDER BY start_ns, id").fetchall()
+        spans = [SpanRecord.from_row(row) for row in rows]
+        attach_logs(conn, spans)
     finally:
         conn.close()
-    return [SpanRecord.from_row(row) for row in rows]
+    return spans
 
 
 def views(path: Path, db: Path) -> list[tuple[SpanRecord, SpanView]]:

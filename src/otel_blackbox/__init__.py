@@ -1,6 +1,7 @@
 """otel-blackbox: a flight recorder for LLM agents, built on OpenTelemetry.
 
-``BlackboxSpanProcessor`` writes every span to a local SQLite file the moment it starts;
+``BlackboxSpanProcessor`` writes every span to a local SQLite file the moment it starts
+(``BlackboxLogRecordProcessor`` the log records that carry a span's content, beside it);
 ``otel-blackbox`` (the CLI) reads it back. ``session`` records, replays and forks a program's
 LLM traffic beneath httpx and httpx2; ``blame`` finds the step that made an incident fail.
 Importing this package creates no file and starts no thread.
@@ -59,6 +60,7 @@ if TYPE_CHECKING:  # for type checkers only; at run time __getattr__ loads each 
     from otel_blackbox._playback.session import session
     from otel_blackbox._recorder.cassette_exporter import CassetteSpanExporter
     from otel_blackbox._recorder.exporter import BlackboxSpanExporter
+    from otel_blackbox._recorder.log_processor import BlackboxLogRecordProcessor
     from otel_blackbox._recorder.processor import BlackboxSpanProcessor
     from otel_blackbox._stubbable import stubbable
 
@@ -69,6 +71,7 @@ __all__ = [
     "BlackboxConfig",
     "BlackboxError",
     "BlackboxHTTPInstrumentor",
+    "BlackboxLogRecordProcessor",
     "BlackboxSpanExporter",
     "BlackboxSpanProcessor",
     "BlamePlan",
@@ -117,6 +120,7 @@ _HOMES = {
     "AsyncHttpx2BlackboxTransport": "._playback.http.transport",
     "BlackboxConfig": "._config",
     "BlackboxHTTPInstrumentor": "._playback.http.hook",
+    "BlackboxLogRecordProcessor": "._recorder.log_processor",
     "BlackboxSpanExporter": "._recorder.exporter",
     "BlackboxSpanProcessor": "._recorder.processor",
     "BlackboxTransport": "._playback.http.transport",

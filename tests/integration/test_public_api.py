@@ -133,3 +133,15 @@ def test_the_old_pytest_plugin_path_warns_and_defines_no_second_plugin() -> None
     messages, hooks = json.loads(out.stdout)
     assert len(messages) == 1 and "otel_blackbox.pytest_plugin" in messages[0]
     assert hooks == []  # the entry point's plugin is the one pytest loads: hooks twice would clash
+
+
+def test_the_recorders_are_exported() -> None:
+    """The span and log recorders are public names, each a subclass of the SDK interface it fills."""
+    from opentelemetry.sdk._logs import LogRecordProcessor
+    from opentelemetry.sdk.trace import SpanProcessor
+
+    assert {"BlackboxSpanProcessor", "BlackboxSpanExporter", "BlackboxLogRecordProcessor"} <= set(
+        otel_blackbox.__all__
+    )
+    assert issubclass(otel_blackbox.BlackboxLogRecordProcessor, LogRecordProcessor)
+    assert issubclass(otel_blackbox.BlackboxSpanProcessor, SpanProcessor)

@@ -3,16 +3,13 @@
 Prices come from prices.py (genai-prices), at the prices in force when the call was made (the
 span's start time); the token counts from usage.py.
 
-Tokens: the span's prompt and completion counts (the store's columns), and where the spans recorded
-them, the cached (read), cache-write and reasoning details: OpenInference's
-``llm.token_count.prompt_details.cache_read`` / ``cache_write`` /
-``completion_details.reasoning`` and gen_ai's ``gen_ai.usage.cache_read.input_tokens`` /
-``cache_creation.input_tokens`` / ``reasoning.output_tokens``. The prompt count includes its cached
-tokens (both conventions say so); they are priced at the cache rates. Reasoning tokens are priced as
-output: added to the completion count only when the span's total shows the completion left them out.
+Which spans are model calls, their model, provider and tokens (input, output, cached, cache-write,
+reasoning) come from the span's view (``_spans.view``), whatever convention wrote them; a call two
+spans describe is priced once. The prompt count includes its cached tokens (the conventions say
+so); they are priced at the cache rates. Reasoning tokens are priced as output: added to the
+completion count only when the span's total shows the completion left them out.
 
-The provider (OpenInference's ``llm.provider`` / ``llm.system``, gen_ai's ``gen_ai.provider.name`` /
-``gen_ai.system``) decides the price of a model name where it is known.
+The provider decides the price of a model name where it is known.
 """
 
 from __future__ import annotations
@@ -21,19 +18,22 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from otel_blackbox._cost.prices import Call, Cost, Price, price_call
-from otel_blackbox._cost.usage import usage_of
+from otel_blackbox._cost.usage import TokenUsage
+from otel_blackbox._spans.view.model import SpanView, Tokens
+from otel_blackbox._spans.view.registry import view_of
 
 if TYPE_CHECKING:
     from otel_blackbox._store.queries import SpanRecord
 
 __all__ = [
     "PROVIDER_KEYS",
-    "call_of",
+    "call_of_view",
     "is_priced_call",
-    "price_span",
+    "provider_id",
     "provider_of",
     "span_price",
     "spans_cost",
+    "usage_of_tokens",
 ]
 
 
@@ -60,67 +60,59 @@ _PROVIDERS = {
 }
 
 
+def provider_id(name: object) -> str | None:
+    """genai-prices' id of a provider as the spans name it, or None."""
+    if not isinstance(name, str) or not name.strip():
+        return None
+    name = name.strip().lower()
+    return _PROVIDERS.get(name, name)
+
+
 def provider_of(attributes: Mapping[str, Any]) -> str | None:
     """genai-prices' id of the provider the span names, or None."""
-    for key in PROVIDER_KEYS:
-        value = attributes.get(key)
-        if isinstance(value, str) and value.strip():
-            name = value.strip().lower()
-            return _PROVIDERS.get(name, name)
-    return None
+    return next((p for p in map(provider_id, (attributes.get(k) for k in PROVIDER_KEYS)) if p), None)
 
 
-def call_of(
-    model: str | None,
-    prompt_tokens: int | None,
-    completion_tokens: int | None,
-    total_tokens: int | None,
-    attributes: Mapping[str, Any],
-    start_ns: int | None = None,
-) -> Call | None:
-    usage = usage_of(prompt_tokens, completion_tokens, total_tokens, attributes)
-    return None if usage is None else Call(model, provider_of(attributes), usage, start_ns)
+def usage_of_tokens(tokens: Tokens | None) -> TokenUsage | None:
+    """A view's token counts as pricing takes them (None: the call counted nothing). Reasoning tokens
+    are added to the output only when the total shows the output count left them out (Gemini's)."""
+    if tokens is None or not tokens.counted:
+        return None
+    prompt, completion = tokens.input or 0, tokens.output or 0
+    reasoning = tokens.reasoning or 0
+    if reasoning and tokens.total is not None and tokens.total >= prompt + completion + reasoning:
+        completion += reasoning
+    return TokenUsage(
+        input=prompt,
+        output=completion,
+        cache_read=min(tokens.cache_read or 0, prompt),
+        cache_write=tokens.cache_write or 0,
+    )
 
 
-def price_span(
-    model: str | None,
-    prompt_tokens: int | None,
-    completion_tokens: int | None,
-    total_tokens: int | None,
-    attributes: Mapping[str, Any],
-    *,
-    start_ns: int | None = None,
-    as_model: str | None = None,
-) -> Price | None:
-    """The price of one LLM span; ``as_model`` prices its tokens as if that model had answered
-    (its provider then comes from the data, not the span)."""
-    call = call_of(model, prompt_tokens, completion_tokens, total_tokens, attributes, start_ns)
-    return None if call is None else price_call(call, as_model=as_model)
+def call_of_view(view: SpanView, start_ns: int | None = None) -> Call | None:
+    """What pricing needs of a model call's view (None: it counted no tokens)."""
+    usage = usage_of_tokens(view.tokens)
+    return None if usage is None else Call(view.model, provider_id(view.provider), usage, start_ns)
 
 
 def span_price(span: SpanRecord, *, as_model: str | None = None) -> Price | None:
-    """The price of a stored span (None for a span that is not a priced LLM call)."""
-    if span.model is None and as_model is None:
+    """The price of a stored span (None for a span that is not a priced model call, or one another
+    span of the same call is counted for)."""
+    view = view_of(span)
+    if not view.counts or (view.model is None and as_model is None):
         return None
-    return price_span(
-        span.model,
-        span.prompt_tokens,
-        span.completion_tokens,
-        span.total_tokens,
-        span.attributes,
-        start_ns=span.start_ns,
-        as_model=as_model,
-    )
+    call = call_of_view(view, span.start_ns)
+    return None if call is None else price_call(call, as_model=as_model)
 
 
 def is_priced_call(span: SpanRecord) -> bool:
-    """An LLM call that can be priced: a span of kind LLM with token counts (as llm_calls.py reads
-    them), whether or not genai-prices knows its model."""
-    return span.oi_span_kind == "LLM" and (
-        span.prompt_tokens is not None or span.completion_tokens is not None
-    )
+    """A model call that can be priced: counted once, with token counts, whether or not genai-prices
+    knows its model."""
+    view = view_of(span)
+    return view.counts and view.tokens is not None and view.tokens.counted
 
 
 def spans_cost(spans: list[SpanRecord], *, as_model: str | None = None) -> Cost:
-    """What the LLM calls among ``spans`` cost."""
+    """What the model calls among ``spans`` cost."""
     return Cost.of(span_price(s, as_model=as_model) for s in spans if is_priced_call(s))

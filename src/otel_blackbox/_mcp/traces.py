@@ -19,6 +19,7 @@ from otel_blackbox._cost.prices import Cost, unknown_model
 from otel_blackbox._mcp.bounds import MAX_CHARS, VALUE_CHARS, clip_strings, dumps, fit, text_arg, text_page
 from otel_blackbox._render.text import clip, fmt_time, render_tree, safe, span_to_json
 from otel_blackbox._render.words import counted
+from otel_blackbox._spans.view.registry import view_of
 from otel_blackbox._store import queries
 from otel_blackbox._store import runs as store_runs
 from otel_blackbox._store.connection import connect_reader, describe_sqlite_error
@@ -148,7 +149,7 @@ def _error_row(span: SpanRecord) -> dict[str, Any]:
         "trace_id": span.trace_id,
         "span_id": span.span_id,
         "name": span.name,
-        "kind": span.oi_span_kind or span.span_kind,
+        "kind": view_of(span).kind or span.span_kind,
         "start": fmt_time(span.start_ns),
         "start_ns": span.start_ns,
         "reason": reason,

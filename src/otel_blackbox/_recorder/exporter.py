@@ -7,6 +7,7 @@ died in); use BlackboxSpanProcessor where that matters. Same store, same rows, s
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otel_blackbox._config import BlackboxConfig
+from otel_blackbox._recorder import process_runs
 from otel_blackbox._store.snapshot import Snapshotter
 from otel_blackbox._store.writer import SpanWriter
 
@@ -30,7 +32,10 @@ class BlackboxSpanExporter(SpanExporter):
         self.config = config
         self._lock = threading.Lock()
         # export() writes on the exporting thread (the BatchSpanProcessor's own).
-        self._writer = SpanWriter(config)
+        started_ns = time.time_ns()
+        self._writer = SpanWriter(config, started_ns=started_ns)
+        # Log records exported by this process to the same file join this run (process_runs.py).
+        process_runs.register(config.db_path, started_ns)
         self._snapshotter = Snapshotter()
         self._shutdown = False
 

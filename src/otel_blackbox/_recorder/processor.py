@@ -36,6 +36,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_blackbox._config import BlackboxConfig
 from otel_blackbox._playback import active
+from otel_blackbox._recorder import process_runs
 from otel_blackbox._recorder.shipper import Shipper
 from otel_blackbox._recorder.sinks import InThreadSink
 from otel_blackbox._recorder.span_queue import SpanQueue
@@ -101,6 +102,8 @@ class BlackboxSpanProcessor(SpanProcessor):
         self._queue = SpanQueue(self.config, snapshotter, threading.Event())
         self._writer = Shipper(self.config, self._queue, self.dropped_count, snapshotter)
         self._started = False
+        # Log records recorded by this process to the same file join this run (process_runs.py).
+        process_runs.register(self.config.db_path, self._writer.started_ns)
 
     def _start(self) -> None:
         with self._start_lock:

@@ -92,6 +92,11 @@ class Shipper:
             abandon()
 
     @property
+    def started_ns(self) -> int:
+        """When the run began: with the agent's pid, what names its row of ``recorders``."""
+        return self._started_ns
+
+    @property
     def mode(self) -> str | None:
         return self.sink.mode if self.sink is not None else None
 

@@ -19,19 +19,14 @@ from datetime import datetime, timezone
 from importlib import resources
 from typing import Any
 
-from openinference.semconv.trace import SpanAttributes
-
 from otel_blackbox._cassette.model import Cassette, terminal_outcome, tool_calls_of
 from otel_blackbox._cost.prices import format_usd
 from otel_blackbox._cost.spans import span_price, spans_cost
 from otel_blackbox._render.cassette_text import describe_step
-from otel_blackbox._spans.messages import (
-    Message,
-    input_messages,
-    output_messages,
-    tool_definitions,
-    tool_name,
-)
+from otel_blackbox._spans.messages import Message, tool_name
+from otel_blackbox._spans.view.model import Tokens
+from otel_blackbox._spans.view.registry import view_of
+from otel_blackbox._spans.view.trace import read_trace
 from otel_blackbox._store.queries import SpanRecord, TraceSummary
 
 __all__ = [
@@ -93,6 +88,10 @@ def _message(message: Message) -> dict[str, Any]:
     }
 
 
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def _exceptions(span: SpanRecord) -> list[dict[str, Any]]:
     found = []
     for event in span.events:
@@ -135,19 +134,17 @@ def _tree_order(spans: list[SpanRecord]) -> list[tuple[SpanRecord, int]]:
 
 
 def _tokens_by_model(spans: list[SpanRecord]) -> list[dict[str, Any]]:
-    llm = [s for s in spans if s.oi_span_kind == "LLM"] or [
-        s for s in spans if s.prompt_tokens is not None or s.completion_tokens is not None
-    ]
+    """Each model's tokens over the model calls (a call two spans describe counted once)."""
     totals: dict[str, dict[str, Any]] = {}
-    for span in llm:
-        if span.prompt_tokens is None and span.completion_tokens is None and span.total_tokens is None:
+    for view in (view_of(s) for s in spans):
+        tokens = view.tokens
+        if not view.counts or tokens is None or tokens.sum is None:
             continue
-        entry = totals.setdefault(
-            span.model or "unknown", {"model": span.model or "unknown", "input": 0, "output": 0, "total": 0}
-        )
-        entry["input"] += span.prompt_tokens or 0
-        entry["output"] += span.completion_tokens or 0
-        entry["total"] += span.total_tokens or (span.prompt_tokens or 0) + (span.completion_tokens or 0)
+        model = view.model or "unknown"
+        entry = totals.setdefault(model, {"model": model, "input": 0, "output": 0, "total": 0})
+        entry["input"] += tokens.input or 0
+        entry["output"] += tokens.output or 0
+        entry["total"] += tokens.sum
     return list(totals.values())
 
 
@@ -176,9 +173,13 @@ def _span_entries(
     # (a sixth of a large report's size otherwise).
     resources: list[dict[str, Any]] = []
     resource_index: dict[str, int] = {}
+    read_trace(spans)
     for span, depth in _tree_order(spans):
         span_done(1)
         attrs = span.attributes
+        view = view_of(span)
+        tokens = view.tokens or Tokens()
+        tool = view.tool
         is_open = span.status == "open" or span.end_ns is None
         end = max(span.start_ns, last_seen_of(span)) if is_open else (span.end_ns or span.start_ns)
         resource = resource_index.setdefault(json.dumps(span.resource, sort_keys=True), len(resources))
@@ -190,10 +191,10 @@ def _span_entries(
                 "spanId": span.span_id,
                 "parentSpanId": span.parent_span_id,
                 "depth": depth,
-                "name": span.name,
-                "kind": span.oi_span_kind or span.span_kind,
+                "name": view.name or span.name,
+                "kind": view.kind or span.span_kind,
                 "spanKind": span.span_kind,
-                "oiSpanKind": span.oi_span_kind,
+                "oiSpanKind": view.kind,
                 "status": span.status,
                 "statusMessage": span.status_message,
                 "open": is_open,
@@ -201,19 +202,26 @@ def _span_entries(
                 "startOffsetNs": span.start_ns - start,
                 "endOffsetNs": end - start,
                 "durationNs": span.duration_ns,
-                "model": span.model,
-                "promptTokens": span.prompt_tokens,
-                "completionTokens": span.completion_tokens,
-                "totalTokens": span.total_tokens,
+                "model": view.model,
+                "promptTokens": tokens.input,
+                "completionTokens": tokens.output,
+                "totalTokens": tokens.sum,
+                "sameCallAs": view.same_call_as,
+                "noContent": view.no_content,
                 **_span_cost(span),
-                "toolName": span.tool_name,
+                "toolName": tool.name if tool is not None else None,
                 "sessionId": span.session_id,
                 "userId": span.user_id,
-                "inputMessages": [_message(m) for m in input_messages(attrs)],
-                "outputMessages": [_message(m) for m in output_messages(attrs)],
-                "tools": [tool_name(t) for t in tool_definitions(attrs)],
-                "input": attrs.get(SpanAttributes.INPUT_VALUE),
-                "output": attrs.get(SpanAttributes.OUTPUT_VALUE),
+                "system": view.system,
+                "inputMessages": [_message(m) for m in view.input_messages],
+                "outputMessages": [_message(m) for m in view.output_messages],
+                "tools": [tool_name(t) for t in view.tools],
+                "input": _shown(tool.arguments)
+                if tool is not None and tool.arguments is not None
+                else view.input_text,
+                "output": _shown(tool.result)
+                if tool is not None and tool.result is not None
+                else view.output_text,
                 "exceptions": _exceptions(span),
                 "events": [e for e in span.events if e.get("name") != "exception"],
                 "attributes": attrs,
@@ -226,7 +234,7 @@ def _span_entries(
 def _span_cost(span: SpanRecord) -> dict[str, Any]:
     """An LLM span's price in dollars and as the CLI writes it (None: not an LLM call, or no price:
     never shown as $0)."""
-    price = span_price(span) if span.oi_span_kind == "LLM" else None
+    price = span_price(span)
     return (
         {"costUsd": price.dollars, "costText": format_usd(price.usd)}
         if price

@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 from otel_blackbox._cost.prices import Price, format_usd
 from otel_blackbox._cost.spans import is_priced_call, span_price, spans_cost
 from otel_blackbox._render.words import counted
+from otel_blackbox._spans.view.model import Tokens
+from otel_blackbox._spans.view.registry import view_of
+from otel_blackbox._spans.view.trace import read_trace
 
 if TYPE_CHECKING:
     from otel_blackbox._spans.messages import Message
@@ -112,13 +115,14 @@ def _plain(text: str, _status: str) -> str:
 
 
 def _llm_price(span: SpanRecord, price_model: str | None) -> Price | None:
-    return span_price(span, as_model=price_model) if span.oi_span_kind == "LLM" else None
+    return span_price(span, as_model=price_model)
 
 
 def _span_line(span: SpanRecord, last_seen_ns: int, price_model: str | None = None) -> str:
-    parts = [f"{status_marker(span.status)} {safe(span.name)}"]
-    if span.oi_span_kind:
-        parts.append(f"[{safe(span.oi_span_kind)}]")
+    view = view_of(span)
+    parts = [f"{status_marker(span.status)} {safe(view.name or span.name)}"]
+    if view.kind:
+        parts.append(f"[{safe(view.kind)}]")
     elif span.span_kind != "INTERNAL":
         parts.append(f"[{span.span_kind}]")
     if span.status == "open":
@@ -127,10 +131,13 @@ def _span_line(span: SpanRecord, last_seen_ns: int, price_model: str | None = No
         parts.append(fmt_duration(span.duration_ns))
         if span.status == "error":
             parts.append("ERROR" + (f": {safe(span.status_message)}" if span.status_message else ""))
-    if span.model:
-        parts.append(safe(span.model))
-    if span.total_tokens is not None:
-        parts.append(f"tokens {span.prompt_tokens or 0}+{span.completion_tokens or 0}={span.total_tokens}")
+    if view.model:
+        parts.append(safe(view.model))
+    tokens = view.tokens
+    if view.same_call_as is not None:
+        parts.append(f"same model call as span {safe(view.same_call_as)}")
+    elif tokens is not None and tokens.sum is not None:
+        parts.append(f"tokens {tokens.input or 0}+{tokens.output or 0}={tokens.sum}")
     if is_priced_call(span):
         price = _llm_price(span, price_model)
         parts.append(f"cost {format_usd(price.usd if price else None)}")
@@ -139,49 +146,63 @@ def _span_line(span: SpanRecord, last_seen_ns: int, price_model: str | None = No
 
 def _format_message(message: Message, limit: int | None) -> list[str]:
     label = safe(message.role) + (f" {safe(message.tool_call_id)}" if message.tool_call_id else "")
-    lines = []
+    lines = [f"[{label} reasoning] {safe(clip(text, limit))}" for text in message.reasoning]
     if message.content:
         lines.append(f"[{label}] {safe(clip(message.content, limit))}")
     for call in message.tool_calls:
-        args = safe(clip(call.tool_input or "", limit))
+        args = safe(clip(_text(call.tool_input), limit))
         called = f"[{label}] → {safe(call.tool_name or '?')}({args})"
         lines.append(called + (f"  id={safe(call.tool_call_id)}" if call.tool_call_id else ""))
     return lines or [f"[{label}]"]
 
 
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def _details(span: SpanRecord, limit: int | None) -> list[str]:
-    # The message parsing and OpenInference's names: only for `show -v` (every CLI command imports
-    # this module, for ``safe``).
+    # The OpenInference names: only for `show -v` (every CLI command imports this module, for ``safe``).
     from openinference.semconv.trace import SpanAttributes
 
-    from otel_blackbox._spans.messages import input_messages, output_messages, tool_definitions, tool_name
+    from otel_blackbox._spans.messages import tool_name
 
-    attrs = span.attributes
+    view = view_of(span)
     lines: list[str] = []
-    inputs = input_messages(attrs)
-    outputs = output_messages(attrs)
-    tools = tool_definitions(attrs)
-    if tools:
-        lines.append("tools offered: " + ", ".join(safe(tool_name(t)) for t in tools))
-    if inputs:
+    if view.no_content:
+        lines.append(f"no content recorded: {safe(view.no_content)}")
+    if view.not_a_call:
+        lines.append(f"not a model call: {safe(view.not_a_call)}")
+    if view.tools:
+        lines.append("tools offered: " + ", ".join(safe(tool_name(t)) for t in view.tools))
+    if view.system:
+        lines.append(f"system: {safe(clip(view.system, limit))}")
+    if view.input_messages:
         lines.append("messages:")
-        lines += [f"  {m}" for msg in inputs for m in _format_message(msg, limit)]
-    elif SpanAttributes.INPUT_VALUE in attrs:
-        lines.append(f"input: {safe(clip(str(attrs[SpanAttributes.INPUT_VALUE]), limit))}")
-    parameters = attrs.get(SpanAttributes.TOOL_PARAMETERS)
-    if parameters is not None and not inputs and parameters != attrs.get(SpanAttributes.INPUT_VALUE):
-        lines.append(f"tool parameters: {safe(clip(str(parameters), limit))}")
-    if outputs:
+        lines += [f"  {m}" for msg in view.input_messages for m in _format_message(msg, limit)]
+    elif view.tool is not None and view.tool.arguments is not None:
+        lines.append(f"tool arguments: {safe(clip(_text(view.tool.arguments), limit))}")
+    elif view.input_text is not None:
+        lines.append(f"input: {safe(clip(view.input_text, limit))}")
+    if view.output_messages:
         lines.append("output:")
-        lines += [f"  {m}" for msg in outputs for m in _format_message(msg, limit)]
-    elif SpanAttributes.OUTPUT_VALUE in attrs:
-        lines.append(f"output: {safe(clip(str(attrs[SpanAttributes.OUTPUT_VALUE]), limit))}")
-    if span.model or span.total_tokens is not None:
+        lines += [f"  {m}" for msg in view.output_messages for m in _format_message(msg, limit)]
+    elif view.tool is not None and view.tool.result is not None:
+        lines.append(f"tool result: {safe(clip(_text(view.tool.result), limit))}")
+    elif view.output_text is not None:
+        lines.append(f"output: {safe(clip(view.output_text, limit))}")
+    tokens = view.tokens
+    if view.model or tokens is not None:
+        counts = tokens or Tokens()
+        detail = [f"{name} {value}" for name, value in
+                  (("cached", counts.cache_read), ("reasoning", counts.reasoning)) if value]  # fmt: skip
         lines.append(
-            f"model: {safe(span.model or '-')}  tokens: prompt {span.prompt_tokens or 0}, "
-            f"completion {span.completion_tokens or 0}, total {span.total_tokens or 0}"
+            f"model: {safe(view.model or '-')}  tokens: prompt {counts.input or 0}, "
+            f"completion {counts.output or 0}, total {counts.sum or 0}"
+            + (f" ({', '.join(detail)})" if detail else "")
         )
-    params = attrs.get(SpanAttributes.LLM_INVOCATION_PARAMETERS)
+    params = span.attributes.get(SpanAttributes.LLM_INVOCATION_PARAMETERS)
     if params:
         lines.append(f"parameters: {safe(clip(str(params), limit))}")
     for event in span.exception_events:
@@ -210,6 +231,7 @@ def render_tree(
 ) -> list[str]:
     """The span tree of one trace as lines, children under parents in start order; each LLM span's
     cost, and the trace's in the header (``price_model``: its tokens priced as that model)."""
+    read_trace(spans)
     by_id = {s.span_id: s for s in spans}
     children: dict[str | None, list[SpanRecord]] = {}
     for span in spans:
@@ -250,7 +272,10 @@ def render_tree(
 def span_to_json(span: SpanRecord, price_model: str | None = None) -> dict[str, Any]:
     """A stored span as plain JSON values (for --json output), with its ``cost_usd`` (None: not an
     LLM call, or one with no price)."""
-    value: dict[str, Any] = json.loads(json.dumps(span.__dict__, default=str))
+    fields = {k: v for k, v in span.__dict__.items() if k not in ("view", "logs")}
+    value: dict[str, Any] = json.loads(json.dumps(fields, default=str))
     price = _llm_price(span, price_model)
     value["cost_usd"] = price.dollars if price is not None else None
+    if span.logs:  # the log records that carry its content
+        value["logs"] = json.loads(json.dumps(span.logs, default=str))
     return value

@@ -249,23 +249,6 @@ def stats(conn: sqlite3.Connection, path: str | Path) -> dict[str, Any]:
     # Apart, each is one seek of the start index; together they scan it.
     (oldest,) = conn.execute("SELECT min(start_ns) FROM spans").fetchone()
     (newest,) = conn.execute("SELECT max(start_ns) FROM spans").fetchone()
-    models = [
-        {
-            "model": r[0],
-            "llm_spans": r[1],
-            "prompt_tokens": r[2],
-            "completion_tokens": r[3],
-            "total_tokens": r[4],
-        }
-        for r in conn.execute(
-            """
-            SELECT model, count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0),
-                   coalesce(sum(total_tokens), 0)
-            FROM spans WHERE model IS NOT NULL AND oi_span_kind = 'LLM'
-            GROUP BY model ORDER BY sum(total_tokens) DESC
-            """
-        )
-    ]
     return {
         "database": str(path),
         "size_bytes": size,
@@ -277,12 +260,21 @@ def stats(conn: sqlite3.Connection, path: str | Path) -> dict[str, Any]:
         "open_spans": open_spans,
         "error_spans": errors,
         "spans_dropped": dropped,
+        **_log_counts(conn),
         "write_errors": write_errors,
         "recording_processes": recorders,
         "oldest_span_ns": oldest,
         "newest_span_ns": newest,
-        "tokens_by_model": models,
     }
+
+
+def _log_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """Log records stored and dropped (schema version 5; a file read as an older one has none)."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'logs'").fetchone() is None:
+        return {"logs": 0, "logs_dropped": 0}
+    (stored,) = conn.execute("SELECT count(*) FROM logs").fetchone()
+    (dropped,) = conn.execute("SELECT coalesce(sum(logs_dropped), 0) FROM recorders").fetchone()
+    return {"logs": int(stored), "logs_dropped": int(dropped)}
 
 
 def iter_spans(conn: sqlite3.Connection, trace_id: str | None = None) -> Iterator[SpanRecord]:

@@ -45,10 +45,12 @@ def database_bytes(conn: sqlite3.Connection) -> int:
 
 
 def delete_traces(conn: sqlite3.Connection, trace_ids: list[str]) -> None:
-    """Delete every span of these traces (in the caller's transaction)."""
+    """Delete every span of these traces, and their log records (in the caller's transaction)."""
     for i in range(0, len(trace_ids), 500):
         chunk = trace_ids[i : i + 500]
-        conn.execute(f"DELETE FROM span_rows WHERE trace_id IN ({','.join('?' * len(chunk))})", chunk)
+        marks = ",".join("?" * len(chunk))
+        conn.execute(f"DELETE FROM span_rows WHERE trace_id IN ({marks})", chunk)
+        conn.execute(f"DELETE FROM logs WHERE trace_id IN ({marks})", chunk)
 
 
 def apply_retention(conn: sqlite3.Connection, max_age_s: float, now_ns: int | None = None) -> int:

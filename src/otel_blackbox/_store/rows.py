@@ -19,7 +19,14 @@ from otel_blackbox._store.snapshot import Definition, Snapshot, Snapshotter
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["ATTR_DROPPED", "ATTR_DROPPED_BYTES", "RowBuilder", "dumps", "span_bytes_limit"]
+__all__ = [
+    "ATTR_DROPPED",
+    "ATTR_DROPPED_BYTES",
+    "RowBuilder",
+    "attributes_json_within",
+    "dumps",
+    "span_bytes_limit",
+]
 
 _STATUSES = frozenset(("ok", "error", "unset"))
 _MAX_SHARED = 1024  # resources and scopes kept by number; past it, the oldest is forgotten
@@ -86,6 +93,27 @@ def dumps(value: Any) -> str:
     return _valid_utf8(_json(value))
 
 
+def attributes_json_within(attributes: dict[str, Any], max_bytes: int) -> str:
+    """Attributes as JSON, within ``max_bytes``: in order, those that fit, and the counts of the rest."""
+    text = _json(attributes)
+    if len(text) * 4 <= max_bytes or _utf8_len(text) <= max_bytes:
+        return text
+    kept: dict[str, Any] = {}
+    used, dropped, dropped_bytes = 2, 0, 0
+    budget = max_bytes - 100  # room for the two counts
+    for key, value in attributes.items():
+        size = _utf8_len(dumps(key)) + _utf8_len(dumps(value)) + 2  # "key":value,
+        if used + size <= budget:
+            kept[key] = value
+            used += size
+        else:
+            dropped += 1
+            dropped_bytes += size
+    kept[ATTR_DROPPED] = dropped
+    kept[ATTR_DROPPED_BYTES] = dropped_bytes
+    return _json(kept)
+
+
 class RowBuilder:
     """Builds row tuples (in SPAN_COLUMNS order) from span snapshots (store.snapshot).
 
@@ -125,26 +153,6 @@ class RowBuilder:
                 continue
         return {}
 
-    def _attributes_json(self, attributes: dict[str, Any]) -> str:
-        """The attributes as JSON, within max_span_bytes: in order, those that fit, and the counts."""
-        text = _json(attributes)
-        if len(text) * 4 <= self.max_span_bytes or _utf8_len(text) <= self.max_span_bytes:
-            return text
-        kept: dict[str, Any] = {}
-        used, dropped, dropped_bytes = 2, 0, 0
-        budget = self.max_span_bytes - 100  # room for the two counts
-        for key, value in attributes.items():
-            size = _utf8_len(dumps(key)) + _utf8_len(dumps(value)) + 2  # "key":value,
-            if used + size <= budget:
-                kept[key] = value
-                used += size
-            else:
-                dropped += 1
-                dropped_bytes += size
-        kept[ATTR_DROPPED] = dropped
-        kept[ATTR_DROPPED_BYTES] = dropped_bytes
-        return _json(kept)
-
     def _text(self, text: str) -> str:
         """A span name or status message: bounded as an attribute value is (a truncation marker past
         max_attribute_bytes), redacted, valid UTF-8."""
@@ -166,7 +174,7 @@ class RowBuilder:
         attributes = self._attributes(raw_attributes)
         if left_out:  # first, so that the attributes' own limit cannot leave them out
             attributes = {**left_out, **attributes}
-        attributes_json = self._attributes_json(attributes)
+        attributes_json = attributes_json_within(attributes, self.max_span_bytes)
         columns = columns_from_attributes(attributes)
         valid = _valid_utf8(attributes_json)
         if valid is not attributes_json:  # rare: the columns hold attribute values, fix them too

@@ -166,8 +166,33 @@ _V4 = """
 ALTER TABLE recorders ADD COLUMN source TEXT;      -- NULL: a BlackboxSpanProcessor's recording
 """
 
+# Content sent as OpenTelemetry log records (the Logs API: openai-v2 with EVENT_ONLY, Google ADK,
+# Strands), kept beside the spans they name: only records that carry a span context are stored,
+# one row each, read back by (trace id, span id) and deleted with their trace (retention, the size
+# cap). A run counts what it wrote, dropped (its queue was full), skipped (no span context) and
+# failed to write, as it does for spans. Written by _store.log_writer.
+_V5 = """
+CREATE TABLE logs (
+    id                INTEGER PRIMARY KEY,
+    trace_id          TEXT    NOT NULL,           -- 32 lowercase hex digits
+    span_id           TEXT    NOT NULL,           -- 16 lowercase hex digits
+    timestamp_ns      INTEGER NOT NULL,           -- the record's time (else when it was observed)
+    event_name        TEXT,                       -- gen_ai.client.inference.operation.details, ...
+    severity          TEXT,                       -- severity text, else the severity number's name
+    body              TEXT    NOT NULL DEFAULT 'null',  -- JSON value
+    attributes        TEXT    NOT NULL DEFAULT '{}',    -- JSON object
+    pid               INTEGER,                    -- process that recorded the record
+    written_ns        INTEGER NOT NULL
+);
+CREATE INDEX logs_by_span ON logs (trace_id, span_id);
+ALTER TABLE recorders ADD COLUMN logs_written INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE recorders ADD COLUMN logs_dropped INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE recorders ADD COLUMN logs_skipped INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE recorders ADD COLUMN logs_write_errors INTEGER NOT NULL DEFAULT 0;
+"""
+
 # MIGRATIONS[i] upgrades a database from user_version i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

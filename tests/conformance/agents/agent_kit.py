@@ -115,13 +115,10 @@ def _logger_provider(config: Any) -> tuple[Any, Any]:
     from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 
     provider = LoggerProvider()
-    try:
-        from otel_blackbox import BlackboxLogRecordProcessor  # type: ignore[attr-defined]
-    except ImportError:  # before the log record processor exists: capture only
-        pass
-    else:
-        provider.add_log_record_processor(BlackboxLogRecordProcessor(config=config))
-    exporter = InMemoryLogRecordExporter()
+    from otel_blackbox import BlackboxLogRecordProcessor
+
+    provider.add_log_record_processor(BlackboxLogRecordProcessor(config=config))
+    exporter = InMemoryLogRecordExporter()  # type: ignore[no-untyped-call]
     provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
     return provider, exporter
 

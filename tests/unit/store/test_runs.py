@@ -569,7 +569,7 @@ def _version(db: Path) -> int:
 def version_1(recorded: Recorded, tmp_path: Path) -> Iterator[Path]:
     db = tmp_path / "v1.db"
     _version_1_copy(recorded.db, db)
-    assert _version(db) == 1 and SCHEMA_VERSION == 4
+    assert _version(db) == 1 and SCHEMA_VERSION == 5
     yield db
 
 

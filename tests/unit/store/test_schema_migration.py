@@ -90,7 +90,7 @@ def _objects(db: Path) -> dict[str, set[str]]:
 def v2(tmp_path: Path) -> Path:
     db = tmp_path / "v2.db"
     shutil.copyfile(DATA, db)
-    assert _version(db) == 2 and SCHEMA_VERSION == 4
+    assert _version(db) == 2 and SCHEMA_VERSION == 5
     return db
 
 
@@ -126,7 +126,7 @@ def test_the_writer_upgrades_a_version_2_file_and_every_row_reads_the_same(v2: P
         assert conn.execute("SELECT count(*) FROM recorders WHERE source IS NOT NULL").fetchone() == (0,)
 
     objects = _objects(v2)
-    assert objects["table"] == {"recorders", "resources", "scopes", "span_rows"}
+    assert objects["table"] == {"logs", "recorders", "resources", "scopes", "span_rows"}
     assert objects["view"] == {"spans"}
     conn = sqlite3.connect(v2)
     try:
@@ -338,9 +338,9 @@ def test_an_empty_version_1_file_is_upgraded_to_the_current_schema(tmp_path: Pat
     connect_writer(db, create=False).close()
     assert _version(db) == SCHEMA_VERSION
     objects = _objects(db)
-    assert objects["table"] == {"recorders", "resources", "scopes", "span_rows"} and objects["view"] == {
-        "spans"
-    }
+    assert objects["table"] == {"logs", "recorders", "resources", "scopes", "span_rows"} and objects[
+        "view"
+    ] == {"spans"}
     assert INDEXES | {"recorders_by_run_id", "recorders_by_pid"} <= objects["index"]
     rec = Recorder(db, retention="off")
     try:

@@ -10,32 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from openinference.semconv.trace import SpanAttributes
-
 from otel_blackbox._cassette.from_spans.calls import CallNumbering, json_or_text, renumbered
 from otel_blackbox._cassette.from_spans.model_input import model_input_of
 from otel_blackbox._cassette.from_spans.model_output import model_output_of
 from otel_blackbox._cassette.from_spans.sources import api_of_llm, api_of_wire
 from otel_blackbox._cassette.model import Cassette
 from otel_blackbox._cassette.tool_output import tool_output
-from otel_blackbox._spans.messages import GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_CALL_RESULT
+from otel_blackbox._spans.view.registry import error_of, view_of
 from otel_blackbox._store.queries import SpanRecord
 
 
 def ms_of(ns: int | None) -> int:
     return 0 if ns is None else ns // 1_000_000
-
-
-def _first_of(attributes: dict[str, Any], *keys: str) -> Any:
-    """The first of these attributes the span has (OpenInference's name, then the GenAI one)."""
-    return next((attributes[key] for key in keys if attributes.get(key) is not None), None)
-
-
-def error_of(span: SpanRecord) -> str:
-    for event in span.exception_events:
-        ev = event.get("attributes", {})
-        return f"{ev.get('exception.type', 'Error')}: {ev.get('exception.message', '')}"
-    return span.status_message or "error"
 
 
 class Builder:
@@ -79,30 +65,25 @@ class Builder:
             self.pending = list(output["calls"])
 
     def tool(self, span: SpanRecord) -> None:
-        name = span.tool_name or span.name
+        tool = view_of(span).tool
+        name = (tool.name if tool is not None else None) or span.tool_name or span.name
         match = next((c for c in self.pending if c["toolName"] == name), None)
         if match is not None:
             self.pending.remove(match)
             call_id, tool_input = match["toolCallId"], match["toolInput"]
         else:  # a tool the model did not ask for (or asked for in an unrecorded call)
             call_id = self.calls.id_for(None, name)
-            raw = _first_of(
-                span.attributes,
-                SpanAttributes.TOOL_PARAMETERS,
-                SpanAttributes.INPUT_VALUE,
-                GEN_AI_TOOL_CALL_ARGUMENTS,
-            )
+            raw = tool.arguments if tool is not None else None
             tool_input = json_or_text(raw) if raw is not None else {}
         head = {"toolCallId": call_id, "toolName": name}
         self.cassette.append("tool_call", {**head, "toolInput": tool_input}, ms_of(span.start_ns))
         if span.status == "open":
             return
         if span.status == "error":
-            self.cassette.append("tool_result", {**head, "error": error_of(span)}, ms_of(span.end_ns))
+            failed = error_of(span) or "error"
+            self.cassette.append("tool_result", {**head, "error": failed}, ms_of(span.end_ns))
         else:
-            output = tool_output(
-                _first_of(span.attributes, SpanAttributes.OUTPUT_VALUE, GEN_AI_TOOL_CALL_RESULT)
-            )
+            output = tool_output(tool.result if tool is not None else None)
             self.cassette.append(
                 "tool_result", {**head, "result": output if output is not None else ""}, ms_of(span.end_ns)
             )

@@ -12,10 +12,11 @@ The cassette keeps what the model did: the OpenAI Agents SDK's handoff spans (a 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from otel_blackbox._cassette.captured import captured_exchange, captured_model_call
-from otel_blackbox._cassette.from_spans.builder import Builder, error_of, ms_of
+from otel_blackbox._cassette.from_spans.builder import Builder, ms_of
 from otel_blackbox._cassette.from_spans.order import (
     ancestors_of,
     around_calls,
@@ -26,7 +27,10 @@ from otel_blackbox._cassette.from_spans.order import (
 from otel_blackbox._cassette.from_spans.sources import LLM_KIND, TOOL_KIND, is_handoff
 from otel_blackbox._cassette.model import Cassette
 from otel_blackbox._spans.semconv import ATTR_MODEL_PROVIDER
+from otel_blackbox._spans.view.registry import error_of, view_of
+from otel_blackbox._spans.view.trace import read_trace
 from otel_blackbox._store.queries import SpanRecord
+from otel_blackbox.errors import CassetteError
 
 __all__ = ["PROCESS_EXIT", "cassette_from_spans"]
 
@@ -38,29 +42,45 @@ def cassette_from_spans(spans: list[SpanRecord], *, cassette_id: str | None = No
     session's: pass ``cassette_id``), their model and tool rounds in time order."""
     if not spans:
         raise ValueError("a cassette needs at least one span")
-    ordered = ordered_spans(spans)
+    ordered = ordered_spans(read_trace(spans))
     roots = root_spans(ordered)
     cassette = Cassette(id=cassette_id or roots[0].trace_id, created_at=ms_of(roots[0].start_ns))
     builder = Builder(cassette)
     wire = {(s.trace_id, s.span_id): call for s in ordered if (call := captured_model_call(s)) is not None}
-    # An LLM span around a captured call, or around another LLM span, is not a round of its own.
-    outer = ancestors_of(
-        ordered, [s for s in ordered if s.oi_span_kind == LLM_KIND or (s.trace_id, s.span_id) in wire]
-    ) | around_calls(ordered, [s for s in ordered if (s.trace_id, s.span_id) in wire])
+    # An LLM span around a captured call is not a round of its own, nor one that describes the same
+    # call as another span (the view marks it: an SDK's own span under an instrumentor's).
+    captured = [s for s in ordered if (s.trace_id, s.span_id) in wire]
+    outer = ancestors_of(ordered, captured) | around_calls(ordered, captured)
+    _refuse_without_content(ordered, wire, outer)
     for span in calls_in_asked_order(ordered, builder):
         key = (span.trace_id, span.span_id)
+        view = view_of(span)
         if key in wire:
             builder.wire(span, *wire[key])
-        elif span.oi_span_kind == LLM_KIND and key not in outer:
+        elif view.kind == LLM_KIND and view.same_call_as is None and key not in outer:
             builder.llm(span)
         elif is_handoff(span):
             continue  # the model's transfer call and its result are the steps
-        elif span.oi_span_kind == TOOL_KIND:
+        elif view.kind == TOOL_KIND:
             builder.tool(span)
         elif (exchange := captured_exchange(span)) is not None and ATTR_MODEL_PROVIDER not in span.attributes:
             builder.exchange(span, exchange)
     _close(cassette, builder, ordered, roots)
     return cassette
+
+
+def _refuse_without_content(
+    spans: list[SpanRecord], wire: Mapping[tuple[str, str], object], outer: set[tuple[str, str]]
+) -> None:
+    """A model call whose instrumentation recorded no content (and that HTTP capture did not see)
+    would make a cassette of empty requests: refused, naming the span and the setting."""
+    for span in spans:
+        view = view_of(span)
+        key = (span.trace_id, span.span_id)
+        if view.no_content and key not in wire and key not in outer and not view.has_content:
+            raise CassetteError(
+                f"model call {span.name!r} (span {span.span_id}) recorded no messages: {view.no_content}"
+            )
 
 
 def _close(cassette: Cassette, builder: Builder, spans: list[SpanRecord], roots: list[SpanRecord]) -> None:
@@ -74,7 +94,7 @@ def _close(cassette: Cassette, builder: Builder, spans: list[SpanRecord], roots:
     elif root.status == "error":
         cassette.append(
             "metadata",
-            {"event": "run_failed", "status": "error", "reason": error_of(root)},
+            {"event": "run_failed", "status": "error", "reason": error_of(root) or "error"},
             ms_of(root.end_ns),
         )
     elif builder.final_answer is None:

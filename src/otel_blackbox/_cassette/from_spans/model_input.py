@@ -21,15 +21,9 @@ from otel_blackbox._cassette.from_spans.sources import (
     with_arguments,
 )
 from otel_blackbox._cassette.model import OBSERVED
-from otel_blackbox._spans.messages import (
-    GEN_AI_TOOL_DEFINITIONS,
-    Message,
-    function_response_outcome,
-    input_messages,
-    system_instructions,
-    tool_definitions,
-    tool_name,
-)
+from otel_blackbox._spans.conventions.genai import GEN_AI_TOOL_DEFINITIONS
+from otel_blackbox._spans.messages import Message, function_response_outcome, tool_name
+from otel_blackbox._spans.view.registry import view_of
 from otel_blackbox._store.queries import SpanRecord
 
 _SYSTEM_ROLES = ("system", "developer")
@@ -130,9 +124,9 @@ def _one_turn(earlier: Any, parts: list[dict[str, Any]]) -> dict[str, Any]:
     return {"role": "assistant", "content": ([{"type": "text", "text": text}] if text else []) + rest}
 
 
-def _neutral_tools(attributes: dict[str, Any]) -> list[dict[str, Any]]:
+def _neutral_tools(definitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     tools = []
-    for definition in tool_definitions(attributes):
+    for definition in definitions:
         nested = definition.get("function")
         function: dict[str, Any] = nested if isinstance(nested, dict) else definition
         tool: dict[str, Any] = {
@@ -148,14 +142,15 @@ def _neutral_tools(attributes: dict[str, Any]) -> list[dict[str, Any]]:
 
 def model_input_of(span: SpanRecord, calls: CallNumbering) -> dict[str, Any]:
     attrs = span.attributes
+    view = view_of(span)
     gemini = span.scope.get("name") == GOOGLE_GENAI_SCOPE
     messages, system = _neutral_messages(
-        with_arguments(span, input_messages(attrs)), calls, function_responses=gemini
+        with_arguments(span, view.input_messages), calls, function_responses=gemini
     )
-    payload: dict[str, Any] = {"messages": messages, "tools": _neutral_tools(attrs)}
-    if not messages and SpanAttributes.INPUT_VALUE in attrs:
-        payload["messages"] = [{"role": "user", "content": str(attrs[SpanAttributes.INPUT_VALUE])}]
-    system = system if system is not None else system_instructions(attrs)
+    payload: dict[str, Any] = {"messages": messages, "tools": _neutral_tools(view.tools)}
+    if not messages and view.input_text is not None:
+        payload["messages"] = [{"role": "user", "content": view.input_text}]
+    system = system if system is not None else view.system
     if system is not None:
         payload["systemPrompt"] = system
     observed = ["messages", "systemPrompt"]
@@ -166,11 +161,11 @@ def model_input_of(span: SpanRecord, calls: CallNumbering) -> dict[str, Any]:
         observed += ["model", *(f"params.{name}" for name in _GEN_AI_PARAMS.values())]
         observed += ["tools"] if GEN_AI_TOOL_DEFINITIONS in attrs else []
     elif isinstance(invocation, dict) and span.scope.get("name") not in ECHOING_SCOPES:
-        payload["model"] = str(invocation.get("model") or span.model or "") or None
+        payload["model"] = str(invocation.get("model") or view.model or "") or None
         params, seen = _invocation_params(span, invocation)
         observed += ["model", *seen, "tools"]  # the request's arguments, tools among them
     else:  # settings read back from the response, or none at all: not the request's
-        payload["model"] = span.model
+        payload["model"] = view.model
         params = {}
         observed += ["tools"] if payload["tools"] else []
     if payload["model"] is None:

@@ -14,13 +14,15 @@ from typing import Any
 from otel_blackbox._cassette.from_spans.calls import CallNumbering, json_or_text
 from otel_blackbox._cassette.from_spans.sources import with_arguments
 from otel_blackbox._cassette.output import Extras, Hosted, Reasoning, neutral_stop_reason, with_extras
-from otel_blackbox._cost.usage import usage_json, usage_of, with_usage
-from otel_blackbox._spans.messages import GEN_AI_RESPONSE_FINISH_REASONS, HostedCall, Message, output_messages
+from otel_blackbox._cost.spans import usage_of_tokens
+from otel_blackbox._cost.usage import usage_json, with_usage
+from otel_blackbox._spans.messages import HostedCall, Message
+from otel_blackbox._spans.view.registry import view_of
 from otel_blackbox._store.queries import SpanRecord
 
 
 def model_output_of(span: SpanRecord, calls: CallNumbering) -> dict[str, Any] | None:
-    messages = with_arguments(span, output_messages(span.attributes))
+    messages = with_arguments(span, view_of(span).output_messages)
     if not messages:
         return None
     return with_usage(with_extras(_turn_of(messages, calls), _extras_of(span, messages)), _usage_of(span))
@@ -29,7 +31,7 @@ def model_output_of(span: SpanRecord, calls: CallNumbering) -> dict[str, Any] | 
 def _usage_of(span: SpanRecord) -> dict[str, Any] | None:
     """The span's token counts as ``tokenUsage``: its prompt and completion columns, with the cached,
     cache-write and reasoning details its attributes hold (otel_blackbox._cost.spans reads them)."""
-    tokens = usage_of(span.prompt_tokens, span.completion_tokens, span.total_tokens, span.attributes)
+    tokens = usage_of_tokens(view_of(span).tokens)
     if tokens is None:
         return None
     return usage_json(tokens.input, tokens.output, tokens.cache_read, tokens.cache_write)
@@ -38,10 +40,7 @@ def _usage_of(span: SpanRecord) -> dict[str, Any] | None:
 def _extras_of(span: SpanRecord, messages: list[Message]) -> Extras:
     """What the spans saw beyond text and calls: why the model stopped, its reasoning texts (spans
     record no signatures), and the tools the provider ran (GenAI's builtin calls)."""
-    reasons = json_or_text(span.attributes.get(GEN_AI_RESPONSE_FINISH_REASONS))
-    recorded = [m.finish_reason for m in messages if m.finish_reason]
-    if isinstance(reasons, list | tuple):
-        recorded += [str(r) for r in reasons]
+    recorded = [m.finish_reason for m in messages if m.finish_reason] + view_of(span).finish_reasons
     return Extras(
         stop_reason=next((r for r in map(neutral_stop_reason, recorded) if r), None),
         reasoning=[Reasoning(text=text) for m in messages for text in m.reasoning],

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 
 from otel_blackbox._cassette.from_spans.builder import Builder
 from otel_blackbox._cassette.from_spans.sources import LLM_KIND, TOOL_KIND
+from otel_blackbox._spans.view.registry import view_of
 from otel_blackbox._store.queries import SpanRecord
 
 
@@ -26,20 +27,25 @@ def calls_in_asked_order(ordered: list[SpanRecord], builder: Builder) -> Iterato
     while i < len(ordered):
         span = ordered[i]
         j = i + 1
-        if span.oi_span_kind == TOOL_KIND:
+        if view_of(span).kind == TOOL_KIND:
             while (
                 j < len(ordered)
-                and ordered[j].oi_span_kind == TOOL_KIND
+                and view_of(ordered[j]).kind == TOOL_KIND
                 and ordered[j].start_ns == span.start_ns
             ):
                 j += 1
         if j - i > 1:
             asked = [call["toolName"] for call in builder.pending]  # read now: the LLM span came before
             group = ordered[i:j]
-            yield from sorted(group, key=lambda s: _position(asked, s.tool_name or s.name))
+            yield from sorted(group, key=lambda s: _position(asked, _tool_name(s)))
         else:
             yield span
         i = j
+
+
+def _tool_name(span: SpanRecord) -> str:
+    tool = view_of(span).tool
+    return (tool.name if tool is not None else None) or span.tool_name or span.name
 
 
 def _position(asked: list[str], name: str) -> int:
@@ -72,7 +78,7 @@ def around_calls(spans: list[SpanRecord], calls: list[SpanRecord]) -> set[tuple[
     return {
         (s.trace_id, s.span_id)
         for s in spans
-        if s.oi_span_kind == LLM_KIND
+        if view_of(s).kind == LLM_KIND
         and s.end_ns is not None
         and any(
             c.pid == s.pid and s.start_ns <= c.start_ns and c.end_ns is not None and c.end_ns <= s.end_ns

@@ -4,36 +4,19 @@ invocation parameters, and exceptions with their stack traces; until the documen
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
 from typing import Any
 
 from openinference.semconv.trace import SpanAttributes
 
 from otel_blackbox._cost.prices import Price, format_usd
-from otel_blackbox._cost.usage import REASONING_KEYS, usage_of
 from otel_blackbox._render.markdown.document import LAST_LINE_ROOM, Document, utc_text
 from otel_blackbox._render.markdown.tree import Numbered, exceptions_of, kind_label
 from otel_blackbox._render.md_escape import inline
 from otel_blackbox._render.text import fmt_duration, status_marker
-from otel_blackbox._spans.messages import (
-    GEN_AI_TOOL_CALL_ARGUMENTS,
-    GEN_AI_TOOL_CALL_RESULT,
-    Message,
-    input_messages,
-    output_messages,
-    system_instructions,
-    tool_definitions,
-    tool_name,
-)
+from otel_blackbox._spans.messages import Message, tool_name
+from otel_blackbox._spans.view.registry import view_of
 from otel_blackbox._store.queries import SpanRecord
-
-
-def _first_int(attributes: dict[str, Any], keys: Iterable[str]) -> int:
-    for key in keys:
-        value = attributes.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return 0
 
 
 def _fingerprint(message: Message) -> tuple[Any, ...]:
@@ -86,37 +69,44 @@ def _messages(
 
 def _tokens_line(doc: Document, span: SpanRecord, price: Price | None) -> str | None:
     as_model = doc.as_model
-    if span.model is None and span.total_tokens is None and span.prompt_tokens is None:
+    view = view_of(span)
+    tokens = view.tokens
+    if view.model is None and tokens is None:
         return None
-    parts = [f"Model: {doc.code_value(span.model) if span.model else '-'}"]
-    if span.prompt_tokens is not None or span.completion_tokens is not None or span.total_tokens is not None:
-        tokens = (
-            f"tokens: prompt {span.prompt_tokens or 0}, completion {span.completion_tokens or 0}, "
-            f"total {span.total_tokens or 0}"
-        )
-        usage = usage_of(span.prompt_tokens, span.completion_tokens, span.total_tokens, span.attributes)
-        details = []
-        if usage is not None and usage.cache_read:
-            details.append(f"cached {usage.cache_read}")
-        if usage is not None and usage.cache_write:
-            details.append(f"cache write {usage.cache_write}")
-        reasoning = _first_int(span.attributes, REASONING_KEYS)
-        if reasoning:
-            details.append(f"reasoning {reasoning}")
-        parts.append(tokens + (f" ({', '.join(details)})" if details else ""))
+    parts = [f"Model: {doc.code_value(view.model) if view.model else '-'}"]
+    if view.same_call_as is not None:
+        parts.append(f"the same model call as span {doc.code_value(view.same_call_as)}, counted there")
+    elif tokens is not None:
+        line = f"tokens: prompt {tokens.input or 0}, completion {tokens.output or 0}, total {tokens.sum or 0}"
+        details = [
+            f"{label} {value}"
+            for label, value in (
+                ("cached", tokens.cache_read),
+                ("cache write", tokens.cache_write),
+                ("reasoning", tokens.reasoning),
+            )
+            if value
+        ]
+        parts.append(line + (f" ({', '.join(details)})" if details else ""))
     if price is not None:
         priced_as = f" as {doc.code_value(as_model)}" if as_model else ""
         parts.append(f"cost {inline(format_usd(price.usd))}{priced_as}")
-    elif span.oi_span_kind == "LLM" and (span.model is not None or as_model is not None):
+    elif view.counts and (view.model is not None or as_model is not None):
         parts.append("cost: no price (genai-prices knows none for this model)")
     return "- " + " · ".join(parts)
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _details(doc: Document, item: Numbered, heading: str) -> list[str]:
     """The details of one span, as lines."""
     span, attrs = item.span, item.span.attributes
+    view = view_of(span)
     title = (
-        f"{heading} {item.number}. {status_marker(span.status)} {doc.name(span.name)} {kind_label(doc, span)}"
+        f"{heading} {item.number}. {status_marker(span.status)} {doc.name(view.name or span.name)} "
+        f"{kind_label(doc, span)}"
     )
     lines = ["", title.rstrip(), ""]
     if span.status == "open":
@@ -133,16 +123,19 @@ def _details(doc: Document, item: Numbered, heading: str) -> list[str]:
     tokens = _tokens_line(doc, span, item.price)
     if tokens:
         lines.append(tokens)
-    tools = tool_definitions(attrs)
-    if tools:
-        lines.append("- Tools offered: " + ", ".join(doc.name(tool_name(t)) for t in tools))
-    if span.tool_name:
-        lines.append(f"- Tool: {doc.code_value(span.tool_name)}")
+    if view.no_content:
+        lines.append(f"- No content recorded: {doc.inline_value(view.no_content)}")
+    if view.not_a_call:
+        lines.append(f"- Not a model call: {doc.inline_value(view.not_a_call)}")
+    if view.tools:
+        lines.append("- Tools offered: " + ", ".join(doc.name(tool_name(t)) for t in view.tools))
+    tool = view.tool
+    if tool is not None and tool.name:
+        lines.append(f"- Tool: {doc.code_value(tool.name)}")
 
-    instructions = system_instructions(attrs)
-    if instructions:
-        lines += ["", "**System instructions**", *doc.block(instructions)]
-    inputs, outputs = input_messages(attrs), output_messages(attrs)
+    if view.system:
+        lines += ["", "**System instructions**", *doc.block(view.system)]
+    inputs, outputs = view.input_messages, view.output_messages
     skip, skipped_from = 0, 0
     if inputs and doc.previous_llm is not None and doc.limits.value_chars is not None:
         number, before = doc.previous_llm
@@ -152,22 +145,17 @@ def _details(doc: Document, item: Numbered, heading: str) -> list[str]:
         skip, skipped_from = (skip, number) if skip >= 2 else (0, 0)
     if inputs or outputs:
         doc.previous_llm = (item.number, [_fingerprint(m) for m in [*inputs, *outputs]])
-    is_tool = span.oi_span_kind == "TOOL" or span.tool_name is not None
     lines += _messages(doc, "Messages in", inputs, skip, skipped_from)
-    arguments = next(
-        (attrs[k] for k in (SpanAttributes.TOOL_PARAMETERS, GEN_AI_TOOL_CALL_ARGUMENTS) if k in attrs), None
-    )
-    given = attrs.get(SpanAttributes.INPUT_VALUE)
-    if is_tool and arguments is None:
-        arguments, given = given, None
+    arguments = tool.arguments if tool is not None else None
+    given = view.input_text
     if arguments is not None and not inputs:
-        lines += ["", "**Arguments**", *doc.block(arguments)]
+        lines += ["", "**Arguments**", *doc.block(_shown(arguments))]
     if given is not None and not inputs and given != arguments:
         lines += ["", "**Input**", *doc.block(given)]
     lines += _messages(doc, "Messages out", outputs)
-    result = attrs.get(SpanAttributes.OUTPUT_VALUE, attrs.get(GEN_AI_TOOL_CALL_RESULT))
+    result = tool.result if tool is not None and tool.result is not None else view.output_text
     if result is not None and not outputs:
-        lines += ["", "**Result**" if is_tool else "**Output**", *doc.block(result)]
+        lines += ["", "**Result**" if tool is not None else "**Output**", *doc.block(_shown(result))]
     params = attrs.get(SpanAttributes.LLM_INVOCATION_PARAMETERS)
     if params:
         lines += ["", "**Parameters**", *doc.block(params)]

@@ -19,6 +19,7 @@ from otel_blackbox._render.markdown.tree import Numbered, errors_section, number
 from otel_blackbox._render.md_escape import inline
 from otel_blackbox._render.text import fmt_duration
 from otel_blackbox._render.words import counted
+from otel_blackbox._spans.view.registry import view_of
 from otel_blackbox._store.queries import SpanRecord, TraceSummary
 
 __all__ = ["group_markdown", "trace_markdown"]
@@ -43,12 +44,12 @@ def _header(
     if sessions:
         shown = ", ".join(doc.code_value(s) for s in sessions[:5])
         doc.add(f"- Session: {shown}" + (f" (+{len(sessions) - 5} more)" if len(sessions) > 5 else ""))
-    llm = [i for i in items if i.span.oi_span_kind == "LLM"]
-    tokened = [i.span for i in llm if i.span.total_tokens is not None or is_priced_call(i.span)]
+    llm = [i for i in items if view_of(i.span).counts]
+    tokened = [t for i in llm if (t := view_of(i.span).tokens) is not None and t.sum is not None]
     if tokened:
-        prompt = sum(s.prompt_tokens or 0 for s in tokened)
-        completion = sum(s.completion_tokens or 0 for s in tokened)
-        total = sum(s.total_tokens or (s.prompt_tokens or 0) + (s.completion_tokens or 0) for s in tokened)
+        prompt = sum(t.input or 0 for t in tokened)
+        completion = sum(t.output or 0 for t in tokened)
+        total = sum(t.sum or 0 for t in tokened)
         calls = counted(len(tokened), "LLM call")
         doc.add(f"- Tokens: {total} (prompt {prompt}, completion {completion}) in {calls}")
     priced = [i for i in llm if is_priced_call(i.span)]

@@ -10,12 +10,15 @@ from otel_blackbox._cost.spans import span_price
 from otel_blackbox._render.markdown.document import Document
 from otel_blackbox._render.md_escape import inline
 from otel_blackbox._render.text import fmt_duration, status_marker
+from otel_blackbox._spans.view.registry import view_of
+from otel_blackbox._spans.view.trace import read_trace
 from otel_blackbox._store.queries import SpanRecord
 
 
 def kind_label(doc: Document, span: SpanRecord) -> str:
-    if span.oi_span_kind:
-        return doc.code_value(span.oi_span_kind)
+    kind = view_of(span).kind
+    if kind:
+        return doc.code_value(kind)
     return "" if span.span_kind == "INTERNAL" else doc.code_value(span.span_kind)
 
 
@@ -69,7 +72,8 @@ def _tree_order(spans: list[SpanRecord]) -> list[tuple[SpanRecord, int]]:
 def _span_facts(doc: Document, item: Numbered) -> str:
     """The tree entry of a span: marker, name, kind, duration or open, model, tokens, cost."""
     span = item.span
-    parts = [f"{status_marker(span.status)} {doc.name(span.name)}"]
+    view = view_of(span)
+    parts = [f"{status_marker(span.status)} {doc.name(view.name or span.name)}"]
     kind = kind_label(doc, span)
     if kind:
         parts.append(kind)
@@ -81,10 +85,12 @@ def _span_facts(doc: Document, item: Numbered) -> str:
         parts.append(fmt_duration(span.duration_ns))
     if span.status == "error":
         parts.append("ERROR")
-    if span.model:
-        parts.append(doc.code_value(span.model))
-    if span.total_tokens is not None:
-        parts.append(f"{span.total_tokens} tokens")
+    if view.model:
+        parts.append(doc.code_value(view.model))
+    if view.same_call_as is not None:
+        parts.append(f"same model call as span {doc.code_value(view.same_call_as)}")
+    elif view.tokens is not None and view.tokens.sum is not None:
+        parts.append(f"{view.tokens.sum} tokens")
     if item.price is not None:
         parts.append(inline(format_usd(item.price.usd)))
     return " · ".join(parts) + f" (span {item.number})"
@@ -129,11 +135,12 @@ def errors_section(doc: Document, items: list[Numbered], heading: str) -> None:
 
 
 def _llm_price(doc: Document, span: SpanRecord) -> Price | None:
-    """An LLM span's price (as the other views: only a span of kind LLM is a priced call)."""
-    return span_price(span, as_model=doc.as_model) if span.oi_span_kind == "LLM" else None
+    """A model call's price (as the other views: a call two spans describe is priced once)."""
+    return span_price(span, as_model=doc.as_model)
 
 
 def numbered_spans(doc: Document, spans: list[SpanRecord], last_seen_ns: int, start: int) -> list[Numbered]:
+    read_trace(spans)
     return [
         Numbered(start + n, span, depth, last_seen_ns, _llm_price(doc, span))
         for n, (span, depth) in enumerate(_tree_order(spans))

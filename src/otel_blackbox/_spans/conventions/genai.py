@@ -27,6 +27,7 @@ __all__ = [
     "GEN_AI_TOOL_DEFINITIONS",
     "NAME",
     "OPERATION_KINDS",
+    "SUMMARY_KEYS",
     "genai_messages",
     "genai_system",
     "genai_tools",
@@ -60,6 +61,20 @@ _OUTPUT_KEYS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")
 _CACHE_READ_KEYS = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens")
 _CACHE_WRITE_KEYS = ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens")
 _REASONING_KEYS = ("gen_ai.usage.reasoning.output_tokens",)
+_TOTAL_KEYS = ("gen_ai.usage.total_tokens", "llm.usage.total_tokens")
+SUMMARY_KEYS = (
+    "gen_ai.operation.name",
+    "gen_ai.response.model",
+    "gen_ai.request.model",
+    "gen_ai.provider.name",
+    "gen_ai.system",
+    *_INPUT_KEYS,
+    *_OUTPUT_KEYS,
+    *_TOTAL_KEYS,
+    *_CACHE_READ_KEYS,
+    *_CACHE_WRITE_KEYS,
+    *_REASONING_KEYS,
+)
 
 
 def _json_list(raw: Any) -> list[Any]:
@@ -93,7 +108,8 @@ def _chat_style(item: dict[str, Any]) -> list[Message]:
     for call in item.get("tool_calls") or []:
         if not isinstance(call, dict):
             continue
-        function = call.get("function") if isinstance(call.get("function"), dict) else call
+        nested = call.get("function")
+        function: dict[str, Any] = nested if isinstance(nested, dict) else call
         calls.append(
             ToolCall(
                 text_of(call.get("id")),
@@ -142,7 +158,9 @@ def _parts_style(item: dict[str, Any]) -> list[Message]:
                 hosted.append(HostedCall(str(part.get("name") or "?"), result=part.get("result")))
         elif kind == "tool_call":
             calls.append(
-                ToolCall(text_of(part.get("id")), text_of(part.get("name")), _arguments_text(part.get("arguments")))
+                ToolCall(
+                    text_of(part.get("id")), text_of(part.get("name")), _arguments_text(part.get("arguments"))
+                )
             )
         elif kind == "tool_call_response":
             response = part.get("response", part.get("result", ""))
@@ -214,7 +232,7 @@ def tokens_of(attributes: Mapping[str, Any]) -> Tokens | None:
     tokens = Tokens(
         input=_first_int(attributes, _INPUT_KEYS),
         output=_first_int(attributes, _OUTPUT_KEYS),
-        total=_first_int(attributes, ("gen_ai.usage.total_tokens", "llm.usage.total_tokens")),
+        total=_first_int(attributes, _TOTAL_KEYS),
         cache_read=_first_int(attributes, _CACHE_READ_KEYS),
         cache_write=_first_int(attributes, _CACHE_WRITE_KEYS),
         reasoning=_first_int(attributes, _REASONING_KEYS),
@@ -224,6 +242,15 @@ def tokens_of(attributes: Mapping[str, Any]) -> Tokens | None:
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
+
+
+# gen_ai.system values that name an agent framework, not the provider that answered (Google ADK's).
+_NOT_PROVIDERS = frozenset({"gcp.vertex.agent"})
+
+
+def _provider(attrs: Mapping[str, Any]) -> str | None:
+    name = _text(attrs.get("gen_ai.provider.name", attrs.get("gen_ai.system")))
+    return None if name in _NOT_PROVIDERS else name
 
 
 def read(span: SpanRecord) -> Reading | None:
@@ -241,7 +268,7 @@ def read(span: SpanRecord) -> Reading | None:
     return Reading(
         kind=kind,
         model=_text(attrs.get("gen_ai.response.model", attrs.get("gen_ai.request.model"))),
-        provider=_text(attrs.get("gen_ai.provider.name", attrs.get("gen_ai.system"))),
+        provider=_provider(attrs),
         system=genai_system(attrs.get(GEN_AI_SYSTEM_INSTRUCTIONS)),
         input_messages=genai_messages(attrs.get(GEN_AI_INPUT_MESSAGES)),
         output_messages=genai_messages(attrs.get(GEN_AI_OUTPUT_MESSAGES)),

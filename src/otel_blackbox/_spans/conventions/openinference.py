@@ -24,9 +24,21 @@ from otel_blackbox._spans.messages import Message, ToolCall, indexed, json_value
 from otel_blackbox._spans.view.model import Reading, Tokens, ToolUse
 from otel_blackbox._store.queries import SpanRecord
 
-__all__ = ["NAME", "read", "unwrapped_tool_output"]
+__all__ = ["NAME", "SUMMARY_KEYS", "messages_of", "read", "unwrapped_tool_output"]
 
 NAME = "openinference"
+SUMMARY_KEYS = (
+    SpanAttributes.OPENINFERENCE_SPAN_KIND,
+    SpanAttributes.LLM_MODEL_NAME,
+    SpanAttributes.LLM_PROVIDER,
+    SpanAttributes.LLM_SYSTEM,
+    SpanAttributes.LLM_TOKEN_COUNT_PROMPT,
+    SpanAttributes.LLM_TOKEN_COUNT_COMPLETION,
+    SpanAttributes.LLM_TOKEN_COUNT_TOTAL,
+    SpanAttributes.LLM_TOKEN_COUNT_PROMPT_DETAILS_CACHE_READ,
+    SpanAttributes.LLM_TOKEN_COUNT_PROMPT_DETAILS_CACHE_WRITE,
+    SpanAttributes.LLM_TOKEN_COUNT_COMPLETION_DETAILS_REASONING,
+)
 
 # Methods LlamaIndex's instrumentor wraps and marks LLM that call no model.
 _NOT_CALLS = ("._prepare_chat_with_tools",)
@@ -126,7 +138,9 @@ def read(span: SpanRecord) -> Reading | None:
     model = attrs.get(SpanAttributes.LLM_MODEL_NAME)
     provider = attrs.get(SpanAttributes.LLM_PROVIDER, attrs.get(SpanAttributes.LLM_SYSTEM))
     input_value, output_value = attrs.get(SpanAttributes.INPUT_VALUE), attrs.get(SpanAttributes.OUTPUT_VALUE)
-    if kind is None and not (inputs or outputs or model):
+    if kind is None and not (
+        inputs or outputs or model or input_value is not None or output_value is not None
+    ):
         return None
     not_a_call = (
         "LlamaIndex's instrumentor marks this method LLM; it prepares a call and makes none"

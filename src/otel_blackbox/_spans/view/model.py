@@ -7,7 +7,7 @@ on a span; the registry merges the readings of every reader in its order into th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from otel_blackbox._spans.messages import Message
@@ -80,9 +80,19 @@ class Reading:
 _MERGED = tuple(f.name for f in fields(Reading))
 
 
+def _filled(first: Any, second: Any) -> Any:
+    """``first`` (a ToolUse, Tokens) with the fields it lacks taken from ``second``."""
+    missing = {
+        f.name: getattr(second, f.name)
+        for f in fields(first)
+        if getattr(first, f.name) is None and getattr(second, f.name) is not None
+    }
+    return replace(first, **missing) if missing else first
+
+
 @dataclass
 class SpanView(Reading):
-    """The merged readings of a span, with the readers that gave something and, for a model call
+    """The merged readings of a span (a tool use and token counts field by field), with the readers that gave something and, for a model call
     another span already describes, that span's id (``same_call_as``: count and show it once)."""
 
     readers: tuple[str, ...] = ()
@@ -95,8 +105,12 @@ class SpanView(Reading):
         for reader, reading in readings:
             gave = False
             for name in _MERGED:
-                value = getattr(reading, name)
-                if value is None or value == [] or getattr(view, name) not in (None, []):
+                value, current = getattr(reading, name), getattr(view, name)
+                if isinstance(value, (ToolUse, Tokens)) and isinstance(current, type(value)):
+                    value = _filled(current, value)  # a tool's or a call's parts, field by field
+                    if value is current:
+                        continue
+                elif value is None or value == [] or current not in (None, []):
                     continue
                 setattr(view, name, value)
                 gave = True

@@ -13,13 +13,14 @@ dedicated carriers of one library after the general ones.
                       agent runs.
 6. ``adk``            Google ADK's own ``gcp.vertex.agent.*``.
 7. ``anthropic_sdk``  The Anthropic SDK's own spans.
+8. ``stored_columns`` The store's own columns (kind, model, tokens, tool name), last.
 
 A new family is one module in ``_spans/conventions`` and one line here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Protocol
 
 from otel_blackbox._spans.conventions import (
     adk,
@@ -29,22 +30,40 @@ from otel_blackbox._spans.conventions import (
     logfire,
     openinference,
     openllmetry,
+    stored_columns,
 )
 from otel_blackbox._spans.view.model import Reading, SpanView, ToolUse
 from otel_blackbox._store.queries import SpanRecord
 
-__all__ = ["READERS", "read_span", "view_of"]
+__all__ = ["READERS", "SUMMARY_KEYS", "Convention", "read_span", "view_of"]
 
-Reader = Callable[[SpanRecord], Reading | None]
 
-READERS: tuple[tuple[str, Reader], ...] = (
-    (openinference.NAME, openinference.read),
-    (genai.NAME, genai.read),
-    (genai_events.NAME, genai_events.read),
-    (openllmetry.NAME, openllmetry.read),
-    (logfire.NAME, logfire.read),
-    (adk.NAME, adk.read),
-    (anthropic_sdk.NAME, anthropic_sdk.read),
+class Convention(Protocol):
+    """A reader module: its name, the attributes that tell a span's kind, model, provider and tokens
+    (``SUMMARY_KEYS``: pricing a whole database reads only those), and its reader."""
+
+    @property
+    def NAME(self) -> str: ...
+
+    @property
+    def SUMMARY_KEYS(self) -> tuple[str, ...]: ...
+
+    def read(self, span: SpanRecord) -> Reading | None: ...
+
+
+READERS: tuple[Convention, ...] = (
+    openinference,
+    genai,
+    genai_events,
+    openllmetry,
+    logfire,
+    adk,
+    anthropic_sdk,
+    stored_columns,
+)
+# Every reader's summary attributes, once each.
+SUMMARY_KEYS: tuple[str, ...] = tuple(
+    dict.fromkeys(key for c in READERS for key in getattr(c, "SUMMARY_KEYS", ()))
 )
 
 
@@ -61,10 +80,10 @@ def error_of(span: SpanRecord) -> str | None:
 def read_span(span: SpanRecord) -> SpanView:
     """The view of one span on its own (``view.trace.read_trace`` adds what only the trace tells)."""
     readings = []
-    for name, reader in READERS:
-        reading = reader(span)
+    for convention in READERS:
+        reading = convention.read(span)
         if reading is not None:
-            readings.append((name, reading))
+            readings.append((convention.NAME, reading))
     view = SpanView.merged(readings)
     if view.tool is not None or view.kind == "TOOL":
         tool = view.tool or ToolUse()
