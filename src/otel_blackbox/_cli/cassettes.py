@@ -28,6 +28,7 @@ from otel_blackbox._render.cassette_text import render_timeline
 from otel_blackbox._render.text import safe
 from otel_blackbox._render.words import counted
 from otel_blackbox._store import queries
+from otel_blackbox._store.trace_logs import load_trace
 
 __all__: list[str] = []
 
@@ -63,9 +64,7 @@ def cassette_command(
     exactly_one(ctx, {"TRACE_ID": trace_id, "--run": run_id, "--session": session_id})
     with reader(ctx) as conn:
         if trace_id is not None:
-            cassette = cassette_from_spans(
-                queries.trace_spans(conn, queries.resolve_trace_id(conn, trace_id))
-            )
+            cassette = cassette_from_spans(load_trace(conn, queries.resolve_trace_id(conn, trace_id)))
             source = ""
         else:
             kind, ident, spans = group_spans(conn, run_id, session_id)

@@ -16,6 +16,7 @@ import click
 from otel_blackbox._render.text import safe_json
 from otel_blackbox._store.connection import connect_reader, connect_writer, describe_sqlite_error
 from otel_blackbox._store.schema import SCHEMA_VERSION
+from otel_blackbox._store.trace_logs import attached
 from otel_blackbox._urls import http_url
 from otel_blackbox.errors import OutputError, RunNotFound, StoreError
 
@@ -183,13 +184,13 @@ def group_spans(
 
     if run is not None:
         run_id = runs.resolve_run_id(conn, run)
-        spans = runs.run_spans(conn, run_id)
+        spans = attached(conn, runs.run_spans(conn, run_id))
         if not spans:
             raise RunNotFound(f"run {run_id} has no spans (it recorded none, or its traces expired)")
         return "run", run_id, spans
     if session is None:
         raise ValueError("group_spans needs a run or a session")
-    return "session", session, runs.session_spans(conn, session)
+    return "session", session, attached(conn, runs.session_spans(conn, session))
 
 
 def _price_model(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

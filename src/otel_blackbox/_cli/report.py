@@ -14,6 +14,7 @@ from otel_blackbox._render.html_report import SpanGroup, cassette_report, group_
 from otel_blackbox._render.text import safe
 from otel_blackbox._render.words import counted
 from otel_blackbox._store import queries, runs
+from otel_blackbox._store.trace_logs import load_trace
 
 __all__: list[str] = []
 
@@ -60,7 +61,7 @@ def report(
     else:
         with reader(ctx) as conn:
             full_id = queries.resolve_trace_id(conn, target)
-            spans = queries.trace_spans(conn, full_id)
+            spans = load_trace(conn, full_id)
             (summary,) = queries.summarize(conn, [full_id])
             last_seen = queries.last_seen_by_trace(conn, full_id).get(full_id, summary.end_ns)
         with progress(len(spans) if len(spans) >= _BAR_FROM else 0, "rendering") as advance:

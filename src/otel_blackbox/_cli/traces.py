@@ -36,6 +36,7 @@ from otel_blackbox._render.text import (
 )
 from otel_blackbox._render.words import counted
 from otel_blackbox._store import queries
+from otel_blackbox._store.trace_logs import load_trace
 
 __all__: list[str] = []
 
@@ -140,7 +141,7 @@ def show(
     with reader(ctx) as conn:
         if trace_id is not None:
             ident = queries.resolve_trace_id(conn, trace_id)
-            spans = queries.trace_spans(conn, ident)
+            spans = load_trace(conn, ident)
             by_trace = {ident: spans}
         else:
             kind, ident, spans = group_spans(conn, run_id, session_id)
@@ -199,13 +200,18 @@ def errors(ctx: click.Context, limit: int, as_json: bool) -> None:
     if not spans:
         click.echo("no failed spans")
         return
+    from otel_blackbox._spans.view.registry import view_of  # the readers: not for every command
+
     for s in spans:
         exc = next(iter(s.exception_events), {}).get("attributes", {})
         reason = s.status_message or (f"{exc.get('exception.type', '')}: {exc.get('exception.message', '')}")
-        kind = f" [{safe(s.oi_span_kind)}]" if s.oi_span_kind else ""
+        view = view_of(s)
+        kind = f" [{safe(view.kind)}]" if view.kind else ""
+        tool = view.tool.name if view.tool is not None and view.tool.name else None
+        named = f" tool {safe(tool)}" if tool and tool not in s.name else ""
         click.echo(
-            f"{fmt_time(s.start_ns)}  {style(status_marker('error'), 'error')} {safe(s.name)}{kind}  "
-            f"trace {s.trace_id}  {safe(reason)}"
+            f"{fmt_time(s.start_ns)}  {style(status_marker('error'), 'error')} {safe(view.name or s.name)}"
+            f"{kind}{named}  trace {s.trace_id}  {safe(reason)}"
         )
 
 

@@ -73,7 +73,8 @@ def _candidate(row: tuple[object, ...]) -> SpanRecord:
         scope_value = {}
     return SpanRecord(
         str(trace_id), str(span_id), parent if isinstance(parent, str) else None, str(name), str(span_kind),
-        kind if isinstance(kind, str) else None, str(status), None, start_ns if isinstance(start_ns, int) else 0, None, None, 0, None,
+        kind if isinstance(kind, str) else None, str(status), None,
+        start_ns if isinstance(start_ns, int) else 0, None, None, 0, None,
         None, model if isinstance(model, str) else None, prompt if isinstance(prompt, int) else None,
         completion if isinstance(completion, int) else None, total if isinstance(total, int) else None,
         None, None, attributes, scope=scope_value if isinstance(scope_value, dict) else {},

@@ -22,6 +22,7 @@ from otel_blackbox._render.cassette_text import render_timeline
 from otel_blackbox._render.text import safe
 from otel_blackbox._render.words import counted
 from otel_blackbox._store import queries
+from otel_blackbox._store.trace_logs import load_trace
 from otel_blackbox.errors import BadArgument, OutputError
 
 __all__ = [
@@ -69,7 +70,7 @@ def write_cassette(
     target = _target(path, db, overwrite)
     with reading(db) as conn:
         if trace_id is not None:
-            spans = queries.trace_spans(conn, queries.resolve_trace_id(conn, trace_id))
+            spans = load_trace(conn, queries.resolve_trace_id(conn, trace_id))
             cassette = cassette_from_spans(spans)
             source = f"trace {spans[0].trace_id}"
         else:

@@ -24,6 +24,7 @@ from otel_blackbox._store import queries
 from otel_blackbox._store import runs as store_runs
 from otel_blackbox._store.connection import connect_reader, describe_sqlite_error
 from otel_blackbox._store.queries import SpanRecord, TraceSummary
+from otel_blackbox._store.trace_logs import load_trace
 from otel_blackbox.errors import BadArgument
 
 __all__ = [
@@ -214,7 +215,7 @@ def _span_block(
 
 def _trace(conn: sqlite3.Connection, trace_id: str) -> tuple[TraceSummary, list[SpanRecord]]:
     full_id = queries.resolve_trace_id(conn, trace_id)
-    spans = queries.trace_spans(conn, full_id)
+    spans = load_trace(conn, full_id)
     (summary,) = queries.summarize(conn, [full_id])
     return summary, spans
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from otel_blackbox._store.queries import SpanRecord, trace_spans
 
-__all__ = ["attach_logs", "load_trace", "logs_of_trace"]
+__all__ = ["attach_logs", "attached", "load_trace", "logs_of_trace"]
 
 
 def _has_logs(conn: sqlite3.Connection) -> bool:
@@ -66,6 +66,12 @@ def attach_logs(conn: sqlite3.Connection, spans: Iterable[SpanRecord]) -> None:
         logs = logs_of_trace(conn, trace_id)
         for span in members:
             span.logs = logs.get(span.span_id, [])
+
+
+def attached(conn: sqlite3.Connection, spans: list[SpanRecord]) -> list[SpanRecord]:
+    """``spans`` (a run's, a session's), each with its log records."""
+    attach_logs(conn, spans)
+    return spans
 
 
 def load_trace(conn: sqlite3.Connection, trace_id: str) -> list[SpanRecord]:

@@ -23,6 +23,7 @@ from otel_blackbox._cassette.verify import check_before_writing
 from otel_blackbox._playback.agent.incident import Incident, read_incident
 from otel_blackbox._store import queries, runs
 from otel_blackbox._store.queries import SpanRecord
+from otel_blackbox._store.trace_logs import attached, load_trace
 from otel_blackbox.errors import RunNotFound
 
 __all__ = ["StubField", "Target", "Workspace", "incident_of", "stub_fields", "target_spans"]
@@ -50,12 +51,12 @@ def target_spans(conn: sqlite3.Connection, kind: str, ident: str) -> tuple[Targe
     """The full target of an id (a unique prefix is enough) and its spans, in time order."""
     if kind == "run":
         full = runs.resolve_run_id(conn, ident)
-        spans = runs.run_spans(conn, full)
+        spans = attached(conn, runs.run_spans(conn, full))
         if not spans:
             raise RunNotFound(f"run {full} has no spans (it recorded none, or its traces expired)")
         return Target("run", full), spans
     full = queries.resolve_trace_id(conn, ident)
-    return Target("trace", full), queries.trace_spans(conn, full)
+    return Target("trace", full), load_trace(conn, full)
 
 
 @dataclass(frozen=True)

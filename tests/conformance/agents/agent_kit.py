@@ -124,7 +124,7 @@ def _logger_provider(config: Any) -> tuple[Any, Any]:
 
 
 def _write_otlp(path: Path, spans: Any, logs: Any) -> None:
-    from google.protobuf.json_format import MessageToDict
+    from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]  # no types-protobuf here
     from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 

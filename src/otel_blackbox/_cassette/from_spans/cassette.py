@@ -77,7 +77,13 @@ def _refuse_without_content(
     for span in spans:
         view = view_of(span)
         key = (span.trace_id, span.span_id)
-        if view.no_content and key not in wire and key not in outer and not view.has_content:
+        if (
+            view.no_content
+            and view.same_call_as is None
+            and key not in wire
+            and key not in outer
+            and not view.has_content
+        ):
             raise CassetteError(
                 f"model call {span.name!r} (span {span.span_id}) recorded no messages: {view.no_content}"
             )

@@ -92,8 +92,9 @@ def _filled(first: Any, second: Any) -> Any:
 
 @dataclass
 class SpanView(Reading):
-    """The merged readings of a span (a tool use and token counts field by field), with the readers that gave something and, for a model call
-    another span already describes, that span's id (``same_call_as``: count and show it once)."""
+    """The merged readings of a span (a tool use and token counts field by field), with the readers
+    that gave something and, for a model call another span already describes, that span's id
+    (``same_call_as``: count and show it once)."""
 
     readers: tuple[str, ...] = ()
     same_call_as: str | None = None
