@@ -21,10 +21,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from otel_blackbox._cost import price_cache
+from otel_blackbox._cost.model_names import candidates
 from otel_blackbox._cost.usage import TokenUsage
+
+if TYPE_CHECKING:
+    from otel_blackbox._cost.rates import Plan
 
 __all__ = [
     "Call",
@@ -118,17 +122,27 @@ class Cost:
 def price_of(
     model: str | None, provider: str | None, usage: TokenUsage, at_ns: int | None = None
 ) -> Price | None:
-    """The call's price, or None when genai-prices knows no price for the model (at that provider)."""
+    """The call's price, or None when genai-prices knows no price for the model (at that provider).
+    A name as a router or a provider writes it is tried as genai-prices names it too (model_names)."""
     if not model:
         return None
-    plan = price_cache.plan_for(model, provider)
+    plan = _plan(model, provider)
     if plan is None:
         return None
     at = _instant(at_ns)
     rates = plan.rates(usage, at)
     if rates is None:
-        return _genai_price(model, provider, usage, at)
+        return _genai_price(plan.model, plan.provider, usage, at)
     return Price(rates.usd(usage), plan.model, plan.provider)
+
+
+def _plan(model: str, provider: str | None) -> Plan | None:
+    """The plan of the first of the name's forms genai-prices knows (model_names.candidates)."""
+    for name, at in candidates(model, provider):
+        plan = price_cache.plan_for(name, at)
+        if plan is not None:
+            return plan
+    return None
 
 
 def _instant(at_ns: int | None) -> int:
@@ -227,7 +241,7 @@ def total_of(calls: Iterable[Call], *, as_model: str | None = None) -> Cost:
     total, unpriced, priced = Decimal(0), 0, False
     for call in calls:
         model, provider = (as_model, None) if as_model is not None else (call.model, call.provider)
-        plan = price_cache.plan_for(model, provider) if model else None
+        plan = _plan(model, provider) if model else None
         if plan is None:
             unpriced += 1
             continue
