@@ -4,7 +4,7 @@
 2. ``hash_chain``           indexes 0..n-1, ids ``<cassette id>:<index>``, prevHash links, every hash
                             recomputed; with ``expect_head``, the last hash is the one kept elsewhere;
 3. ``provider_neutrality``  nothing provider-specific (see :mod:`.neutrality`);
-4. ``replayability``        the recorded outcome agrees with the steps.
+4. ``replayability``        the recorded outcome agrees with the steps, and there is a model call to replay.
 
 Checks after a failure are ``skip``: once the chain is broken, nothing read from it can be trusted.
 Verification never raises for a bad cassette; only :func:`verify_file` raises, and only
@@ -273,6 +273,9 @@ def _check_replay(cassette: Cassette) -> str:
     last = len(cassette.steps) - 1
     for position, step in enumerate(cassette.steps):
         _REPLAY_RULES.get(step.type, _replay_nothing)(state, step, position, position == last)
+    if not any(step.type == "model_input" for step in cassette.steps):
+        # Spans in which no model call was recognized: a replay would serve nothing and prove nothing.
+        raise _Failed("no model call in the cassette: there is nothing to replay")
     return f"outcome {terminal_outcome(cassette).status}"
 
 

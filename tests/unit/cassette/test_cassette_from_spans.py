@@ -199,7 +199,14 @@ def test_exporter_bounds_memory_and_flushes_unfinished_traces(tmp_path: Path) ->
     cut = load_cassette(exporter.written[0])
     # No open spans: it ended where it was cut, with no model's final answer: not a success.
     assert cut.steps[-1].payload == {"event": "run_ended", "reason": "no_final_answer"}
-    assert verify_cassette(cut).passed
+    # Plain spans, no model call among them: its chain holds, and there is nothing to replay.
+    checks = {c.name: c.status for c in verify_cassette(cut).checks}
+    assert checks == {
+        "schema_version": "pass",
+        "hash_chain": "pass",
+        "provider_neutrality": "pass",
+        "replayability": "fail",
+    }
     other = tracer.start_span("unfinished-trace")
     with tracer.start_as_current_span("child", context=trace.set_span_in_context(other)):
         pass

@@ -143,7 +143,12 @@ def test_a_rewritten_chain_is_caught_only_with_the_expected_head() -> None:
 
 
 def test_an_expected_head_on_an_empty_cassette_fails_without_a_step() -> None:
-    assert verify_cassette(Cassette("empty", 0)).passed
+    # An empty cassette has an intact (empty) chain, and nothing to replay.
+    assert failure(verify_cassette(Cassette("empty", 0))) == (
+        "replayability",
+        None,
+        "no model call in the cassette: there is nothing to replay",
+    )
     assert failure(verify_cassette(Cassette("empty", 0), expect_head="ab" * 32))[:2] == ("hash_chain", None)
 
 
