@@ -192,7 +192,8 @@ def _rendered(
     summary: TraceSummary, span: SpanRecord, limit: int | None, price_model: str | None
 ) -> tuple[str, list[str]]:
     """``show -v``'s line for the span, and its detail lines (messages, tool calls, exceptions)."""
-    lines = render_tree(summary, [span], verbose=True, max_chars=limit, price_model=price_model)[1:]
+    lines = render_tree(summary, [span], verbose=True, max_chars=limit, price_model=price_model)
+    lines = lines[next((i for i, line in enumerate(lines) if line.startswith("└── ")), len(lines)) :]
     head = lines[0].removeprefix("└── ") if lines else safe(span.name)
     return head, [line.removeprefix("        ") for line in lines[1:]]
 
@@ -234,7 +235,9 @@ def show_trace(
         summary, spans = _trace(conn, trace_id)
     order = _tree_order(spans)
     _check_offset(offset, len(order))
-    header = clip(render_tree(summary, spans, price_model=as_model)[0], _HEADER_CHARS)
+    tree = render_tree(summary, spans, price_model=as_model)
+    notes = [line for line in tree[1:] if line.startswith("no content: ")]  # the trace's own notes
+    header = clip("\n".join(tree[:1] + notes[:1]), _HEADER_CHARS)
     value_chars = None if full else SHOWN_CHARS
     blocks = [
         _span_block(summary, span, depth, offset + i, value_chars, as_model)

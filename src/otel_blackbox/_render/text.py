@@ -17,7 +17,7 @@ from otel_blackbox._cost.spans import is_priced_call, span_price, spans_cost
 from otel_blackbox._render.words import counted
 from otel_blackbox._spans.view.model import Tokens
 from otel_blackbox._spans.view.registry import view_of
-from otel_blackbox._spans.view.trace import read_trace
+from otel_blackbox._spans.view.trace import content_missing, read_trace
 
 if TYPE_CHECKING:
     from otel_blackbox._spans.messages import Message
@@ -249,6 +249,9 @@ def render_tree(
     if summary.session_id:
         header += f"  session {safe(summary.session_id)}"
     lines = [style(header, summary.status)]
+    missing = content_missing(spans)
+    if missing is not None:
+        lines.append(f"no content: {safe(missing)}")
 
     # Depth-first with an explicit stack: a deeply nested trace must not hit the recursion limit.
     roots = children.get(None, [])

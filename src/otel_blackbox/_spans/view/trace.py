@@ -15,7 +15,7 @@ from otel_blackbox._spans.view.model import SpanView
 from otel_blackbox._spans.view.registry import read_span, view_of
 from otel_blackbox._store.queries import SpanRecord
 
-__all__ = ["model_calls", "read_trace"]
+__all__ = ["content_missing", "model_calls", "read_trace"]
 
 # A model call's span nests in another's through spans of other kinds (HTTP, a framework's step),
 # never through a tool or an agent: a tool or agent span below an LLM span starts calls of its own.
@@ -98,3 +98,14 @@ def _depth_of(spans: list[SpanRecord]) -> Callable[[SpanRecord], int]:
 def model_calls(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
     """The spans that are model calls, each call once."""
     return [s for s in spans if view_of(s).counts]
+
+
+def content_missing(spans: list[SpanRecord]) -> str | None:
+    """One line when model calls of these spans recorded no messages, saying what turns them on (None
+    when every model call has its content)."""
+    calls = model_calls(read_trace(spans))
+    empty = [view_of(s) for s in calls if view_of(s).no_content and not view_of(s).has_content]
+    if not empty:
+        return None
+    reasons = list(dict.fromkeys(v.no_content for v in empty if v.no_content))
+    return f"{len(empty)} of {len(calls)} model calls recorded no messages: " + "; ".join(reasons)
