@@ -20,6 +20,7 @@ from otel_blackbox._render.md_escape import inline
 from otel_blackbox._render.text import fmt_duration
 from otel_blackbox._render.words import counted
 from otel_blackbox._spans.view.registry import view_of
+from otel_blackbox._spans.view.trace import content_missing
 from otel_blackbox._store.queries import SpanRecord, TraceSummary
 
 __all__ = ["group_markdown", "trace_markdown"]
@@ -44,6 +45,9 @@ def _header(
     if sessions:
         shown = ", ".join(doc.code_value(s) for s in sessions[:5])
         doc.add(f"- Session: {shown}" + (f" (+{len(sessions) - 5} more)" if len(sessions) > 5 else ""))
+    missing = content_missing(spans)
+    if missing is not None:
+        doc.add(f"- No content: {doc.inline_value(missing)}")
     llm = [i for i in items if view_of(i.span).counts]
     tokened = [t for i in llm if (t := view_of(i.span).tokens) is not None and t.sum is not None]
     if tokened:
