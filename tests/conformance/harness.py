@@ -69,11 +69,12 @@ def run_agent(
 
 
 def shown(db: Path) -> str:
-    """``show -v`` of every trace in the database, oldest first, as one text."""
+    """``show -v --full`` of every trace in the database, oldest first, as one text (unshortened:
+    smolagents puts the system prompt after 3,400 characters of its own)."""
     listed = json.loads(run_cli("list", "--json", "--limit", "50", db=db, check=True).stdout)
     texts = []
     for trace in reversed(listed):
-        texts.append(run_cli("show", "-v", trace["trace_id"], db=db, check=True).stdout)
+        texts.append(run_cli("show", "-v", "--full", trace["trace_id"], db=db, check=True).stdout)
     return "\n".join(texts)
 
 

@@ -52,8 +52,8 @@ class LLMCall:
     span_id: str
     model: str | None
     start_ns: int
-    tokens: Tokens
-    priced: Call | None  # what pricing needs of it (None: no token counts)
+    tokens: Tokens  # as the span counted them (none: all None)
+    priced: Call | None  # what pricing needs of it (None: no input or output count)
 
     def call(self) -> Call | None:
         return self.priced
@@ -90,11 +90,9 @@ def _calls(candidates: list[SpanRecord]) -> list[LLMCall]:
     for spans in by_trace.values():
         for span in model_calls(read_trace(spans)):
             view = view_of(span)
-            if view.tokens is not None and view.tokens.counted:
-                priced = call_of_view(view, span.start_ns)
-                calls.append(
-                    LLMCall(span.trace_id, span.span_id, view.model, span.start_ns, view.tokens, priced)
-                )
+            tokens = view.tokens or Tokens()
+            priced = call_of_view(view, span.start_ns)
+            calls.append(LLMCall(span.trace_id, span.span_id, view.model, span.start_ns, tokens, priced))
     return calls
 
 

@@ -51,6 +51,13 @@ LAST_SEEN_SQL = f"coalesce(end_ns, max(written_ns, coalesce({recorder_of_span('l
 # (WHERE status IN ('error', 'open')): spelling the index's condition out lets it use it.
 NOT_OK = "status IN ('error', 'open')"
 _ERRORS = f"{NOT_OK} AND status = 'error'"
+# A model call's tokens, counted once: an LLM span (or one of no kind with token counts: OpenLLMetry's
+# older spans) whose parent is not an LLM span with tokens of its own (an SDK's span under an
+# instrumentor's is the same call: _spans/view/trace.py, which decides it from whole spans).
+_COUNTED_CALL = """(oi_span_kind = 'LLM' OR oi_span_kind IS NULL) AND NOT EXISTS (
+    SELECT 1 FROM spans AS parent_row WHERE parent_row.trace_id = spans.trace_id
+    AND parent_row.span_id = spans.parent_span_id AND parent_row.oi_span_kind = 'LLM'
+    AND parent_row.total_tokens IS NOT NULL)"""
 _HEX = re.compile(r"^[0-9a-f]{1,32}$")
 _JSON_COLUMNS: dict[str, Any] = {
     "attributes": dict,
@@ -174,7 +181,7 @@ def summarize(conn: sqlite3.Connection, trace_ids: list[str]) -> list[TraceSumma
         f"""
         SELECT trace_id, min(start_ns), max({LAST_SEEN_SQL}), count(*),
                sum(status = 'open'), sum(status = 'error'), max(session_id),
-               sum(CASE WHEN oi_span_kind = 'LLM' THEN total_tokens END)
+               sum(CASE WHEN {_COUNTED_CALL} THEN total_tokens END)
         FROM spans WHERE trace_id IN ({marks}) GROUP BY trace_id
         """,
         trace_ids,

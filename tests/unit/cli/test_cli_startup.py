@@ -24,9 +24,10 @@ from otel_blackbox._cli.app import COMMANDS
 from otel_blackbox.cli import cli
 
 # What no read command and no help may load: the execution side, the cassette package (and its
-# jsonschema), the OpenTelemetry SDK, the viewer, the exporters.
+# jsonschema), the OpenTelemetry SDK, the instrumentors, the viewer, the exporters. (The span view's
+# readers use OpenInference's attribute names, openinference.semconv: a read command may load those.)
 _HEAVY = (
-    "jsonschema", "opentelemetry", "openinference", "otel_blackbox._cassette", "otel_blackbox._playback",
+    "jsonschema", "opentelemetry", "openinference.instrumentation", "otel_blackbox._cassette", "otel_blackbox._playback",
     "otel_blackbox._web", "otel_blackbox._spans.otlp_out", "otel_blackbox._spans.otlp_in",
     "otel_blackbox._spans.openinference", "otel_blackbox._render.html_report",
     "otel_blackbox._recorder.exporter", "otel_blackbox._recorder.processor", "requests", "httpx",

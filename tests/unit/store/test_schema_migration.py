@@ -422,7 +422,7 @@ def _plans(db: Path, read: Callable[[sqlite3.Connection], None]) -> list[tuple[s
 
 def _normalized(plan: list[str]) -> list[str]:
     text = "\n".join(plan)
-    text = re.sub(r"\b(SCAN|SEARCH) spans\b", r"\1 span_rows", text)
+    text = re.sub(r"\b(SCAN|SEARCH) (spans|parent_row)\b", r"\1 span_rows", text)  # parent_row: an alias
     text = text.replace("sqlite_autoindex_spans_1", "sqlite_autoindex_span_rows_1")
     text = re.sub(r"(SUBQUERY |subquery-)\d+", r"\1N", text)
     return text.splitlines()

@@ -55,12 +55,20 @@ OPERATION_KINDS: dict[str, str] = {
     "invoke_agent": "AGENT",
     "create_agent": "AGENT",
     "invoke_workflow": "CHAIN",
+    "call_llm": "LLM",  # mozilla-ai/any-agent's model call
 }
 _INPUT_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")
 _OUTPUT_KEYS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")
-_CACHE_READ_KEYS = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens")
+_CACHE_READ_KEYS = (
+    "gen_ai.usage.cache_read.input_tokens",
+    "gen_ai.usage.cache_read_input_tokens",
+    "gen_ai.usage.cached_tokens",  # any-agent
+)
 _CACHE_WRITE_KEYS = ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens")
-_REASONING_KEYS = ("gen_ai.usage.reasoning.output_tokens",)
+_REASONING_KEYS = (
+    "gen_ai.usage.reasoning.output_tokens",
+    "gen_ai.usage.reasoning_tokens",  # any-agent
+)
 _TOTAL_KEYS = ("gen_ai.usage.total_tokens", "llm.usage.total_tokens")
 SUMMARY_KEYS = (
     "gen_ai.operation.name",
@@ -253,6 +261,24 @@ def _provider(attrs: Mapping[str, Any]) -> str | None:
     return None if name in _NOT_PROVIDERS else name
 
 
+# mozilla-ai/any-agent (src/any_agent/tracing/attributes.py): a model call's or a tool's output as
+# one attribute, its kind in gen_ai.output.type ("text", or "json": a model's tool calls as
+# [{"tool.name", "tool.args"}]), and a tool's arguments as gen_ai.tool.args.
+ANY_AGENT_OUTPUT = "gen_ai.output"
+ANY_AGENT_TOOL_ARGS = "gen_ai.tool.args"
+
+
+def _any_agent_output(attrs: Mapping[str, Any]) -> list[Message]:
+    output = attrs.get(ANY_AGENT_OUTPUT)
+    if output is None:
+        return []
+    parsed = json_value(output) if attrs.get("gen_ai.output.type") == "json" else output
+    if isinstance(parsed, list) and all(isinstance(c, dict) and "tool.name" in c for c in parsed):
+        calls = [ToolCall("", str(c["tool.name"]), _arguments_text(c.get("tool.args"))) for c in parsed]
+        return [Message("assistant", None, calls)]
+    return [Message("assistant", output if isinstance(output, str) else json.dumps(output))]
+
+
 def read(span: SpanRecord) -> Reading | None:
     attrs = span.attributes
     operation = attrs.get("gen_ai.operation.name")
@@ -261,8 +287,8 @@ def read(span: SpanRecord) -> Reading | None:
     if kind == "TOOL" or "gen_ai.tool.name" in attrs or GEN_AI_TOOL_CALL_RESULT in attrs:
         tool = ToolUse(
             name=_text(attrs.get("gen_ai.tool.name")),
-            arguments=attrs.get(GEN_AI_TOOL_CALL_ARGUMENTS),
-            result=attrs.get(GEN_AI_TOOL_CALL_RESULT),
+            arguments=attrs.get(GEN_AI_TOOL_CALL_ARGUMENTS, attrs.get(ANY_AGENT_TOOL_ARGS)),
+            result=attrs.get(GEN_AI_TOOL_CALL_RESULT, attrs.get(ANY_AGENT_OUTPUT)),
         )
     reasons = json_value(attrs.get(GEN_AI_RESPONSE_FINISH_REASONS))
     return Reading(
@@ -271,7 +297,8 @@ def read(span: SpanRecord) -> Reading | None:
         provider=_provider(attrs),
         system=genai_system(attrs.get(GEN_AI_SYSTEM_INSTRUCTIONS)),
         input_messages=genai_messages(attrs.get(GEN_AI_INPUT_MESSAGES)),
-        output_messages=genai_messages(attrs.get(GEN_AI_OUTPUT_MESSAGES)),
+        output_messages=genai_messages(attrs.get(GEN_AI_OUTPUT_MESSAGES))
+        or (_any_agent_output(attrs) if kind == "LLM" else []),
         tools=genai_tools(attrs.get(GEN_AI_TOOL_DEFINITIONS)),
         tool=tool,
         tokens=tokens_of(attrs),

@@ -24,7 +24,7 @@ from otel_blackbox._spans.messages import Message, ToolCall, indexed, json_value
 from otel_blackbox._spans.view.model import Reading, Tokens, ToolUse
 from otel_blackbox._store.queries import SpanRecord
 
-__all__ = ["NAME", "SUMMARY_KEYS", "messages_of", "read", "unwrapped_tool_output"]
+__all__ = ["NAME", "SUMMARY_KEYS", "messages_of", "read", "tool_arguments", "unwrapped_tool_output"]
 
 NAME = "openinference"
 SUMMARY_KEYS = (
@@ -104,8 +104,12 @@ def _tokens(attributes: Mapping[str, Any]) -> Tokens | None:
 
 def unwrapped_tool_output(value: Any) -> Any:
     """What a tool returned, out of LlamaIndex's ``ToolOutput`` JSON (``raw_output``, else the text
-    of its blocks); any other value as it is."""
+    of its blocks) or LangChain's ``ToolMessage`` (``{"type": "tool", "data": {"content": ...}}``);
+    any other value as it is."""
     parsed = json_value(value)
+    if isinstance(parsed, dict) and parsed.get("type") == "tool" and isinstance(parsed.get("data"), dict):
+        content = parsed["data"].get("content")
+        return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
     if not isinstance(parsed, dict) or "raw_output" not in parsed or "blocks" not in parsed:
         return value
     raw = parsed["raw_output"]
@@ -115,16 +119,37 @@ def unwrapped_tool_output(value: Any) -> Any:
     return raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
 
 
+# The envelopes instrumentors wrap a tool's arguments in: smolagents's ``{"args": [],
+# "sanitize_inputs_outputs": ..., "kwargs": {...}}``, LlamaIndex's ``{"kwargs": {...}}``.
+_ARGUMENT_ENVELOPE = {"args", "kwargs", "sanitize_inputs_outputs"}
+
+
+def tool_arguments(value: Any) -> Any:
+    """A tool span's ``input.value``: the arguments, out of a framework's call envelope (keyword
+    arguments only) when it has one; any other value as it is."""
+    parsed = json_value(value)
+    if (
+        isinstance(parsed, dict)
+        and isinstance(parsed.get("kwargs"), dict)
+        and set(parsed) <= _ARGUMENT_ENVELOPE
+        and not parsed.get("args")
+    ):
+        return json.dumps(parsed["kwargs"], ensure_ascii=False)
+    return value
+
+
 def _tool(span: SpanRecord, kind: str | None) -> ToolUse | None:
     attrs = span.attributes
     name = attrs.get(SpanAttributes.TOOL_NAME)
     if kind != "TOOL" and name is None:
         return None
-    arguments = attrs.get(SpanAttributes.TOOL_PARAMETERS, attrs.get(SpanAttributes.INPUT_VALUE))
+    # ``input.value`` first: the instrumentors of smolagents, LlamaIndex, CrewAI, openai-agents and
+    # OITracer's ``tool`` decorator write the tool's parameter schema as ``tool.parameters``.
+    arguments = attrs.get(SpanAttributes.INPUT_VALUE, attrs.get(SpanAttributes.TOOL_PARAMETERS))
     result = attrs.get(SpanAttributes.OUTPUT_VALUE)
     return ToolUse(
         name=str(name) if name is not None else None,
-        arguments=arguments,
+        arguments=None if arguments is None else tool_arguments(arguments),
         result=None if result is None else unwrapped_tool_output(result),
     )
 
@@ -158,5 +183,6 @@ def read(span: SpanRecord) -> Reading | None:
         tools=_tools(attrs),
         tool=_tool(span, kind),
         tokens=_tokens(attrs),
+        finish_reasons=[str(finish)] if (finish := attrs.get(SpanAttributes.LLM_FINISH_REASON)) else [],
         not_a_call=not_a_call,
     )
