@@ -39,19 +39,11 @@ $(STAMP): pyproject.toml src/otel_blackbox/_version.py
 
 setup: $(STAMP)
 
-# Instrumentation families whose pins conflict with the main venv (tests/conformance/harness.py):
-# a venv each, .venv-conformance/NAME, from tests/conformance/requirements/NAME.txt and this project.
-CONFORMANCE_REQUIREMENTS := $(wildcard tests/conformance/requirements/*.txt)
-CONFORMANCE_STAMPS := $(patsubst tests/conformance/requirements/%.txt,.venv-conformance/%/.installed,$(CONFORMANCE_REQUIREMENTS))
-conformance-venvs: $(CONFORMANCE_STAMPS)
-
-.venv-conformance/%/.installed: tests/conformance/requirements/%.txt pyproject.toml
-	@test -n "$(PY_ID)" || { echo "make: PYTHON=$(PYTHON) does not run" >&2; exit 1; }
-	rm -rf .venv-conformance/$*
-	$(PYTHON_EXE) -m venv .venv-conformance/$*
-	.venv-conformance/$*/bin/python -m pip install --quiet --upgrade pip
-	.venv-conformance/$*/bin/python -m pip install --quiet -r $< -e .
-	touch $@
+# Instrumentation families whose pins conflict with the main venv (tests/conformance/harness.py): a
+# venv each, from tests/conformance/requirements/NAME.txt, kept in a cache folder by a key of its pins
+# (scripts/conformance_venvs.py) and linked as .venv-conformance/NAME; built two at a time.
+conformance-venvs: setup
+	$(PY) scripts/conformance_venvs.py --python $(PYTHON_EXE) --jobs 2
 
 # The HTML report is tested in a real headless Chromium: Debian's package (run as root, as CI does).
 browser:
