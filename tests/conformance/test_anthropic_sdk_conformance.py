@@ -6,6 +6,7 @@ the SDK's spans alone say how to record the messages, and ``cassette`` refuses t
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from harness import check_tool_error, check_whole_run, run_agent
@@ -40,6 +41,14 @@ def test_the_sdk_alone_says_why_there_is_nothing(tmp_path: Path) -> None:
     shown = run_cli("show", trace["trace_id"], db=db, check=True).stdout
     assert "no content: 2 of 2 model calls recorded no messages" in shown
     assert "openinference-instrumentation-anthropic" in shown
+    page = tmp_path / "report.html"
+    run_cli("report", trace["trace_id"], "-o", str(page), db=db, check=True)
+    data = re.search(
+        r'<script type="application/json" id="blackbox-data">(.*?)</script>', page.read_text(), re.S
+    )
+    assert data is not None
+    header = json.loads(data.group(1))["trace"]
+    assert header["noContent"].startswith("2 of 2 model calls recorded no messages")
     (run,) = json.loads(run_cli("runs", "--json", db=db, check=True).stdout)
     refused = run_cli("cassette", "--run", run["run_id"], "-o", str(tmp_path / "c.json"), db=db)
     assert refused.returncode == 2 and not (tmp_path / "c.json").exists()

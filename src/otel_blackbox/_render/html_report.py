@@ -26,7 +26,7 @@ from otel_blackbox._render.cassette_text import describe_step
 from otel_blackbox._spans.messages import Message, tool_name
 from otel_blackbox._spans.view.model import Tokens
 from otel_blackbox._spans.view.registry import view_of
-from otel_blackbox._spans.view.trace import read_trace
+from otel_blackbox._spans.view.trace import content_missing, read_trace
 from otel_blackbox._store.queries import SpanRecord, TraceSummary
 
 __all__ = [
@@ -254,6 +254,7 @@ def _counts(spans: list[SpanRecord]) -> dict[str, Any]:
         "errorCount": sum(1 for s in spans if s.status == "error"),
         "tokensByModel": _tokens_by_model(spans),
         "users": _distinct([s.user_id for s in spans]),
+        "noContent": content_missing(spans),  # model calls that recorded no messages, and why
     }
 
 

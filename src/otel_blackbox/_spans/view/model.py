@@ -119,6 +119,8 @@ class SpanView(Reading):
                 used.append(reader)
         if view.not_a_call is not None and view.kind == "LLM":
             view.kind = None
+        if view.has_content:  # one reader's "nothing recorded" is answered by another's content
+            view.no_content = None
         view.readers = tuple(used)
         return view
 

@@ -77,6 +77,28 @@ def error_of(span: SpanRecord) -> str | None:
     return span.status_message or "error"
 
 
+# What turns a model call's content on, by the convention that wrote the span (a family's own reader
+# says it more precisely where it knows: ADK, OpenLLMetry, the Anthropic SDK).
+_GENAI_CONTENT = (
+    "the GenAI instrumentation recorded no messages: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+    "=SPAN_ONLY (with OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental), or EVENT_ONLY with "
+    "BlackboxLogRecordProcessor (OTEL_LOGS_EXPORTER=blackbox) beside the span processor"
+)
+_OPENINFERENCE_CONTENT = (
+    "the OpenInference instrumentor recorded no messages: unset OPENINFERENCE_HIDE_INPUTS, "
+    "OPENINFERENCE_HIDE_OUTPUTS, OPENINFERENCE_HIDE_INPUT_MESSAGES and OPENINFERENCE_HIDE_OUTPUT_MESSAGES"
+)
+_ANY_CONTENT = "the instrumentation recorded no messages for this model call: turn its content capture on"
+
+
+def _why_empty(span: SpanRecord) -> str:
+    if any(key.startswith("gen_ai.") for key in span.attributes):
+        return _GENAI_CONTENT
+    if "openinference.span.kind" in span.attributes:
+        return _OPENINFERENCE_CONTENT
+    return _ANY_CONTENT
+
+
 def read_span(span: SpanRecord) -> SpanView:
     """The view of one span on its own (``view.trace.read_trace`` adds what only the trace tells)."""
     readings = []
@@ -85,6 +107,8 @@ def read_span(span: SpanRecord) -> SpanView:
         if reading is not None:
             readings.append((convention.NAME, reading))
     view = SpanView.merged(readings)
+    if view.no_content is None and view.kind == "LLM" and span.status != "open" and not view.has_content:
+        view.no_content = _why_empty(span)
     if view.tool is not None or view.kind == "TOOL":
         tool = view.tool or ToolUse()
         view.tool = ToolUse(tool.name, tool.arguments, tool.result, error_of(span))
