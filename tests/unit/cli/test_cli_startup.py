@@ -27,7 +27,8 @@ from otel_blackbox.cli import cli
 # jsonschema), the OpenTelemetry SDK, the instrumentors, the viewer, the exporters. (The span view's
 # readers use OpenInference's attribute names, openinference.semconv: a read command may load those.)
 _HEAVY = (
-    "jsonschema", "opentelemetry", "openinference.instrumentation", "otel_blackbox._cassette", "otel_blackbox._playback",
+    "jsonschema", "opentelemetry", "openinference.instrumentation", "otel_blackbox._cassette",
+    "otel_blackbox._playback",
     "otel_blackbox._web", "otel_blackbox._spans.otlp_out", "otel_blackbox._spans.otlp_in",
     "otel_blackbox._spans.openinference", "otel_blackbox._render.html_report",
     "otel_blackbox._recorder.exporter", "otel_blackbox._recorder.processor", "requests", "httpx",

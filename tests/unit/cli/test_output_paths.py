@@ -128,7 +128,8 @@ def test_a_record_whose_folder_vanished_keeps_the_cassette_and_the_programs_exit
         # Kept whole: its chain verifies. (The program made no model call: nothing to replay.)
         checks = {c.name: (c.status, c.detail) for c in verify_cassette(load_cassette(kept)).checks}
         assert checks["hash_chain"][0] == "pass"
-        assert checks["replayability"] == ("fail", "no model call in the cassette: there is nothing to replay")
+        nothing = "no model call in the cassette: there is nothing to replay"
+        assert checks["replayability"] == ("fail", nothing)
     finally:
         kept.unlink()
 

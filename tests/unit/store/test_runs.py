@@ -465,7 +465,8 @@ def test_cassette_of_a_killed_run_and_of_one_trace_still_work(recorded: Recorded
     # Killed before any model call: nothing a replay could play, refused unless --force.
     refused = run_cli("cassette", "--run", recorded.run_ids["killed"], "-o", str(out), db=recorded.db)
     assert refused.returncode == 2 and "no model call in the cassette" in refused.stderr and not out.exists()
-    run_cli("cassette", "--run", recorded.run_ids["killed"], "-o", str(out), "--force", db=recorded.db, check=True)
+    forced = ("cassette", "--run", recorded.run_ids["killed"], "-o", str(out), "--force")
+    run_cli(*forced, db=recorded.db, check=True)
     assert terminal_outcome(load_cassette(out)).status == "error"  # open spans: the run never ended
     trace_id = next(iter(_spans_of_pid(recorded.db, recorded.pids["no-root"])))[0]
     # One model call of a run that makes each call a trace (any of them: a set): the one that asked
