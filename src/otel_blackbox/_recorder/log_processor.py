@@ -15,28 +15,23 @@ run's row of ``recorders``: the span recorder's of this process and file when th
 
 from __future__ import annotations
 
-import atexit
 import logging
-import os
 import threading
-import weakref
 from pathlib import Path
 from typing import Any
 
 from opentelemetry.sdk._logs import LogRecordProcessor
-from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
 
 from otel_blackbox._config import BlackboxConfig
+from otel_blackbox._recorder.lifecycle import EXIT_FLUSH_TIMEOUT_S, Recorder
 from otel_blackbox._recorder.log_shipper import LogQueue, LogShipper
 
 __all__ = ["BlackboxLogRecordProcessor"]
 
 logger = logging.getLogger("otel_blackbox")
 
-_EXIT_FLUSH_TIMEOUT_S = 5.0
 
-
-class BlackboxLogRecordProcessor(LogRecordProcessor):
+class BlackboxLogRecordProcessor(Recorder, LogRecordProcessor):
     """Records log records that name a span to the local SQLite file of the spans.
 
     Args:
@@ -46,22 +41,7 @@ class BlackboxLogRecordProcessor(LogRecordProcessor):
     """
 
     def __init__(self, db_path: str | Path | None = None, *, config: BlackboxConfig | None = None) -> None:
-        config = config or BlackboxConfig.from_env()
-        if db_path is not None:
-            config = config.replace(db_path=db_path)
-        self.config = config
-        self.disabled = os.environ.get(OTEL_SDK_DISABLED, "").strip().lower() == "true"
-        self._shutdown = False
-        self._start_lock = threading.Lock()
-        self._new_writer()
-        ref = weakref.ref(self)
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(
-                before=lambda: _call(ref, "_before_fork"),
-                after_in_parent=lambda: _call(ref, "_after_fork_in_parent"),
-                after_in_child=lambda: _call(ref, "_after_fork_in_child"),
-            )
-        atexit.register(_call, ref, "_at_exit")
+        self._set_up(db_path, config)
 
     def _new_writer(self) -> None:
         """A fresh queue and writer thread, started with the first record (creating a processor
@@ -104,8 +84,8 @@ class BlackboxLogRecordProcessor(LogRecordProcessor):
         self._shutdown = True
         if self.disabled or not self._started:
             return
-        if not self._writer.stop(_EXIT_FLUSH_TIMEOUT_S * 6):
-            logger.warning("otel-blackbox log writer did not finish within %ss", _EXIT_FLUSH_TIMEOUT_S * 6)
+        if not self._writer.stop(EXIT_FLUSH_TIMEOUT_S * 6):
+            logger.warning("otel-blackbox log writer did not finish within %ss", EXIT_FLUSH_TIMEOUT_S * 6)
 
     # -- counters ----------------------------------------------------------------------------------
 
@@ -134,7 +114,7 @@ class BlackboxLogRecordProcessor(LogRecordProcessor):
         # Wait (bounded) for the writer to finish its current SQLite call: the child must not
         # inherit a connection in the middle of one.
         lock = self._writer.io_lock
-        self._fork_locked = lock.acquire(timeout=_EXIT_FLUSH_TIMEOUT_S)
+        self._fork_locked = lock.acquire(timeout=EXIT_FLUSH_TIMEOUT_S)
 
     def _after_fork_in_parent(self) -> None:
         if getattr(self, "_fork_locked", False):
@@ -150,13 +130,4 @@ class BlackboxLogRecordProcessor(LogRecordProcessor):
 
     def _at_exit(self) -> None:
         if not self._shutdown and not self.disabled and self._started:
-            self.force_flush(int(_EXIT_FLUSH_TIMEOUT_S * 1000))
-
-
-def _call(ref: weakref.ref[BlackboxLogRecordProcessor], method: str) -> None:
-    processor = ref()
-    if processor is not None:
-        try:
-            getattr(processor, method)()
-        except Exception:  # never raise into the host, not even at exit
-            logger.warning("otel-blackbox: %s failed", method, exc_info=True)
+            self.force_flush(int(EXIT_FLUSH_TIMEOUT_S * 1000))

@@ -20,10 +20,8 @@ With ``capture_http`` on, it also records each HTTP exchange of the process as a
 
 from __future__ import annotations
 
-import atexit
 import importlib
 import logging
-import os
 import sys
 import threading
 import weakref
@@ -31,12 +29,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from opentelemetry.context import Context
-from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_blackbox._config import BlackboxConfig
 from otel_blackbox._playback import active
 from otel_blackbox._recorder import process_runs
+from otel_blackbox._recorder.lifecycle import EXIT_FLUSH_TIMEOUT_S, Recorder, call_at_exit
 from otel_blackbox._recorder.shipper import Shipper
 from otel_blackbox._recorder.sinks import InThreadSink
 from otel_blackbox._recorder.span_queue import SpanQueue
@@ -50,10 +48,8 @@ __all__ = ["BlackboxSpanProcessor"]
 
 logger = logging.getLogger("otel_blackbox")
 
-_EXIT_FLUSH_TIMEOUT_S = 5.0
 
-
-class BlackboxSpanProcessor(SpanProcessor):
+class BlackboxSpanProcessor(Recorder, SpanProcessor):
     """Records spans to a local SQLite file when they start, and replaces the row when they end.
 
     Args:
@@ -63,24 +59,9 @@ class BlackboxSpanProcessor(SpanProcessor):
     """
 
     def __init__(self, db_path: str | Path | None = None, *, config: BlackboxConfig | None = None) -> None:
-        config = config or BlackboxConfig.from_env()
-        if db_path is not None:
-            config = config.replace(db_path=db_path)
-        self.config = config
-        self.disabled = os.environ.get(OTEL_SDK_DISABLED, "").strip().lower() == "true"
-        self._shutdown = False
-        self._start_lock = threading.Lock()
-        self._new_writer()
-        ref = weakref.ref(self)
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(
-                before=lambda: _call(ref, "_before_fork"),
-                after_in_parent=lambda: _call(ref, "_after_fork_in_parent"),
-                after_in_child=lambda: _call(ref, "_after_fork_in_child"),
-            )
-        atexit.register(_call, ref, "_at_exit")
+        self._set_up(db_path, config)
         self._capture: HttpCapture | None = None
-        if config.capture_http and not self.disabled:
+        if self.config.capture_http and not self.disabled:
             self._capture = self._start_capture()
 
     def _start_capture(self) -> HttpCapture | None:
@@ -150,8 +131,8 @@ class BlackboxSpanProcessor(SpanProcessor):
                 logger.warning("otel-blackbox: could not stop HTTP capture", exc_info=True)
         if self.disabled or not self._started:
             return
-        if not self._writer.stop(_EXIT_FLUSH_TIMEOUT_S * 6):
-            logger.warning("otel-blackbox writer did not finish within %ss", _EXIT_FLUSH_TIMEOUT_S * 6)
+        if not self._writer.stop(EXIT_FLUSH_TIMEOUT_S * 6):
+            logger.warning("otel-blackbox writer did not finish within %ss", EXIT_FLUSH_TIMEOUT_S * 6)
 
     # -- counters ----------------------------------------------------------------------------------
 
@@ -178,14 +159,14 @@ class BlackboxSpanProcessor(SpanProcessor):
         """Where rows are written: "process", "thread" (asked for, or the fallback), None before the
         first span."""
         if self._started:
-            self._writer.ready.wait(_EXIT_FLUSH_TIMEOUT_S)
+            self._writer.ready.wait(EXIT_FLUSH_TIMEOUT_S)
         return self._writer.mode
 
     @property
     def writer_pid(self) -> int | None:
         """The writer process's pid (None in thread mode, or before the first span)."""
         if self._started:
-            self._writer.ready.wait(_EXIT_FLUSH_TIMEOUT_S)
+            self._writer.ready.wait(EXIT_FLUSH_TIMEOUT_S)
         return self._writer.pid
 
     # -- process events ----------------------------------------------------------------------------
@@ -196,10 +177,10 @@ class BlackboxSpanProcessor(SpanProcessor):
         # in the middle of a call and no pipe half set up.
         self._fork_locks = []
         lock = self._writer.start_lock
-        if lock.acquire(timeout=_EXIT_FLUSH_TIMEOUT_S):
+        if lock.acquire(timeout=EXIT_FLUSH_TIMEOUT_S):
             self._fork_locks.append(lock)
         sink = self._writer.sink
-        if isinstance(sink, InThreadSink) and sink.io_lock.acquire(timeout=_EXIT_FLUSH_TIMEOUT_S):
+        if isinstance(sink, InThreadSink) and sink.io_lock.acquire(timeout=EXIT_FLUSH_TIMEOUT_S):
             self._fork_locks.append(sink.io_lock)
 
     def _after_fork_in_parent(self) -> None:
@@ -218,7 +199,7 @@ class BlackboxSpanProcessor(SpanProcessor):
     def _at_exit(self) -> None:
         # A clean exit or an unhandled exception: flush, even if nobody calls shutdown().
         if not self._shutdown and not self.disabled:
-            self.force_flush(int(_EXIT_FLUSH_TIMEOUT_S * 1000))
+            self.force_flush(int(EXIT_FLUSH_TIMEOUT_S * 1000))
 
 
 def _flush_at_multiprocessing_exit(processor: BlackboxSpanProcessor) -> None:
@@ -226,13 +207,4 @@ def _flush_at_multiprocessing_exit(processor: BlackboxSpanProcessor) -> None:
     but multiprocessing's own finalizers do. Registered per process, with its first span."""
     util = sys.modules.get("multiprocessing.util")
     if util is not None:
-        util.Finalize(None, _call, args=(weakref.ref(processor), "_at_exit"), exitpriority=100)
-
-
-def _call(ref: weakref.ref[BlackboxSpanProcessor], method: str) -> None:
-    processor = ref()
-    if processor is not None:
-        try:
-            getattr(processor, method)()
-        except Exception:  # never raise into the host, not even at exit
-            logger.warning("otel-blackbox: %s failed", method, exc_info=True)
+        util.Finalize(None, call_at_exit, args=(weakref.ref(processor), "_at_exit"), exitpriority=100)

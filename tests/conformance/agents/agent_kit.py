@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,11 +38,56 @@ TOOL_DESCRIPTION = "The current weather in a city."
 TOOL_ERROR = "weather service unavailable"
 
 
+# The tool, as an OpenAI chat-completions tool definition.
+OPENAI_TOOL: Any = {
+    "type": "function",
+    "function": {
+        "name": TOOL_NAME,
+        "description": TOOL_DESCRIPTION,
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+
+
 def get_weather(city: str) -> str:
     """The current weather in a city."""
     if SCENARIO.tool_error:
         raise RuntimeError(TOOL_ERROR)
     return json.dumps({"city": city, "temperature_c": 21, "conditions": "sunny"})
+
+
+def openai_tool_loop(
+    base_url: str,
+    model: str,
+    call_tool: Callable[[str, str, str], str],
+    instrument: Callable[[Any], None] | None = None,
+) -> str:
+    """Chat completions (the openai SDK, any version the family's venv has) until the model answers;
+    ``call_tool(call_id, name, arguments)`` runs a tool, its RuntimeError goes back to the model as the
+    tool's answer, as agent frameworks do; ``instrument(client)`` instruments the client first."""
+    from openai import OpenAI
+
+    messages: list[Any] = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": QUESTION},
+    ]
+    with OpenAI(base_url=base_url, api_key="sk-fake", max_retries=0) as client:
+        if instrument is not None:
+            instrument(client)
+        for _ in range(4):
+            reply = client.chat.completions.create(model=model, messages=messages, tools=[OPENAI_TOOL])
+            message = reply.choices[0].message
+            messages.append(message.model_dump(exclude_none=True))
+            calls = [c for c in message.tool_calls or [] if c.type == "function"]
+            if not calls:
+                return message.content or ""
+            for call in calls:
+                try:
+                    result = call_tool(call.id, call.function.name, call.function.arguments)
+                except RuntimeError as error:
+                    result = f"Error: {error}"
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    return "(no answer)"
 
 
 @dataclass

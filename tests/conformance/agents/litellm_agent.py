@@ -16,7 +16,6 @@ import sys
 from typing import Any
 
 import agent_kit
-from openai_agent import TOOL
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
                     api_base=run.openai_base_url,
                     api_key="sk-fake",
                     messages=messages,
-                    tools=[TOOL],
+                    tools=[agent_kit.OPENAI_TOOL],
                 )
                 message = reply.choices[0].message
                 messages.append(message.model_dump(exclude_none=True))

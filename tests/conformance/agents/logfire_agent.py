@@ -32,18 +32,6 @@ from typing import Any
 import agent_kit
 
 VARIANTS = ("default", "v1", "pydantic-ai")
-TOOL: Any = {
-    "type": "function",
-    "function": {
-        "name": agent_kit.TOOL_NAME,
-        "description": agent_kit.TOOL_DESCRIPTION,
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
 
 
 @contextmanager
@@ -107,26 +95,14 @@ def call_tool(call_id: str, name: str, arguments: str) -> str:
 def run_logfire(base_url: str, model: str, version: int) -> str:
     """A chat-completions tool loop, the client instrumented by Logfire (``version`` 1 or 2)."""
     import logfire
-    from openai import OpenAI
 
-    messages: list[Any] = [
-        {"role": "system", "content": agent_kit.SYSTEM_PROMPT},
-        {"role": "user", "content": agent_kit.QUESTION},
-    ]
-    with OpenAI(base_url=base_url, api_key="sk-fake", max_retries=0) as client:
-        logfire.instrument_openai(client, version=version)
-        with logfire.span("weather agent: {question}", question=agent_kit.QUESTION):
-            for _ in range(4):
-                reply = client.chat.completions.create(model=model, messages=messages, tools=[TOOL])
-                message = reply.choices[0].message
-                messages.append(message.model_dump(exclude_none=True))
-                calls = [c for c in message.tool_calls or [] if c.type == "function"]
-                if not calls:
-                    return message.content or ""
-                for call in calls:
-                    result = call_tool(call.id, call.function.name, call.function.arguments)
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-    return "(no answer)"
+    with logfire.span("weather agent: {question}", question=agent_kit.QUESTION):
+        return agent_kit.openai_tool_loop(
+            base_url,
+            model,
+            call_tool,
+            instrument=lambda client: logfire.instrument_openai(client, version=version),
+        )
 
 
 def run_pydantic_ai(run: agent_kit.Run) -> str:

@@ -20,49 +20,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
-from typing import Any
 
 import agent_kit
 
 VARIANTS = ("openinference", "openai-v2")
-TOOL: Any = {
-    "type": "function",
-    "function": {
-        "name": agent_kit.TOOL_NAME,
-        "description": agent_kit.TOOL_DESCRIPTION,
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
-
-
-def tool_loop(base_url: str, model: str, call_tool: Callable[[str, str, str], str]) -> str:
-    """Chat completions until the model answers; ``call_tool(call_id, name, arguments)`` runs a tool."""
-    from openai import OpenAI
-
-    messages: list[Any] = [
-        {"role": "system", "content": agent_kit.SYSTEM_PROMPT},
-        {"role": "user", "content": agent_kit.QUESTION},
-    ]
-    with OpenAI(base_url=base_url, api_key="sk-fake", max_retries=0) as client:
-        for _ in range(4):
-            reply = client.chat.completions.create(model=model, messages=messages, tools=[TOOL])
-            message = reply.choices[0].message
-            messages.append(message.model_dump(exclude_none=True))
-            calls = [c for c in message.tool_calls or [] if c.type == "function"]
-            if not calls:
-                return message.content or ""
-            for call in calls:
-                try:
-                    result = call_tool(call.id, call.function.name, call.function.arguments)
-                except RuntimeError as error:
-                    result = f"Error: {error}"
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-    return "(no answer)"
 
 
 def run_openinference(run: agent_kit.Run) -> str:
@@ -78,7 +39,7 @@ def run_openinference(run: agent_kit.Run) -> str:
 
     @tracer.agent(name="weather_agent")
     def agent(question: str) -> str:
-        return tool_loop(
+        return agent_kit.openai_tool_loop(
             run.openai_base_url, run.model, lambda _id, _name, arguments: get_weather(**json.loads(arguments))
         )
 
@@ -104,7 +65,7 @@ def run_openai_v2(run: agent_kit.Run) -> str:
             return str(invocation.tool_result)
 
     with handler.invoke_local_agent(request_model=run.model, agent_name="weather_agent"):
-        return tool_loop(run.openai_base_url, run.model, call_tool)
+        return agent_kit.openai_tool_loop(run.openai_base_url, run.model, call_tool)
 
 
 def main(argv: list[str] | None = None) -> int:

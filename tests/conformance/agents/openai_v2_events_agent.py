@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import agent_kit
@@ -28,20 +29,6 @@ ENV = {
     "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "EVENT_ONLY",
 }
-TOOLS: list[Any] = [
-    {
-        "type": "function",
-        "function": {
-            "name": agent_kit.TOOL_NAME,
-            "description": agent_kit.TOOL_DESCRIPTION,
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string", "description": "The city."}},
-                "required": ["city"],
-            },
-        },
-    }
-]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,7 +37,6 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"unknown variant {args.variant!r}: event-only is the one")
     os.environ.update(ENV)  # read when instrumenting and on each call
 
-    import openai
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
     from opentelemetry.util.genai.handler import TelemetryHandler
 
@@ -58,42 +44,25 @@ def main(argv: list[str] | None = None) -> int:
         instrumentor = OpenAIInstrumentor()  # type: ignore[no-untyped-call]
         instrumentor.instrument(tracer_provider=run.tracer_provider, logger_provider=run.logger_provider)
         handler = TelemetryHandler(tracer_provider=run.tracer_provider, logger_provider=run.logger_provider)
-        client = openai.OpenAI(base_url=run.openai_base_url, api_key="sk-fake")
-        messages: list[Any] = [
-            {"role": "system", "content": agent_kit.SYSTEM_PROMPT},
-            {"role": "user", "content": agent_kit.QUESTION},
-        ]
         try:
             with handler.invoke_local_agent(request_model=run.model, agent_name="weather agent"):
-                for _ in range(4):
-                    completion = client.chat.completions.create(
-                        model=run.model, messages=messages, tools=TOOLS
-                    )
-                    message = completion.choices[0].message
-                    messages.append(message.model_dump(exclude_none=True))
-                    if not message.tool_calls:
-                        print(message.content)
-                        break
-                    for call in message.tool_calls:
-                        messages.append(
-                            {"role": "tool", "tool_call_id": call.id, "content": _called(handler, call)}
-                        )
+                print(agent_kit.openai_tool_loop(run.openai_base_url, run.model, _tool_call(handler)))
         finally:
             instrumentor.uninstrument()
     return 0
 
 
-def _called(handler: Any, call: Any) -> str:
-    """The tool run in an ``execute_tool`` span; what the model is told when it raised."""
-    try:
-        with handler.tool(call.function.name, tool_call_id=call.id, tool_type="function") as invocation:
-            arguments = json.loads(call.function.arguments)
-            invocation.arguments = arguments
-            result = agent_kit.get_weather(**arguments)
+def _tool_call(handler: Any) -> Callable[[str, str, str], str]:
+    """A tool call run in util-genai's ``execute_tool`` span."""
+
+    def call_tool(call_id: str, name: str, arguments: str) -> str:
+        with handler.tool(name, tool_call_id=call_id, tool_type="function") as invocation:
+            invocation.arguments = json.loads(arguments)
+            result = agent_kit.get_weather(**invocation.arguments)
             invocation.tool_result = result
             return result
-    except RuntimeError as error:
-        return f"Error: {error}"
+
+    return call_tool
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ import os
 import sys
 
 import agent_kit
-from openllmetry_agent import tool_loop
 
 
 def run(run: agent_kit.Run) -> str:
@@ -46,7 +45,7 @@ def run(run: agent_kit.Run) -> str:
 
     @agent(name="weather_agent")  # type: ignore[untyped-decorator, unused-ignore]
     def weather_agent(question: str) -> str:
-        return tool_loop(
+        return agent_kit.openai_tool_loop(
             run.openai_base_url, run.model, lambda _id, _name, arguments: get_weather(**json.loads(arguments))
         )
 
