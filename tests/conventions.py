@@ -14,6 +14,7 @@ from pathlib import Path
 from otel_blackbox import BlackboxConfig
 from otel_blackbox._spans.view.model import SpanView
 from otel_blackbox._spans.view.registry import view_of
+from otel_blackbox._spans.view.trace import read_trace
 from otel_blackbox._store.ingest import Importer
 from otel_blackbox._store.log_writer import LogWriter
 from otel_blackbox._store.otlp_logs import log_snapshots
@@ -56,4 +57,6 @@ def stored_spans(path: Path, db: Path) -> list[SpanRecord]:
 
 
 def views(path: Path, db: Path) -> list[tuple[SpanRecord, SpanView]]:
-    return [(span, view_of(span)) for span in stored_spans(path, db)]
+    """Each span with its view, read with its trace as every command reads it (a call two spans
+    describe is marked on the one not counted)."""
+    return [(span, view_of(span)) for span in read_trace(stored_spans(path, db))]

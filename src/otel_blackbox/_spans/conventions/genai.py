@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from otel_blackbox._spans.conventions.tokens import TokenKeys, tokens_from
 from otel_blackbox._spans.messages import HostedCall, Message, ToolCall, json_value, text_of
 from otel_blackbox._spans.view.model import Reading, Tokens, ToolUse
 from otel_blackbox._store.queries import SpanRecord
@@ -57,31 +58,25 @@ OPERATION_KINDS: dict[str, str] = {
     "invoke_workflow": "CHAIN",
     "call_llm": "LLM",  # mozilla-ai/any-agent's model call
 }
-_INPUT_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")
-_OUTPUT_KEYS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")
-_CACHE_READ_KEYS = (
-    "gen_ai.usage.cache_read.input_tokens",
-    "gen_ai.usage.cache_read_input_tokens",
-    "gen_ai.usage.cached_tokens",  # any-agent
+TOKEN_KEYS = TokenKeys(
+    input=("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
+    output=("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
+    total=("gen_ai.usage.total_tokens", "llm.usage.total_tokens"),
+    cache_read=(
+        "gen_ai.usage.cache_read.input_tokens",
+        "gen_ai.usage.cache_read_input_tokens",
+        "gen_ai.usage.cached_tokens",  # any-agent
+    ),
+    cache_write=("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens"),
+    reasoning=("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens"),  # any-agent's last
 )
-_CACHE_WRITE_KEYS = ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens")
-_REASONING_KEYS = (
-    "gen_ai.usage.reasoning.output_tokens",
-    "gen_ai.usage.reasoning_tokens",  # any-agent
-)
-_TOTAL_KEYS = ("gen_ai.usage.total_tokens", "llm.usage.total_tokens")
 SUMMARY_KEYS = (
     "gen_ai.operation.name",
     "gen_ai.response.model",
     "gen_ai.request.model",
     "gen_ai.provider.name",
     "gen_ai.system",
-    *_INPUT_KEYS,
-    *_OUTPUT_KEYS,
-    *_TOTAL_KEYS,
-    *_CACHE_READ_KEYS,
-    *_CACHE_WRITE_KEYS,
-    *_REASONING_KEYS,
+    *TOKEN_KEYS.all(),
 )
 
 
@@ -226,26 +221,9 @@ def genai_tools(raw: Any) -> list[dict[str, Any]]:
     return [t for t in _json_list(raw) if isinstance(t, dict)]
 
 
-def _first_int(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
-    for key in keys:
-        value = attributes.get(key)
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, (int, float)):
-            return int(value)
-    return None
-
-
 def tokens_of(attributes: Mapping[str, Any]) -> Tokens | None:
-    tokens = Tokens(
-        input=_first_int(attributes, _INPUT_KEYS),
-        output=_first_int(attributes, _OUTPUT_KEYS),
-        total=_first_int(attributes, _TOTAL_KEYS),
-        cache_read=_first_int(attributes, _CACHE_READ_KEYS),
-        cache_write=_first_int(attributes, _CACHE_WRITE_KEYS),
-        reasoning=_first_int(attributes, _REASONING_KEYS),
-    )
-    return tokens if tokens.counted else None
+    tokens = tokens_from(attributes, TOKEN_KEYS)
+    return tokens if tokens is not None and tokens.counted else None
 
 
 def _text(value: Any) -> str | None:

@@ -27,6 +27,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from otel_blackbox._spans.conventions.tokens import TokenKeys, tokens_from
 from otel_blackbox._spans.messages import Message, ToolCall, indexed, json_value, text_of
 from otel_blackbox._spans.view.model import Reading, Tokens, ToolUse
 from otel_blackbox._store.queries import SpanRecord
@@ -45,23 +46,20 @@ _COMPLETIONS = ("gen_ai.completion", "llm.completions")
 _FUNCTIONS = "llm.request.functions"
 _MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "llm.response.model", "llm.request.model")
 _PROVIDER_KEYS = ("gen_ai.system", "gen_ai.provider.name", "llm.vendor")
-_INPUT_KEYS = ("gen_ai.usage.prompt_tokens", "gen_ai.usage.input_tokens", "llm.usage.prompt_tokens")
-_OUTPUT_KEYS = ("gen_ai.usage.completion_tokens", "gen_ai.usage.output_tokens", "llm.usage.completion_tokens")
-_TOTAL_KEYS = ("llm.usage.total_tokens", "gen_ai.usage.total_tokens")
-_CACHE_READ_KEYS = ("gen_ai.usage.cache_read_input_tokens", "gen_ai.usage.cache_read.input_tokens")
-_CACHE_WRITE_KEYS = ("gen_ai.usage.cache_creation_input_tokens", "gen_ai.usage.cache_creation.input_tokens")
-_REASONING_KEYS = ("gen_ai.usage.reasoning_tokens", "llm.usage.reasoning_tokens")
+_TOKEN_KEYS = TokenKeys(
+    input=("gen_ai.usage.prompt_tokens", "gen_ai.usage.input_tokens", "llm.usage.prompt_tokens"),
+    output=("gen_ai.usage.completion_tokens", "gen_ai.usage.output_tokens", "llm.usage.completion_tokens"),
+    total=("llm.usage.total_tokens", "gen_ai.usage.total_tokens"),
+    cache_read=("gen_ai.usage.cache_read_input_tokens", "gen_ai.usage.cache_read.input_tokens"),
+    cache_write=("gen_ai.usage.cache_creation_input_tokens", "gen_ai.usage.cache_creation.input_tokens"),
+    reasoning=("gen_ai.usage.reasoning_tokens", "llm.usage.reasoning_tokens"),
+)
 SUMMARY_KEYS = (
     REQUEST_TYPE,
     SPAN_KIND,
     *_MODEL_KEYS,
     *_PROVIDER_KEYS,
-    *_INPUT_KEYS,
-    *_OUTPUT_KEYS,
-    *_TOTAL_KEYS,
-    *_CACHE_READ_KEYS,
-    *_CACHE_WRITE_KEYS,
-    *_REASONING_KEYS,
+    *_TOKEN_KEYS.all(),
 )
 
 # llm.request.type -> the kind of span (LLMRequestTypeValues).
@@ -79,24 +77,8 @@ def _first(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
     return next((attributes[key] for key in keys if attributes.get(key) is not None), None)
 
 
-def _first_int(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
-    for key in keys:
-        value = attributes.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return int(value)
-    return None
-
-
 def _tokens(attributes: Mapping[str, Any]) -> Tokens | None:
-    tokens = Tokens(
-        input=_first_int(attributes, _INPUT_KEYS),
-        output=_first_int(attributes, _OUTPUT_KEYS),
-        total=_first_int(attributes, _TOTAL_KEYS),
-        cache_read=_first_int(attributes, _CACHE_READ_KEYS),
-        cache_write=_first_int(attributes, _CACHE_WRITE_KEYS),
-        reasoning=_first_int(attributes, _REASONING_KEYS),
-    )
-    return tokens if tokens.counted or tokens.total is not None else None
+    return tokens_from(attributes, _TOKEN_KEYS)
 
 
 def _content(value: Any) -> str | None:
@@ -218,7 +200,7 @@ def read(span: SpanRecord) -> Reading | None:
     inputs = _messages(attrs, _PROMPTS)
     outputs = _messages(attrs, _COMPLETIONS)
     tokens = _tokens(attrs)
-    reasoning_counted = _first_int(attrs, _REASONING_KEYS) is not None
+    reasoning_counted = tokens is not None and tokens.reasoning is not None
     if request_type is None and span_kind is None and not (inputs or outputs):
         operation = attrs.get("gen_ai.operation.name")
         if not _is_current_form(span):

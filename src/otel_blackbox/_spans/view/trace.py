@@ -30,6 +30,10 @@ def read_trace(spans: list[SpanRecord]) -> list[SpanRecord]:
         span.view = read_span(span)
     if fresh:
         _mark_same_calls(spans)
+        for span in fresh:  # a repeat of a call says nothing of content: the counted span has it
+            view = view_of(span)
+            if view.same_call_as is not None:
+                view.no_content = None
     return spans
 
 
