@@ -246,9 +246,10 @@ def run_cassettes(args: argparse.Namespace) -> None:
 
 
 def _big_cassette(tag: str) -> Cassette:
-    """About 1 MB, so that a kill often lands mid-write."""
+    """About 1 MB, so that a kill often lands mid-write: a model call, then notes (200 steps)."""
     cassette = Cassette(id=f"run-{tag}", created_at=1_700_000_000_000)
-    for index in range(200):
+    cassette.append("model_input", {"messages": [{"role": "user", "content": tag}]}, 1_700_000_000_000)
+    for index in range(199):
         cassette.append(
             "metadata", {"name": "note", "tag": tag, "blob": f"{tag}{index}" * 1000}, 1_700_000_000_000
         )

@@ -4,7 +4,8 @@
 2. ``hash_chain``           indexes 0..n-1, ids ``<cassette id>:<index>``, prevHash links, every hash
                             recomputed; with ``expect_head``, the last hash is the one kept elsewhere;
 3. ``provider_neutrality``  nothing provider-specific (see :mod:`.neutrality`);
-4. ``replayability``        the recorded outcome agrees with the steps, and there is a model call to replay.
+4. ``replayability``        the recorded outcome agrees with the steps, and there is something to replay
+                            (a model call, or an HTTP exchange a session recorded).
 
 Checks after a failure are ``skip``: once the chain is broken, nothing read from it can be trusted.
 Verification never raises for a bad cassette; only :func:`verify_file` raises, and only
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from otel_blackbox._cassette.canonical import CanonicalError
+from otel_blackbox._cassette.captured import HTTP_EXCHANGE_EVENT
 from otel_blackbox._cassette.io import loads_json, parse_cassette, read_text
 from otel_blackbox._cassette.model import FORMAT_VERSION, Cassette, Step, choice_calls, terminal_outcome
 from otel_blackbox._cassette.neutrality import audit_neutrality
@@ -268,12 +270,23 @@ _REPLAY_RULES: dict[str, Callable[[_Replay, Step, int, bool], None]] = {
 }
 
 
+def _replayable(step: Step) -> bool:
+    """A step a replay serves: a model call, or an HTTP exchange a recording session kept."""
+    if step.type == "model_input":
+        return True
+    return (
+        step.type == "metadata"
+        and isinstance(step.payload, dict)
+        and step.payload.get("event") == HTTP_EXCHANGE_EVENT
+    )
+
+
 def _check_replay(cassette: Cassette) -> str:
     state = _Replay()
     last = len(cassette.steps) - 1
     for position, step in enumerate(cassette.steps):
         _REPLAY_RULES.get(step.type, _replay_nothing)(state, step, position, position == last)
-    if not any(step.type == "model_input" for step in cassette.steps):
+    if not any(_replayable(step) for step in cassette.steps):
         # Spans in which no model call was recognized: a replay would serve nothing and prove nothing.
         raise _Failed("no model call in the cassette: there is nothing to replay")
     return f"outcome {terminal_outcome(cassette).status}"

@@ -4,11 +4,17 @@ Bedrock's regional ids. A name no form of which is known stays unpriced, never $
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from conventions import fixture_path, stored_spans
 
 from otel_blackbox._cost.model_names import candidates
 from otel_blackbox._cost.prices import price_of
+from otel_blackbox._cost.spans import spans_cost
 from otel_blackbox._cost.usage import TokenUsage
+from otel_blackbox._spans.view.registry import view_of
+from otel_blackbox._spans.view.trace import read_trace
 
 USAGE = TokenUsage(input=1000, output=1000)
 
@@ -54,3 +60,12 @@ def test_the_name_as_written_is_tried_first_and_unknown_names_stay_unpriced() ->
     ]
     assert price_of("someone/no-such-model-xyz", None, USAGE) is None
     assert price_of("models/no-such-model-xyz", None, USAGE) is None
+
+
+def test_litellm_calls_are_priced_by_their_prefixed_name(tmp_path: Path) -> None:
+    """LiteLLM under OpenInference names the model ``openai/gpt-4o-mini`` (a real capture): priced."""
+    spans = read_trace(stored_spans(fixture_path("openinference", "litellm-ok"), tmp_path / "blackbox.db"))
+    calls = [s for s in spans if view_of(s).counts]
+    assert len(calls) == 2 and {view_of(c).model for c in calls} == {"openai/gpt-4o-mini"}
+    cost = spans_cost(spans)
+    assert cost.usd is not None and cost.usd > 0 and cost.unpriced == 0
