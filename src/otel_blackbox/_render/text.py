@@ -182,14 +182,14 @@ def _details(span: SpanRecord, limit: int | None) -> list[str]:
         lines.append("messages:")
         lines += [f"  {m}" for msg in view.input_messages for m in _format_message(msg, limit)]
     elif view.tool is not None and view.tool.arguments is not None:
-        lines.append(f"tool arguments: {safe(clip(_text(view.tool.arguments), limit))}")
+        lines.append(f"input: {safe(clip(_text(view.tool.arguments), limit))}")
     elif view.input_text is not None:
         lines.append(f"input: {safe(clip(view.input_text, limit))}")
     if view.output_messages:
         lines.append("output:")
         lines += [f"  {m}" for msg in view.output_messages for m in _format_message(msg, limit)]
     elif view.tool is not None and view.tool.result is not None:
-        lines.append(f"tool result: {safe(clip(_text(view.tool.result), limit))}")
+        lines.append(f"output: {safe(clip(_text(view.tool.result), limit))}")
     elif view.output_text is not None:
         lines.append(f"output: {safe(clip(view.output_text, limit))}")
     tokens = view.tokens
