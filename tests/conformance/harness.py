@@ -68,6 +68,29 @@ def run_agent(
     )
 
 
+def ran_to_its_end(
+    agent: str,
+    db: Path,
+    *,
+    venv: str | None = None,
+    variant: str = "",
+    scenario: str = "ok",
+    raises_on_tool_error: bool = False,
+) -> None:
+    """The agent run as a user runs it: to its final answer, which quotes the tool's error in the
+    tool-error scenario (an agent that sends the error back to the model), or, with
+    ``raises_on_tool_error``, ended by the tool's exception (a framework that re-raises it)."""
+    done = run_agent(agent, db, venv=venv, variant=variant, scenario=scenario)
+    output = done.stdout + done.stderr
+    if scenario == "tool-error" and raises_on_tool_error:
+        assert done.returncode != 0 and TOOL_ERROR in done.stderr, output
+        return
+    assert done.returncode == 0, output
+    assert "Final answer" in done.stdout, output
+    if scenario == "tool-error":
+        assert TOOL_ERROR in done.stdout, output
+
+
 def shown(db: Path) -> str:
     """``show -v --full`` of every trace in the database, oldest first, as one text (unshortened:
     smolagents puts the system prompt after 3,400 characters of its own)."""
