@@ -10,6 +10,7 @@ import logging
 import os
 import threading
 import weakref
+from abc import ABC, abstractmethod
 from pathlib import Path
 
 from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
@@ -23,7 +24,7 @@ logger = logging.getLogger("otel_blackbox")
 EXIT_FLUSH_TIMEOUT_S = 5.0
 
 
-class Recorder:
+class Recorder(ABC):
     """A recorder's settings and its place in the process's life (fork, exit)."""
 
     config: BlackboxConfig
@@ -49,20 +50,20 @@ class Recorder:
             )
         atexit.register(call_at_exit, ref, "_at_exit")
 
-    def _new_writer(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _new_writer(self) -> None: ...
 
-    def _before_fork(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _before_fork(self) -> None: ...
 
-    def _after_fork_in_parent(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _after_fork_in_parent(self) -> None: ...
 
-    def _after_fork_in_child(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _after_fork_in_child(self) -> None: ...
 
-    def _at_exit(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _at_exit(self) -> None: ...
 
 
 def call_at_exit(ref: weakref.ref[Recorder], method: str) -> None:
