@@ -14,8 +14,7 @@ The provider decides the price of a model name where it is known.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from otel_blackbox._cost.prices import Call, Cost, Price, price_call
 from otel_blackbox._cost.usage import TokenUsage
@@ -26,18 +25,13 @@ if TYPE_CHECKING:
     from otel_blackbox._store.queries import SpanRecord
 
 __all__ = [
-    "PROVIDER_KEYS",
     "call_of_view",
     "is_priced_call",
     "provider_id",
-    "provider_of",
     "span_price",
     "spans_cost",
     "usage_of_tokens",
 ]
-
-
-PROVIDER_KEYS = ("llm.provider", "gen_ai.provider.name", "gen_ai.system", "llm.system")
 
 
 # The conventions' provider names -> genai-prices' provider ids (the same name where absent).
@@ -66,11 +60,6 @@ def provider_id(name: object) -> str | None:
         return None
     name = name.strip().lower()
     return _PROVIDERS.get(name, name)
-
-
-def provider_of(attributes: Mapping[str, Any]) -> str | None:
-    """genai-prices' id of the provider the span names, or None."""
-    return next((p for p in map(provider_id, (attributes.get(k) for k in PROVIDER_KEYS)) if p), None)
 
 
 def usage_of_tokens(tokens: Tokens | None) -> TokenUsage | None:

@@ -7,9 +7,8 @@ convention: each translation converts (Anthropic's ``input_tokens`` leaves the c
 ``candidatesTokenCount`` the thoughts). A call that counted nothing (a replay's synthesized answer
 says 0 and 0) has no ``tokenUsage``.
 
-The one reader of token counts for pricing, too (``TokenUsage``): from a span's attributes
-(``usage_of``: OpenInference's and gen_ai's counts and their cache and reasoning details) and from
-a model_output (``token_usage``).
+The counts pricing takes, too (``TokenUsage``): a span's come from its view
+(``_cost.spans.usage_of_tokens``), a model_output's from ``token_usage``.
 
 Usage is not behaviour: a replay never serves it back (it sends zero usage as before), and ``diff``
 leaves it out when it compares two outputs. The name is not the providers' ``usage``, which
@@ -18,15 +17,13 @@ leaves it out when it compares two outputs. The name is not the providers' ``usa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from otel_blackbox._types import JsonObject
 
-__all__ = ["CACHE_READ_KEYS", "CACHE_WRITE_KEYS", "REASONING_KEYS", "USAGE_FIELDS", "USAGE_KEY", "TokenUsage",
-           "check_usage", "count", "token_usage", "usage_in", "usage_json", "usage_of", "with_usage",
-           "without_usage"]  # fmt: skip
+__all__ = ["USAGE_FIELDS", "USAGE_KEY", "TokenUsage", "check_usage", "count", "token_usage", "usage_in",
+           "usage_json", "with_usage", "without_usage"]  # fmt: skip
 
 USAGE_KEY = "tokenUsage"
 USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
@@ -92,14 +89,6 @@ def usage_in(output: Any) -> dict[str, int] | None:
 
 # --- the counts pricing reads: from a span's attributes, or from a model_output ------------------
 
-CACHE_READ_KEYS = ("llm.token_count.prompt_details.cache_read", "gen_ai.usage.cache_read.input_tokens")
-
-
-CACHE_WRITE_KEYS = ("llm.token_count.prompt_details.cache_write", "gen_ai.usage.cache_creation.input_tokens")
-
-
-REASONING_KEYS = ("llm.token_count.completion_details.reasoning", "gen_ai.usage.reasoning.output_tokens")
-
 
 @dataclass(frozen=True)
 class TokenUsage:
@@ -107,45 +96,6 @@ class TokenUsage:
     output: int = 0  # completion tokens, reasoning included
     cache_read: int = 0
     cache_write: int = 0
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    return None
-
-
-def _first(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> int:
-    for key in keys:
-        found = _int(attributes.get(key))
-        if found is not None:
-            return found
-    return 0
-
-
-def usage_of(
-    prompt_tokens: int | None,
-    completion_tokens: int | None,
-    total_tokens: int | None,
-    attributes: Mapping[str, Any],
-) -> TokenUsage | None:
-    """The call's tokens, or None when the span recorded none."""
-    if prompt_tokens is None and completion_tokens is None:
-        return None
-    prompt, completion = prompt_tokens or 0, completion_tokens or 0
-    reasoning = _first(attributes, REASONING_KEYS)
-    if reasoning and total_tokens is not None and total_tokens >= prompt + completion + reasoning:
-        completion += reasoning  # the completion count left the reasoning out (Gemini's does)
-    return TokenUsage(
-        input=prompt,
-        output=completion,
-        cache_read=min(_first(attributes, CACHE_READ_KEYS), prompt),
-        cache_write=_first(attributes, CACHE_WRITE_KEYS),
-    )
 
 
 def token_usage(output: Any) -> TokenUsage | None:

@@ -96,6 +96,8 @@ GEN_AI_OPERATION_KINDS: dict[str, str] = {
     "execute_tool": OpenInferenceSpanKindValues.TOOL.value,
     "invoke_agent": OpenInferenceSpanKindValues.AGENT.value,
     "create_agent": OpenInferenceSpanKindValues.AGENT.value,
+    "invoke_workflow": OpenInferenceSpanKindValues.CHAIN.value,
+    "call_llm": OpenInferenceSpanKindValues.LLM.value,  # mozilla-ai/any-agent's model call
 }
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from otel_blackbox._spans.conventions.tokens import TokenKeys, tokens_from
 from otel_blackbox._spans.messages import HostedCall, Message, ToolCall, json_value, text_of
+from otel_blackbox._spans.semconv import GEN_AI_OPERATION_KINDS
 from otel_blackbox._spans.view.model import Reading, Tokens, ToolUse
 from otel_blackbox._store.queries import SpanRecord
 
@@ -27,7 +28,6 @@ __all__ = [
     "GEN_AI_TOOL_CALL_RESULT",
     "GEN_AI_TOOL_DEFINITIONS",
     "NAME",
-    "OPERATION_KINDS",
     "SUMMARY_KEYS",
     "genai_messages",
     "genai_system",
@@ -46,18 +46,6 @@ GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
 
-# gen_ai.operation.name -> the kind of span.
-OPERATION_KINDS: dict[str, str] = {
-    "chat": "LLM",
-    "text_completion": "LLM",
-    "generate_content": "LLM",
-    "embeddings": "EMBEDDING",
-    "execute_tool": "TOOL",
-    "invoke_agent": "AGENT",
-    "create_agent": "AGENT",
-    "invoke_workflow": "CHAIN",
-    "call_llm": "LLM",  # mozilla-ai/any-agent's model call
-}
 TOKEN_KEYS = TokenKeys(
     input=("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
     output=("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
@@ -260,7 +248,7 @@ def _any_agent_output(attrs: Mapping[str, Any]) -> list[Message]:
 def read(span: SpanRecord) -> Reading | None:
     attrs = span.attributes
     operation = attrs.get("gen_ai.operation.name")
-    kind = OPERATION_KINDS.get(operation) if isinstance(operation, str) else None
+    kind = GEN_AI_OPERATION_KINDS.get(operation) if isinstance(operation, str) else None
     tool = None
     if kind == "TOOL" or "gen_ai.tool.name" in attrs or GEN_AI_TOOL_CALL_RESULT in attrs:
         tool = ToolUse(

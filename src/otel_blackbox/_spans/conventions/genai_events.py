@@ -34,13 +34,13 @@ from otel_blackbox._spans.conventions.genai import (
     GEN_AI_OUTPUT_MESSAGES,
     GEN_AI_SYSTEM_INSTRUCTIONS,
     GEN_AI_TOOL_DEFINITIONS,
-    OPERATION_KINDS,
     genai_messages,
     genai_system,
     genai_tools,
     tokens_of,
 )
 from otel_blackbox._spans.messages import Message, ToolCall, json_value, text_of
+from otel_blackbox._spans.semconv import GEN_AI_OPERATION_KINDS
 from otel_blackbox._spans.view.model import Reading, ToolUse
 from otel_blackbox._store.queries import SpanRecord
 
@@ -286,7 +286,9 @@ def _read_details(reading: Reading, event: _Event, systems: list[str]) -> None:
         return
     fields = event.fields
     operation = fields.get("gen_ai.operation.name")
-    reading.kind = reading.kind or (OPERATION_KINDS.get(operation) if isinstance(operation, str) else None)
+    reading.kind = reading.kind or (
+        GEN_AI_OPERATION_KINDS.get(operation) if isinstance(operation, str) else None
+    )
     model = fields.get("gen_ai.response.model", fields.get("gen_ai.request.model"))
     reading.model = reading.model or (None if model is None else str(model))
     provider = fields.get("gen_ai.provider.name", fields.get("gen_ai.system"))
