@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from otel_blackbox._spans.pii import PII_MASKS
 from otel_blackbox.errors import ConfigError
 
-__all__ = ["DEFAULT_DB_PATH", "ENV_VARS", "WRITERS", "BlackboxConfig", "parse_duration"]
+__all__ = ["DEFAULT_DB_PATH", "ENV_VARS", "WRITERS", "BlackboxConfig", "parse_duration", "pii_masks"]
 
 DEFAULT_DB_PATH = "blackbox.db"
 
@@ -47,6 +48,11 @@ ENV_VARS: dict[str, tuple[str, str]] = {
     "OTEL_BLACKBOX_REDACT_FIELDS": (
         "redact_fields",
         "extra attribute / JSON field names to mask, comma list",
+    ),
+    "OTEL_BLACKBOX_REDACT_PII": (
+        "redact_pii",
+        "PII masks to turn on, comma list: email, card (Luhn-checked), phone, iban (mod-97-checked) "
+        "or all; each becomes [REDACTED:<mask>] ([recording](recording.md#pii-masks)); none by default",
     ),
     "OTEL_BLACKBOX_MAX_ATTRIBUTE_BYTES": ("max_attribute_bytes", "larger values become a marker (262144)"),
     "OTEL_BLACKBOX_CAPTURE_HTTP": (
@@ -89,6 +95,26 @@ def parse_duration(value: str | float | None, *, name: str = "retention") -> flo
     return seconds or None
 
 
+def pii_masks(name: str, value: Any) -> tuple[str, ...]:
+    """The PII masks named (a comma list, or a list of names; ``all``: every one), in their order;
+    an unknown name is a one-line ConfigError naming ``name``."""
+    names = value.split(",") if isinstance(value, str) else value
+    try:
+        chosen = {str(n).strip().lower() for n in names} - {"", "none", "off"}
+    except TypeError:
+        raise ConfigError(
+            f"{name}: expected mask names ({', '.join(PII_MASKS)} or all), got {value!r}"
+        ) from None
+    if "all" in chosen:
+        return PII_MASKS
+    unknown = sorted(chosen - set(PII_MASKS))
+    if unknown:
+        raise ConfigError(
+            f"{name}: unknown PII mask {unknown[0]!r}; expected {', '.join(PII_MASKS)} or all (a comma list)"
+        )
+    return tuple(mask for mask in PII_MASKS if mask in chosen)
+
+
 def _positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ConfigError(f"{name}: expected a whole number >= {minimum}, got {value!r}")
@@ -127,6 +153,9 @@ class BlackboxConfig:
     redact: bool = True
     redact_patterns: tuple[str, ...] = ()
     redact_fields: tuple[str, ...] = ()
+    # PII masks turned on by name (_spans/pii.py): "email", "card", "phone", "iban"; or "all", or a
+    # comma list as one string. None by default.
+    redact_pii: tuple[str, ...] | str = ()
     max_attribute_bytes: int = 256 * 1024
     busy_timeout_ms: int = 5_000
     cleanup_interval_s: float = 300.0
@@ -167,6 +196,7 @@ class BlackboxConfig:
             raise ConfigError(f"cleanup_interval_s: expected seconds > 0, got {self.cleanup_interval_s!r}")
         object.__setattr__(self, "redact_patterns", tuple(self.redact_patterns))
         object.__setattr__(self, "redact_fields", tuple(self.redact_fields))
+        object.__setattr__(self, "redact_pii", pii_masks("redact_pii", self.redact_pii))
         for pattern in self.redact_patterns:
             try:
                 re.compile(pattern)
@@ -223,6 +253,8 @@ def _from_env_text(var: str, name: str, raw: str) -> Any:
         return tuple(p.strip() for p in raw.split(",") if p.strip())
     if name == "redact_fields":
         return tuple(f.strip() for f in raw.split(",") if f.strip())
+    if name == "redact_pii":
+        return pii_masks(var, raw)
     if name in ("max_queue_mb", "shipper_share"):
         check = _queue_megabytes if name == "max_queue_mb" else _share
         try:

@@ -11,6 +11,9 @@ credentials), do not run. A recording always runs them.
 The session is started when the fixture is set up and finished when the test function returns or
 raises, so a divergence or an incomplete replay is reported as a failure of the test itself. While
 replaying, every socket connect is refused and fails the test: a replayed test must not need a network.
+A cassette that fails verify's schema_version or hash_chain check (edited by hand) fails the test
+with the line that says where, unless ``--blackbox-allow-unverified`` (then the run's summary names
+each such test and its cassette's line, ``[unverified]``).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ _MARKER_KEYS = frozenset({"cassette", "match", "stub_tools"})
 _RECORD_HINT = "record it with `pytest --blackbox-mode=record` (or `--blackbox-mode=once`)"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-\[\]]+")
 _MAX_STEM = 120  # well below the usual 255-byte file name limit, with room for the hash
+_ALLOW = "--blackbox-allow-unverified"
 
 
 class BlockedConnection(OSError):
@@ -64,6 +68,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="while replaying, answer every blackbox test's framework tools (Agents SDK, LangChain, "
         "pydantic-ai, otel_blackbox.stubbable) from its cassette: their functions never run.",
+    )
+    group.addoption(
+        _ALLOW,
+        dest="blackbox_allow_unverified",
+        action="store_true",
+        default=False,
+        help="replay a cassette that fails verify's schema_version or hash_chain check (edited by "
+        "hand), with a warning; by default such a test fails, naming the check and the step.",
     )
 
 
@@ -201,6 +213,7 @@ class _Run:
 
 
 _RUN = pytest.StashKey[_Run]()
+_UNVERIFIED = pytest.StashKey[list[str]]()  # the tests replayed from a cassette that fails verify
 
 
 def _mode(config: pytest.Config, path: Path) -> Mode:
@@ -220,8 +233,11 @@ def blackbox(request: pytest.FixtureRequest) -> Iterator[Session]:
         pytest.fail(f"[blackbox] no cassette at {path}: {_RECORD_HINT}", pytrace=False)
     from otel_blackbox._playback.session import open_session
 
+    allow = bool(request.config.getoption("blackbox_allow_unverified"))
+    if mode == "replay":
+        _check_cassette(request, path, allow)
     try:
-        active = open_session(mode, path, match=match, stub_tools=stub_tools)
+        active = open_session(mode, path, match=match, stub_tools=stub_tools, allow_unverified=allow)
     except CassetteError as exc:
         pytest.fail(
             f"[blackbox] cannot replay: {exc}; re-record it with --blackbox-mode=record", pytrace=False
@@ -243,6 +259,30 @@ def blackbox(request: pytest.FixtureRequest) -> Iterator[Session]:
     # Connects from fixture teardowns, after the test function's verdict.
     if called and guard is not None and (blocked := guard.unreported()):
         pytest.fail(blocked, pytrace=False)
+
+
+def _check_cassette(request: pytest.FixtureRequest, path: Path, allow: bool) -> None:
+    """A replay's cassette checked before use: one that fails verify's hash_chain fails the test
+    with the line (or, with --blackbox-allow-unverified, is replayed, the line kept for the run's
+    summary: a warning would fail a run under ``-W error``, which the option means to let go on)."""
+    from otel_blackbox._cassette.trusted import load_checked_cassette
+
+    try:
+        warning = load_checked_cassette(path, allow_unverified=allow, option=_ALLOW).warning
+    except CassetteError as exc:
+        pytest.fail(
+            f"[blackbox] cannot replay: {exc}; re-record it with --blackbox-mode=record", pytrace=False
+        )
+    if warning is not None:
+        request.config.stash.setdefault(_UNVERIFIED, []).append(f"{request.node.nodeid}: {warning}")
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    lines = config.stash.get(_UNVERIFIED, [])
+    if lines:
+        terminalreporter.section("blackbox: replayed from unverified cassettes", yellow=True)
+        for line in lines:
+            terminalreporter.write_line(f"[unverified] {line}")
 
 
 @pytest.fixture(autouse=True)

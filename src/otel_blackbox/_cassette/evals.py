@@ -1,16 +1,20 @@
-"""Behaviour contracts: small versioned JSON documents of structural assertions over a run.
+"""Behaviour contracts: small versioned JSON documents of assertions over a run.
 
 A contract says what a good run *does* (which tools, in which order, with which key inputs, how
-many model turns, how it ended) rather than what it *says*, so it keeps passing when the wording
-of an answer changes and fails when the behaviour does. ``generate_contract`` derives one from a
-recorded good run without any model call; ``run_contract`` checks a cassette against it. The
-shape is a JSON Schema (draft 2020-12) shipped beside this module.
+many model turns, how it ended: ``contract_checks``) and, where a person asks it, what its final
+answer holds (a text, a pattern, a JSON value or shape: ``answer_checks``), so it keeps passing when
+harmless wording changes and fails when the behaviour does. ``generate_contract`` derives one from a
+recorded good run without any model call (``contract_from_failed`` the negation of a failed one);
+``run_contract`` checks a cassette against it. The shape is a JSON Schema (draft 2020-12) shipped
+beside this module.
+
+An assertion marked ``"proposed": true`` is a guess ``eval generate`` made for a person to keep or
+drop; it is checked like any other, and shown as proposed.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -20,12 +24,13 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from otel_blackbox._cassette.canonical import same_canonical
+from otel_blackbox._cassette.answer_checks import ANSWER_CHECKS, answer_problem, propose_from_answer
+from otel_blackbox._cassette.contract_checks import STRUCTURAL_CHECKS, Facts, clip, facts_of
 from otel_blackbox._cassette.diff.json_paths import child_path
 from otel_blackbox._cassette.io import loads_json, read_text
-from otel_blackbox._cassette.model import Cassette, terminal_outcome
+from otel_blackbox._cassette.json_pointer import pointer_to
+from otel_blackbox._cassette.model import Cassette
 from otel_blackbox._render.text import safe, safe_json
-from otel_blackbox._render.words import counted
 from otel_blackbox.errors import CassetteError
 
 __all__ = [
@@ -36,7 +41,8 @@ __all__ = [
     "format_results",
     "generate_contract",
     "load_contract",
-    "resolve_pointer",
+    "new_contract",
+    "proposed_count",
     "run_contract",
     "validate_contract",
 ]
@@ -47,6 +53,7 @@ MAX_COPIED_STRING = 80  # longer tool-input strings are prose: not copied into a
 _MESSAGE_LIMIT = 200
 
 Contract = dict[str, Any]
+_CHECKS = {**STRUCTURAL_CHECKS, **ANSWER_CHECKS}
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,7 @@ class AssertionResult:
     description: str
     passed: bool
     detail: str
+    proposed: bool = False  # a guess of eval generate's, not yet kept by a person
 
 
 # --- schema ---------------------------------------------------------------------------------------
@@ -92,15 +100,28 @@ def _error_message(error: ValidationError) -> str:
             f"{error.instance!r} is not a JSON Pointer (RFC 6901): empty, or '/'-separated tokens "
             "where '~' is followed by 0 or 1"
         )
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    if error.validator == "not" and isinstance(error.validator_value, dict):
+        (other,) = error.validator_value.get("required", ["?"])
+        partner = "not_equals" if instance.get("kind") == "tool_input" else "exists"
+        return f"{other!r} and {partner!r} together: give one of them"
+    if error.validator == "required" and instance.get("kind") == "answer_json" and "pointer" in instance:
+        return "give 'equals' (a JSON value) or 'exists' (true or false)"
     return error.message
 
 
 def validate_contract(data: Any, source: str = "contract") -> Contract:
-    """The contract itself if it matches the schema; otherwise CassetteError naming the first error's path."""
+    """The contract itself if it matches the schema (and its patterns and schemas compile);
+    otherwise CassetteError naming the first error's path, one line."""
     error = best_match(_validator().iter_errors(data))
     if error is not None:
-        message = _clip(_error_message(error), _MESSAGE_LIMIT)
+        message = clip(_error_message(error), _MESSAGE_LIMIT)
         raise CassetteError(f"{source}: {_error_path(error)}: {safe(message)}")
+    for n, assertion in enumerate(data["assertions"]):
+        problem = answer_problem(assertion)
+        if problem is not None:
+            field, why = problem
+            raise CassetteError(f"{source}: $.assertions[{n}].{field}: {safe(clip(why, _MESSAGE_LIMIT))}")
     contract: Contract = data
     return contract
 
@@ -114,156 +135,32 @@ def dump_contract(contract: Contract) -> str:
     return safe_json(json.dumps(contract, indent=2, sort_keys=True, ensure_ascii=False)) + "\n"
 
 
-# --- facts read from a cassette -------------------------------------------------------------------
+def proposed_count(contract: Contract) -> int:
+    return sum(1 for a in contract.get("assertions", []) if a.get("proposed") is True)
 
 
-@dataclass(frozen=True)
-class _Call:
-    tool: str
-    input: Any
-
-
-@dataclass(frozen=True)
-class _Facts:
-    calls: list[_Call]
-    errors: list[str]  # "<tool> at step N: <error>"
-    model_turns: int
-    status: str
-
-
-def _facts(cassette: Cassette) -> _Facts:
-    calls, errors = [], []
-    for step in cassette.steps:
-        payload = step.payload if isinstance(step.payload, dict) else {}
-        tool = payload.get("toolName")
-        tool = tool if isinstance(tool, str) else "unknown"
-        if step.type == "tool_call":
-            calls.append(_Call(tool, payload.get("toolInput")))
-        elif step.type == "tool_result" and payload.get("error") is not None:
-            errors.append(f"{tool} at step {step.index}: {_short(payload['error'])}")
-    turns = sum(1 for _ in cassette.steps_of("model_output"))
-    return _Facts(calls, errors, turns, terminal_outcome(cassette).status)
-
-
-# --- checks ---------------------------------------------------------------------------------------
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else f"{text[: limit - 1]}…"
-
-
-def _short(value: Any) -> str:
-    return _clip(json.dumps(value, ensure_ascii=False, sort_keys=True), 80)
-
-
-def _times(n: int) -> str:
-    return counted(n, "time")
-
-
-def _path(tools: list[str]) -> str:
-    return " → ".join(tools) if tools else "(none)"
-
-
-def _check_tool_called(a: Contract, facts: _Facts) -> AssertionResult:
-    at_least = int(a.get("at_least", 1))
-    count = sum(1 for c in facts.calls if c.tool == a["tool"])
-    description = f"tool {a['tool']} called at least {_times(at_least)}"
-    return AssertionResult("tool_called", description, count >= at_least, f"called {_times(count)}")
-
-
-def _is_subsequence(wanted: list[str], actual: list[str]) -> bool:
-    remaining = iter(actual)
-    return all(any(tool == got for got in remaining) for tool in wanted)
-
-
-def _check_tool_sequence(a: Contract, facts: _Facts) -> AssertionResult:
-    wanted: list[str] = a["tools"]
-    actual = [c.tool for c in facts.calls]
-    if a.get("mode", "exact") == "subsequence":
-        description = f"tools called in this order (others allowed between): {_path(wanted)}"
-        passed = _is_subsequence(wanted, actual)
-    else:
-        description = f"tool sequence is exactly: {_path(wanted)}"
-        passed = wanted == actual
-    return AssertionResult("tool_sequence", description, passed, f"actual: {_path(actual)}")
-
-
-def resolve_pointer(document: Any, pointer: str) -> tuple[bool, Any]:
-    """RFC 6901: (True, value) where the pointer leads, (False, None) where it leads nowhere."""
-    if pointer == "":
-        return True, document
-    current = document
-    for raw in pointer[1:].split("/"):
-        token = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(current, dict) and token in current:
-            current = current[token]
-        elif isinstance(current, list) and token.isdigit() and (token == "0" or token[0] != "0"):
-            if int(token) >= len(current):
-                return False, None
-            current = current[int(token)]
-        else:
-            return False, None
-    return True, current
-
-
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
-def _check_tool_input(a: Contract, facts: _Facts) -> AssertionResult:
-    occurrence = int(a.get("occurrence", 0))
-    expected = a["equals"]
-    description = f"{_ordinal(occurrence + 1)} {a['tool']} call has input {a['pointer']} = {_short(expected)}"
-    calls = [c for c in facts.calls if c.tool == a["tool"]]
-    if occurrence >= len(calls):
-        return AssertionResult("tool_input", description, False, f"{a['tool']} called {_times(len(calls))}")
-    found, value = resolve_pointer(calls[occurrence].input, a["pointer"])
-    if not found:
-        return AssertionResult("tool_input", description, False, f"no {a['pointer']} in the input")
-    # Canonical forms: true is not 1, but 1 and 1.0 are the same JSON number.
-    passed = same_canonical(value, expected)
-    return AssertionResult("tool_input", description, passed, f"actual: {_short(value)}")
-
-
-def _check_max_model_turns(a: Contract, facts: _Facts) -> AssertionResult:
-    at_most = int(a["at_most"])
-    description = f"at most {at_most} model turns"
-    passed = facts.model_turns <= at_most
-    return AssertionResult("max_model_turns", description, passed, counted(facts.model_turns, "model turn"))
-
-
-def _check_no_tool_errors(_a: Contract, facts: _Facts) -> AssertionResult:
-    detail = (
-        "; ".join(facts.errors) if facts.errors else f"{counted(len(facts.calls), 'tool call')}, no errors"
-    )
-    return AssertionResult("no_tool_errors", "no tool returned an error", not facts.errors, detail)
-
-
-def _check_status(a: Contract, facts: _Facts) -> AssertionResult:
-    passed = facts.status == a["status"]
-    return AssertionResult("status", f"run ends with status {a['status']}", passed, f"actual: {facts.status}")
-
-
-_CHECKS: dict[str, Callable[[Contract, _Facts], AssertionResult]] = {
-    "tool_called": _check_tool_called,
-    "tool_sequence": _check_tool_sequence,
-    "tool_input": _check_tool_input,
-    "max_model_turns": _check_max_model_turns,
-    "no_tool_errors": _check_no_tool_errors,
-    "status": _check_status,
-}
+# --- checking -------------------------------------------------------------------------------------
 
 
 def run_contract(contract: Any, cassette: Cassette) -> list[AssertionResult]:
-    """One result per assertion, in the contract's order (CassetteError if the contract is invalid)."""
+    """One result per assertion, in the contract's order (CassetteError if the contract is invalid).
+    A proposed assertion counts as any other: the mark only says who wrote it."""
     valid = validate_contract(contract)
-    facts = _facts(cassette)
-    return [_CHECKS[a["kind"]](a, facts) for a in valid["assertions"]]
+    facts = facts_of(cassette)
+    results = []
+    for a in valid["assertions"]:
+        judged = _CHECKS[a["kind"]](a, facts)
+        results.append(AssertionResult(a["kind"], *judged, proposed=a.get("proposed") is True))
+    return results
 
 
 def format_results(results: list[AssertionResult]) -> list[str]:
-    return [f"{'PASS' if r.passed else 'FAIL'} {safe(r.description)}: {safe(r.detail)}" for r in results]
+    """``PASS …`` / ``FAIL …``, with ``(proposed)`` after it for an assertion still proposed."""
+    return [
+        f"{'PASS' if r.passed else 'FAIL'}{' (proposed)' if r.proposed else ''} "
+        f"{safe(r.description)}: {safe(r.detail)}"
+        for r in results
+    ]
 
 
 # --- generation -----------------------------------------------------------------------------------
@@ -275,27 +172,24 @@ def _is_copyable(value: Any) -> bool:
     return isinstance(value, (bool, int, float))
 
 
-def _escape_token(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
-
-
-def _input_assertions(facts: _Facts) -> list[Contract]:
+def _input_assertions(facts: Facts) -> list[Contract]:
+    """The short scalar inputs of each tool's first call that did not fail: a call whose result was an
+    error is what went wrong, never what a good run must do again."""
     assertions: list[Contract] = []
     seen: set[str] = set()
     for call in facts.calls:
-        if call.tool in seen:
-            continue  # the first call of each tool stands for it
+        if call.tool in seen or call.errored:
+            continue
         seen.add(call.tool)
         inputs = call.input if isinstance(call.input, dict) else {}
         for key in sorted(inputs):
             if _is_copyable(inputs[key]):
-                pointer = "/" + _escape_token(key)
                 assertions.append(
                     {
                         "kind": "tool_input",
                         "tool": call.tool,
-                        "occurrence": 0,
-                        "pointer": pointer,
+                        "occurrence": call.occurrence,
+                        "pointer": pointer_to(key),
                         "equals": inputs[key],
                     }
                 )
@@ -303,8 +197,9 @@ def _input_assertions(facts: _Facts) -> list[Contract]:
 
 
 def generate_contract(cassette: Cassette, name: str | None = None) -> Contract:
-    """A contract the cassette passes, derived deterministically from what the run did."""
-    facts = _facts(cassette)
+    """A contract the cassette passes, derived deterministically from what the run did, with the
+    answer's structure proposed (``answer_checks.propose_from_answer``) when it completed."""
+    facts = facts_of(cassette)
     tools = [c.tool for c in facts.calls]
     counts = {tool: tools.count(tool) for tool in dict.fromkeys(tools)}  # first-call order
     assertions: list[Contract] = [{"kind": "status", "status": facts.status}]
@@ -315,6 +210,12 @@ def generate_contract(cassette: Cassette, name: str | None = None) -> Contract:
     assertions.append({"kind": "max_model_turns", "at_most": facts.model_turns + TURN_MARGIN})
     if not facts.errors:
         assertions.append({"kind": "no_tool_errors"})
+    assertions += propose_from_answer(facts.answer)
+    return new_contract(cassette, name, assertions)
+
+
+def new_contract(cassette: Cassette, name: str | None, assertions: list[Contract]) -> Contract:
+    """The document around a generated contract's assertions: version, name, source."""
     return {
         "contractVersion": CONTRACT_VERSION,
         "name": name if name is not None else cassette.id,

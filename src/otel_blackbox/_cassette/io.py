@@ -112,10 +112,21 @@ def _require(
     return value
 
 
+def _found(data: dict[str, Any]) -> str:
+    """What a JSON object that is not a cassette holds instead, for the line that says so."""
+    if not data:
+        return "the file is an empty JSON object"
+    keys = [json.dumps(str(key), ensure_ascii=True)[:40] for key in list(data)[:5]]
+    more = f" and {len(data) - 5} more" if len(data) > 5 else ""
+    return f"its keys are {', '.join(keys)}{more}"
+
+
 def parse_cassette(data: Any, source: str = "cassette", *, check_version: bool = True) -> Cassette:
     """A Cassette from parsed JSON; CassetteError naming the first structural problem."""
     if not isinstance(data, dict):
         raise CassetteError(f"{source}: a cassette is a JSON object, not {type(data).__name__}")
+    if "id" not in data:  # another JSON file (OTLP, a contract, a chat log): say what it is not
+        raise CassetteError(f"{source}: not a Blackbox cassette (no 'id' field: {_found(data)})")
     version = data.get("version")
     if check_version and version != FORMAT_VERSION:
         shown = "missing" if version is None else repr(version)

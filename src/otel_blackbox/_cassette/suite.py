@@ -3,6 +3,11 @@
 checks. The workbench saves entries here and CI runs them; this module only reads and writes the
 files (the reruns are the execution side's, ``_playback.agent.run_all``).
 
+One entry cannot break the suite: an entry whose contract does not load, or whose incident is
+missing, is read as broken (``BrokenEntry``, with the reason) while the others run. A name is checked
+when an entry is saved (``check_name``, the workbench's and the CLI's rule), so that its two files
+read back as that entry.
+
 A contract may carry a ``rerun`` block: the stub answers, model and provider of the good child it
 was generated from, so that a rerun of its incident can be answered and run the same way again.
 """
@@ -21,10 +26,22 @@ from otel_blackbox._cassette.io import loads_json, parse_cassette, read_text
 from otel_blackbox._cassette.model import Cassette
 from otel_blackbox.errors import BadArgument, CassetteError, OutputError
 
-__all__ = ["SuiteEntry", "check_name", "load_suite", "save_entry", "stubs_of", "with_rerun"]
+__all__ = [
+    "BrokenEntry",
+    "Suite",
+    "SuiteEntry",
+    "check_name",
+    "load_suite",
+    "save_entry",
+    "stubs_of",
+    "with_rerun",
+]
 
-# A name is a file stem on every system: no separator, no leading dot (hidden, or "..").
+# A name is a file stem on every system: no separator, no leading dot (hidden, or ".."). A dot inside
+# is read right, but not ".contract" at the end: NAME.contract's incident, NAME.contract.json, would
+# read as the contract of an entry NAME.
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,79}")
+_READ_AS_ANOTHER = CONTRACT_SUFFIX.removesuffix(".json")  # ".contract"
 
 
 @dataclass(frozen=True)
@@ -35,19 +52,38 @@ class SuiteEntry:
     contract: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class BrokenEntry:
+    """An entry that cannot run: its contract unreadable or invalid, or its incident missing."""
+
+    name: str
+    contract_path: Path
+    reason: str  # one line
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A suite folder read: the entries that can run, and the broken ones, each sorted by name."""
+
+    entries: list[SuiteEntry]
+    broken: list[BrokenEntry]
+
+
 def _names(folder: Path) -> list[str]:
-    """The entries' names: each ``NAME.contract.json`` file (not hidden), sorted."""
-    return sorted(
+    """The entries' names: each ``NAME.contract.json`` file (not hidden), sorted; a file that is the
+    incident of an entry whose name ends in ``.contract`` (an older suite's) is not one."""
+    names = {
         path.name.removesuffix(CONTRACT_SUFFIX)
         for path in folder.glob(f"*{CONTRACT_SUFFIX}")
         if path.is_file() and not path.name.startswith(".")
-    )
+    }
+    return sorted(name for name in names if f"{name}{_READ_AS_ANOTHER}" not in names)
 
 
-def load_suite(folder: Path) -> list[SuiteEntry]:
-    """Every entry of the folder, its contract loaded and validated; CassetteError (one line) for a
-    missing folder, a folder with no contract, a contract without its incident or a bad contract,
-    so that a suite is known whole before anything reruns."""
+def load_suite(folder: Path) -> Suite:
+    """Every entry of the folder, its contract loaded and validated. A missing folder, or one with no
+    contract, is a CassetteError (one line); an entry whose contract does not load or whose incident
+    is missing is listed broken, with the reason, and the others still run."""
     if not folder.is_dir():
         what = "not a folder" if folder.exists() else "no such folder"
         raise CassetteError(
@@ -56,20 +92,34 @@ def load_suite(folder: Path) -> list[SuiteEntry]:
     names = _names(folder)
     if not names:
         raise CassetteError(f"{folder}: no contract in the folder (NAME{CONTRACT_SUFFIX} beside NAME.json)")
-    entries = []
+    entries, broken = [], []
     for name in names:
         contract_path, incident = folder / f"{name}{CONTRACT_SUFFIX}", folder / f"{name}.json"
+        try:
+            contract = load_contract(contract_path)
+        except CassetteError as exc:
+            broken.append(BrokenEntry(name, contract_path, str(exc)))
+            continue
         if not incident.is_file():
-            raise CassetteError(f"{contract_path}: its incident {incident} is missing")
-        entries.append(SuiteEntry(name, incident, contract_path, load_contract(contract_path)))
-    return entries
+            reason = f"{contract_path}: its incident {incident} is missing"
+            broken.append(BrokenEntry(name, contract_path, reason))
+            continue
+        entries.append(SuiteEntry(name, incident, contract_path, contract))
+    return Suite(entries, broken)
 
 
 def check_name(name: str) -> str:
-    """The name if it is a safe file stem (letters, digits, ``-``, ``_``, ``.``; 1 to 80; no leading dot)."""
+    """The name if it is a safe file stem that reads back as itself (letters, digits, ``-``, ``_``,
+    ``.``; 1 to 80; no leading dot; not ending in ``.contract``); else BadArgument, one line."""
     if not _SAFE_NAME.fullmatch(name):
         raise BadArgument(
             f"entry name {name!r}: use 1 to 80 letters, digits, '-', '_' or '.', not starting with '.'"
+        )
+    if name.lower().endswith(_READ_AS_ANOTHER):
+        stem = name[: -len(_READ_AS_ANOTHER)]
+        raise BadArgument(
+            f"entry name {name!r}: a name cannot end in {_READ_AS_ANOTHER!r} (its incident "
+            f"{name}.json would read as the contract of {stem!r}); choose another"
         )
     return name
 

@@ -37,6 +37,8 @@ __all__ = [
     "CheckStatus",
     "VerifyReport",
     "check_before_writing",
+    "failure_line",
+    "read_verified",
     "verify_cassette",
     "verify_file",
 ]
@@ -308,20 +310,34 @@ def _run(checks: list[tuple[CheckName, Callable[[], str]]]) -> VerifyReport:
     return VerifyReport(tuple(results))
 
 
-def _verify(cassette: Cassette, version_check: Callable[[], str], expect_head: str | None) -> VerifyReport:
-    return _run(
-        [
-            ("schema_version", version_check),
-            ("hash_chain", lambda: _check_chain(cassette, expect_head)),
-            ("provider_neutrality", lambda: _check_neutrality(cassette)),
-            ("replayability", lambda: _check_replay(cassette)),
-        ]
-    )
+def _verify(
+    cassette: Cassette,
+    version_check: Callable[[], str],
+    expect_head: str | None,
+    through: CheckName = "replayability",
+) -> VerifyReport:
+    checks: list[tuple[CheckName, Callable[[], str]]] = [
+        ("schema_version", version_check),
+        ("hash_chain", lambda: _check_chain(cassette, expect_head)),
+        ("provider_neutrality", lambda: _check_neutrality(cassette)),
+        ("replayability", lambda: _check_replay(cassette)),
+    ]
+    return _run(checks[: CHECK_NAMES.index(through) + 1])
 
 
 def verify_cassette(cassette: Cassette, *, expect_head: str | None = None) -> VerifyReport:
     """The four checks in order; never raises for a bad cassette."""
     return _verify(cassette, lambda: _check_version(cassette.version), expect_head)
+
+
+def failure_line(failure: CheckResult) -> str:
+    """A failed check as the end of one line: ``(hash_chain) at step 0: hash does not match ...``,
+    or ``(schema_version): version 3 is not supported ...`` for one that is at no step."""
+    detail = failure.detail
+    if failure.step_index is not None and not detail.startswith("step "):
+        detail = f"step {failure.step_index}: {detail}"
+    where = " at " if detail.startswith("step ") else ": "
+    return f"({failure.name}){where}{detail}"
 
 
 def check_before_writing(cassette: Cassette, *, force: bool) -> str | None:
@@ -332,18 +348,17 @@ def check_before_writing(cassette: Cassette, *, force: bool) -> str | None:
     failure = verify_cassette(cassette).first_failure
     if failure is None:
         return None
-    detail = failure.detail
-    if failure.step_index is not None and not detail.startswith("step "):
-        detail = f"step {failure.step_index}: {detail}"
-    where = " at " if detail.startswith("step ") else ": "
-    problem = f"the cassette would fail verify ({failure.name}){where}{detail}"
+    problem = f"the cassette would fail verify {failure_line(failure)}"
     if not force:
         raise CassetteError(f"{problem}; nothing written (--force writes it anyway)")
     return f"{problem}; written anyway (--force)"
 
 
-def verify_file(path: str | Path, *, expect_head: str | None = None) -> VerifyReport:
-    """Load and verify; a wrong or missing version is a schema_version failure, not an error.
+def read_verified(
+    path: str | Path, *, expect_head: str | None = None, through: CheckName = "replayability"
+) -> tuple[Cassette, VerifyReport]:
+    """Load, then run the checks up to ``through`` (``hash_chain``: only what says the file is the
+    one written, the cheap part); a wrong or missing version is a schema_version failure, not an error.
 
     Raises CassetteError when the file is not a structurally valid cassette (not JSON, a missing field).
     """
@@ -354,4 +369,10 @@ def verify_file(path: str | Path, *, expect_head: str | None = None) -> VerifyRe
         present, version = "version" in data, data.get("version")
         data = {key: value for key, value in data.items() if key != "version"}
     cassette = parse_cassette(data, str(path), check_version=False)
-    return _verify(cassette, lambda: _check_version(version, present), expect_head)
+    report = _verify(cassette, lambda: _check_version(version, present), expect_head, through)
+    return cassette, report
+
+
+def verify_file(path: str | Path, *, expect_head: str | None = None) -> VerifyReport:
+    """Load and verify (:func:`read_verified`, every check)."""
+    return read_verified(path, expect_head=expect_head)[1]

@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from otel_blackbox._cli.app import cli
-from otel_blackbox._cli.common import base_url_option, echo_json, parse_stubs, usd_option
+from otel_blackbox._cli.common import (
+    ALLOW_UNVERIFIED,
+    base_url_option,
+    checked_inputs,
+    echo_json,
+    parse_stubs,
+    usd_option,
+)
+from otel_blackbox._cli.playback import PASS_THROUGH
 from otel_blackbox._render.md_escape import code, inline
 from otel_blackbox._render.text import safe
 from otel_blackbox._render.words import counted
@@ -28,7 +36,7 @@ def _children(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
     return value
 
 
-@cli.command()
+@cli.command(context_settings=PASS_THROUGH)
 @click.argument("incident", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "-o", "--output", type=click.Path(path_type=Path), required=True, metavar="DIR", callback=_children,
@@ -55,6 +63,10 @@ def _children(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
     help="Judge each branch by this contract (default: diff's verdict; a fixed failure is a success).",
 )  # fmt: skip
 @click.option(
+    "--stub-tools", is_flag=True,
+    help="With a program: its plain-Python tools answered from the recording too (as rerun -- CMD).",
+)  # fmt: skip
+@click.option(
     "--samples", type=click.IntRange(1, 50), default=3, show_default=True,
     help="Branches from each point measured (the model is not deterministic).",
 )  # fmt: skip
@@ -64,6 +76,8 @@ def _children(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
     "--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True,
     help="The answer as text, JSON or Markdown.",
 )  # fmt: skip
+@ALLOW_UNVERIFIED
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def blame(
     incident: Path,
     output: Path,
@@ -77,6 +91,9 @@ def blame(
     max_cost: Any,
     max_branches: int | None,
     fmt: str,
+    stub_tools: bool,
+    allow_unverified: bool,
+    command: tuple[str, ...],
 ) -> None:
     """Which step of a failed incident made it fail: found by branching from its steps and rerunning.
 
@@ -96,21 +113,37 @@ def blame(
     successful incident, no model step, a --good of another task, a contract that does not parse)
     before any call.
 
+    With a program (-- CMD) each branch is the program run again, as `rerun -- CMD` runs it: its
+    model calls before the point answered with the incident's outputs, the rest live (--model), a
+    corrected tool result sent to the model in place of the recorded one, every tool's HTTP (with
+    --stub-tools, its Python tools too) answered from the recording; the program's own checks judge
+    the branch. An incident that failed in its program after the model's answer (a check that
+    raised) is refused without --contract or the program: the built-in agent cannot run that check.
+
     \b
     Example:
       otel-blackbox blame incident.json --model gpt-4.1 -o branches/
       otel-blackbox blame incident.json --good good-run.json --samples 5 --max-cost 1.00 -o branches/
       otel-blackbox blame incident.json --stub refund_order='"refunded"' --format json -o branches/
+      otel-blackbox blame incident.json --stub get_weather='{"temp": 12}' -o branches/ -- python agent.py
     """
     from otel_blackbox._playback.blame import BlamePlan  # the execution side: when it runs
     from otel_blackbox._playback.blame import blame as find_blame
 
     if model is not None and not model.strip():
         raise click.BadParameter("give a model name", param_hint="--model")
+    program = command[1:] if command and command[0] == "--" else command
+    for option, given in (("--provider", provider), ("--base-url", base_url)):
+        if given and program:
+            raise click.UsageError(f"{option} is for the built-in agent: leave out the program (-- CMD)")
+    if stub_tools and not program:
+        raise click.UsageError("--stub-tools is for a program: give the program after --")
     parsed = parse_stubs(stubs)
+    checked_inputs([incident] if good is None else [incident, good], allow_unverified)  # before any call
     plan = BlamePlan(
         output=output, provider=provider, model=model, base_url=base_url, stubs=parsed, good=good,
         contract=contract, samples=samples, max_cost=max_cost, max_branches=max_branches,
+        program=program, stub_tools=stub_tools, allow_unverified=allow_unverified,
     )  # fmt: skip
     report = find_blame(incident, plan)
     if fmt == "json":

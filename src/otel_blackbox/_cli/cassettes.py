@@ -8,14 +8,17 @@ import click
 
 from otel_blackbox._cassette.assertions import check_expectations, format_expectations
 from otel_blackbox._cassette.diff.contract import ContractCheck, find_contract
+from otel_blackbox._cassette.diff.outcome import outcome_label
 from otel_blackbox._cassette.diff.report import diff_cassettes
 from otel_blackbox._cassette.diff.text import format_diff
 from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans
-from otel_blackbox._cassette.io import load_cassette, save_cassette
-from otel_blackbox._cassette.model import terminal_outcome
+from otel_blackbox._cassette.io import save_cassette
+from otel_blackbox._cassette.trusted import resealed
 from otel_blackbox._cassette.verify import VerifyReport, check_before_writing, verify_cassette, verify_file
 from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import (
+    ALLOW_UNVERIFIED,
+    checked_inputs,
     echo_json,
     exactly_one,
     group_spans,
@@ -75,9 +78,8 @@ def cassette_command(
     save_cassette(cassette, output)
     if warning is not None:
         click.echo(f"otel-blackbox: warning: {safe(warning)}", err=True)
-    outcome = terminal_outcome(cassette)
     steps = f"{counted(len(cassette.steps), 'step')}{source}"
-    click.echo(f"wrote {safe(output)}: {steps}, outcome {outcome.status}, head {cassette.head}")
+    click.echo(f"wrote {safe(output)}: {steps}, outcome {outcome_label(cassette)}, head {cassette.head}")
 
 
 @cli.command()
@@ -85,7 +87,8 @@ def cassette_command(
 @click.option(
     "--width", type=click.IntRange(min=20), default=160, show_default=True, help="Shorten values to this."
 )
-def inspect(path: Path, width: int) -> None:
+@ALLOW_UNVERIFIED
+def inspect(path: Path, width: int, allow_unverified: bool) -> None:
     """The steps of a cassette as a readable timeline.
 
     When the cassette holds token counts, the header says what its model calls cost (genai-prices).
@@ -94,7 +97,8 @@ def inspect(path: Path, width: int) -> None:
     Example:
       otel-blackbox inspect incident.json
     """
-    for line in render_timeline(load_cassette(path), limit=width):
+    (cassette,) = checked_inputs([path], allow_unverified)
+    for line in render_timeline(cassette, limit=width):
         click.echo(line)
 
 
@@ -147,8 +151,15 @@ def verify(path: Path, expect_head: str | None, as_json: bool) -> None:
 )
 @click.option("--no-contract", is_flag=True, help="Ignore the contract beside PARENT.")
 @click.option("--json", "as_json", is_flag=True, help="The diff as JSON.")
+@ALLOW_UNVERIFIED
 def diff(
-    parent: Path, child: Path, semantic: bool, contract_path: Path | None, no_contract: bool, as_json: bool
+    parent: Path,
+    child: Path,
+    semantic: bool,
+    contract_path: Path | None,
+    no_contract: bool,
+    as_json: bool,
+    allow_unverified: bool,
 ) -> None:
     """The first step where two cassettes diverge, and what it changed in the outcome.
 
@@ -174,10 +185,11 @@ def diff(
     """
     # A bad contract: exit 2, before any output.
     check = None if no_contract and contract_path is None else find_contract(parent, contract_path)
-    child_cassette = load_cassette(child)
-    report = diff_cassettes(load_cassette(parent), child_cassette, semantic=semantic)
-    if check is not None:
-        check.run(child_cassette)
+    parent_cassette, child_cassette = checked_inputs([parent, child], allow_unverified)
+    if allow_unverified:  # compared by what their content hashes to, never by a hash kept in the file
+        parent_cassette, child_cassette = resealed(parent_cassette), resealed(child_cassette)
+    evidence = None if check is None else check.evidence(parent_cassette, child_cassette)
+    report = diff_cassettes(parent_cassette, child_cassette, semantic=semantic, contract=evidence)
     if as_json:
         echo_json(report.to_json() if check is None else {**report.to_json(), "contract": check.to_json()})
     else:
@@ -216,12 +228,14 @@ def _contract_lines(check: ContractCheck) -> list[str]:
     "--expect-tools", metavar="A,B,...", help="The tools called, in order (comma-separated; '' for none)."
 )
 @click.option("--expect-failure-reason", metavar="TEXT", help="The exact failure reason.")
+@ALLOW_UNVERIFIED
 def assert_command(
     path: Path,
     expect_status: str | None,
     expect_final_answer: str | None,
     expect_tools: str | None,
     expect_failure_reason: str | None,
+    allow_unverified: bool,
 ) -> None:
     """Verify a cassette, then check exact expectations; exit 1 if any fails.
 
@@ -229,7 +243,7 @@ def assert_command(
     Example:
       otel-blackbox assert run.json --expect-status success --expect-tools search,booking
     """
-    cassette = load_cassette(path)
+    (cassette,) = checked_inputs([path], allow_unverified)
     report = verify_cassette(cassette)
     _print_report(report)
     tools = None if expect_tools is None else [t.strip() for t in expect_tools.split(",") if t.strip()]

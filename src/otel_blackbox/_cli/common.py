@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import sqlite3
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 
 import click
 
-from otel_blackbox._render.text import safe_json
+from otel_blackbox._render.text import safe, safe_json
 from otel_blackbox._store.connection import connect_reader, connect_writer, describe_sqlite_error
 from otel_blackbox._store.schema import SCHEMA_VERSION
 from otel_blackbox._store.trace_logs import attached
@@ -21,11 +22,14 @@ from otel_blackbox._urls import http_url
 from otel_blackbox.errors import OutputError, RunNotFound, StoreError
 
 if TYPE_CHECKING:
+    from otel_blackbox._cassette.model import Cassette
     from otel_blackbox._store.queries import SpanRecord
 
 __all__ = [
+    "ALLOW_UNVERIFIED",
     "PRICE_MODEL",
     "base_url_option",
+    "checked_inputs",
     "db_path",
     "echo_json",
     "exactly_one",
@@ -150,7 +154,113 @@ def _upgrade_older(path: Path, conn: sqlite3.Connection) -> None:
 
 
 def echo_json(value: Any) -> None:
-    click.echo(safe_json(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
+    """``value`` as indented JSON on stdout; while the answer carries an unverified cassette's
+    warning (:func:`checked_inputs`), with a top-level ``"unverified"`` field saying so."""
+    carried = _CARRIED[-1] if _CARRIED else None
+    if carried is not None:
+        reason = "; ".join(carried.warnings)
+        value = (
+            {"unverified": reason, **value}
+            if isinstance(value, dict)
+            else {"unverified": reason, "value": value}
+        )
+    text = safe_json(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    click.echo(text, file=None if carried is None else carried.stdout)  # JSON: never a prefix
+
+
+# -- cassettes checked before use --------------------------------------------------------------------
+
+ALLOW_UNVERIFIED = click.option(
+    "--allow-unverified",
+    is_flag=True,
+    help="Go on with a cassette that fails verify's schema_version or hash_chain check (edited by "
+    "hand, or broken): the warning on stderr first, and every line of the answer starts with "
+    '[unverified] (--json: an "unverified" field). Without it such a cassette is refused, exit 2.',
+)
+
+UNVERIFIED_PREFIX = "[unverified] "
+
+
+class _Prefixed(io.TextIOBase):
+    """A text stream that starts each line written to ``stream`` with ``prefix``."""
+
+    def __init__(self, stream: TextIO, prefix: str) -> None:
+        super().__init__()
+        self._stream, self._prefix, self._at_start = stream, prefix, True
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):  # click asks whether this is a binary stream: it is not
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        out = []
+        for piece in text.splitlines(keepends=True):
+            if self._at_start:
+                out.append(self._prefix)
+            out.append(piece)
+            self._at_start = piece.endswith(("\n", "\r"))
+        self._stream.write("".join(out))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._stream.encoding
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return self._stream.errors
+
+
+class _Carried:
+    def __init__(self, warnings: list[str], stdout: TextIO) -> None:
+        self.warnings, self.stdout = warnings, stdout
+
+
+_CARRIED: list[_Carried] = []  # the running command's, while its answer carries them
+
+
+@contextlib.contextmanager
+def _carrying(warnings: list[str]) -> Iterator[None]:
+    """Each warning on stderr, then every line the command writes (stdout and stderr) starting with
+    ``[unverified] ``, until it ends."""
+    for warning in warnings:
+        click.echo(f"otel-blackbox: warning: {safe(warning)}", err=True)
+    out, err = sys.stdout, sys.stderr
+    sys.stdout = cast(TextIO, _Prefixed(out, UNVERIFIED_PREFIX))
+    sys.stderr = cast(TextIO, _Prefixed(err, UNVERIFIED_PREFIX))
+    _CARRIED.append(_Carried(warnings, out))
+    try:
+        yield
+    finally:
+        _CARRIED.pop()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        sys.stdout, sys.stderr = out, err
+
+
+def checked_inputs(paths: Iterable[Path], allow_unverified: bool) -> list[Cassette]:
+    """The user's cassettes, each checked before use (schema_version, hash_chain): a broken one is
+    refused with one line naming the file, the check and the step (exit 2); with
+    ``--allow-unverified`` the command goes on and, from here to its end, its answer carries the
+    warning (:data:`ALLOW_UNVERIFIED`). Call it before the command prints anything."""
+    from otel_blackbox._cassette.trusted import load_checked_cassette
+
+    checked = [load_checked_cassette(path, allow_unverified=allow_unverified) for path in paths]
+    warnings = [c.warning for c in checked if c.warning is not None]
+    if warnings:
+        click.get_current_context().with_resource(_carrying(warnings))
+    return [c.cassette for c in checked]
 
 
 @contextlib.contextmanager

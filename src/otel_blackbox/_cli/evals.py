@@ -11,13 +11,23 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from otel_blackbox._cli.app import cli
-from otel_blackbox._cli.common import base_url_option, echo_json, output_option, style, usd_option
+from otel_blackbox._cli.common import (
+    ALLOW_UNVERIFIED,
+    base_url_option,
+    checked_inputs,
+    echo_json,
+    output_option,
+    style,
+    usd_option,
+)
 from otel_blackbox._render.text import safe
 from otel_blackbox._render.words import counted
 from otel_blackbox._wire.apis import API_NAMES
-from otel_blackbox.errors import BlackboxError
+from otel_blackbox.errors import BadArgument, BlackboxError
 
 if TYPE_CHECKING:
+    from otel_blackbox._cassette.evals import AssertionResult
+    from otel_blackbox._cassette.suite import BrokenEntry
     from otel_blackbox._playback.agent.run_all import SuiteResult
 
 __all__: list[str] = []
@@ -38,33 +48,70 @@ def eval_group() -> None:
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
 @output_option("Contract file, or - for stdout.", stdout=True)
 @click.option("--name", help="A name for the contract (default: from the cassette id).")
-def generate(path: Path, output: str, name: str | None) -> None:
+@click.option(
+    "--from-failed",
+    is_flag=True,
+    help="From a failed run: assertions that its failure is gone (the run succeeds, no tool error, "
+    "not the answer it failed on), never what it did.",
+)
+@ALLOW_UNVERIFIED
+def generate(path: Path, output: str, name: str | None, from_failed: bool, allow_unverified: bool) -> None:
     """Derive a contract from a good cassette, deterministically (no model call).
+
+    What the run did (status, tools, their order and short inputs, a bound on model turns, no tool
+    errors) and, when its answer is a JSON object or array, its structure, proposed: each such
+    assertion is marked "proposed": true, to keep (remove the mark) or drop. A failed run (an error,
+    an unfinished run, a tool error) is refused: with --from-failed the contract says instead what
+    must not happen again, and passes a run without that failure. An output named NAME.contract.json
+    (a contract suite's entry) must have a NAME a suite reads back.
 
     \b
     Example:
       otel-blackbox eval generate run.json -o contract.json
+      otel-blackbox eval generate incident.json --from-failed -o incident.contract.json
     """
     # jsonschema (the contract's schema) and the cassette loader: when a subcommand runs, not for
     # `eval --help`.
     from otel_blackbox._atomic import atomic_text_writer
-    from otel_blackbox._cassette.evals import dump_contract, generate_contract
-    from otel_blackbox._cassette.io import load_cassette
+    from otel_blackbox._cassette.contract_from_failed import contract_from_failed
+    from otel_blackbox._cassette.diff.contract import CONTRACT_SUFFIX
+    from otel_blackbox._cassette.diff.outcome import run_failure
+    from otel_blackbox._cassette.evals import dump_contract, generate_contract, proposed_count
+    from otel_blackbox._cassette.suite import check_name
 
-    contract = generate_contract(load_cassette(path), name=name)
+    if output != "-" and Path(output).name.endswith(CONTRACT_SUFFIX):
+        check_name(Path(output).name.removesuffix(CONTRACT_SUFFIX))
+    (cassette,) = checked_inputs([path], allow_unverified)
+    failure = run_failure(cassette)
+    if failure is not None and not from_failed:
+        raise BadArgument(
+            f"{path}: the run failed ({failure.label}): a contract from it would require the failure; "
+            "--from-failed writes one that requires it gone"
+        )
+    if from_failed:
+        contract = contract_from_failed(cassette, name=name, source=str(path))
+    else:
+        contract = generate_contract(cassette, name=name)
     text = dump_contract(contract)
     if output == "-":
         click.echo(text, nl=False)
-        return
-    with atomic_text_writer(output) as handle:
-        handle.write(text)
-    click.echo(f"wrote {safe(output)}: {counted(len(contract['assertions']), 'assertion')}", err=True)
+    else:
+        with atomic_text_writer(output) as handle:
+            handle.write(text)
+        click.echo(f"wrote {safe(output)}: {counted(len(contract['assertions']), 'assertion')}", err=True)
+    proposals = proposed_count(contract)
+    if proposals:
+        are, them = ("is a proposal", "it") if proposals == 1 else ("are proposals", "them")
+        click.echo(
+            f'{counted(proposals, "assertion")} {are} ("proposed": true): keep or drop {them}', err=True
+        )
 
 
 @eval_group.command("run")
 @click.argument("contract_path", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("cassettes", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-def run(contract_path: Path, cassettes: tuple[Path, ...]) -> None:
+@ALLOW_UNVERIFIED
+def run(contract_path: Path, cassettes: tuple[Path, ...], allow_unverified: bool) -> None:
     """Check cassettes against a contract: a pass / fail table; exit 1 on any failure.
 
     \b
@@ -72,12 +119,12 @@ def run(contract_path: Path, cassettes: tuple[Path, ...]) -> None:
       otel-blackbox eval run contract.json run2.json run3.json
     """
     from otel_blackbox._cassette.evals import load_contract, run_contract
-    from otel_blackbox._cassette.io import load_cassette
 
     contract = load_contract(contract_path)
+    checked = checked_inputs(cassettes, allow_unverified)  # every one, before the first row
     failed = 0
-    for path in cassettes:
-        results = run_contract(contract, load_cassette(path))
+    for path, cassette in zip(cassettes, checked, strict=True):
+        results = run_contract(contract, cassette)
         bad = [r for r in results if not r.passed]
         failed += bool(bad)
         status = "fail" if bad else "pass"
@@ -85,9 +132,13 @@ def run(contract_path: Path, cassettes: tuple[Path, ...]) -> None:
             f"{style(f'{status.upper():4}', status)}  {safe(path)}  {len(results) - len(bad)}/{len(results)}"
         )
         for result in bad:
-            click.echo(f"        ✗ {safe(result.description)}: {safe(result.detail)}")
+            click.echo(f"        ✗ {_proposed(result)}{safe(result.description)}: {safe(result.detail)}")
     if failed:
         raise SystemExit(1)
+
+
+def _proposed(result: AssertionResult) -> str:
+    return "(proposed) " if result.proposed else ""
 
 
 def _children(folder: Path | None, suite: Path) -> Path:
@@ -135,6 +186,7 @@ def _children(folder: Path | None, suite: Path) -> Path:
     help="The folder for the child cassettes, NAME.child.json (default: a new temporary folder).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@ALLOW_UNVERIFIED
 def run_all(
     folder: Path,
     model: str | None,
@@ -143,6 +195,7 @@ def run_all(
     max_cost: Decimal | None,
     children: Path | None,
     as_json: bool,
+    allow_unverified: bool,
 ) -> None:
     """Rerun every incident of a contract suite and check each child against its contract.
 
@@ -151,9 +204,10 @@ def run_all(
     built-in agent (as rerun without a program: every tool answered from the incident, never run),
     on --model / --provider, else the contract's "rerun" block, else the incident's own; the block's
     stubs answer the calls the incident did not record. The child passes when it completed and
-    every assertion passed. Exit 0 when every contract passed, 1 when any failed, 2 for a setup error
-    (a bad folder or contract, an option, a missing key or SDK, nothing at --base-url), checked for
-    the whole suite before the first rerun.
+    every assertion passed. An entry that cannot run (its contract does not load, its incident is
+    missing) is listed BROKEN with the reason, and the others still run. Exit 0 when every contract
+    passed, 1 when any failed or is broken, 2 for a setup error (a bad folder, an option, a missing
+    key or SDK, nothing at --base-url), checked for the whole suite before the first rerun.
 
     \b
     Example:
@@ -169,15 +223,22 @@ def run_all(
         run_entry,
     )
 
-    entries = load_suite(folder)
+    suite = load_suite(folder)
+    entries = suite.entries
     options: dict[str, Any] = {
         "model": model,
         "provider": provider,
         "base_url": base_url,
         "max_cost": max_cost,
+        "allow_unverified": allow_unverified,
     }
+    if allow_unverified:  # the warnings, before the first line (without it, check_suite refuses one)
+        checked_inputs([entry.incident for entry in entries], allow_unverified)
     check_suite(entries, **options)
     where = _children(children, folder)
+    if not as_json:
+        for broken in suite.broken:
+            _echo_broken(broken)
     results = []
     for entry in entries:
         try:
@@ -192,18 +253,31 @@ def run_all(
         echo_json(
             {
                 "contracts": [_result_json(r) for r in results],
+                "broken": [_broken_json(b) for b in suite.broken],
                 "passed": len(results) - failed,
                 "failed": failed,
                 "children": str(where),
             }
         )
     else:
+        total = len(results) + len(suite.broken)
+        not_run = f", {len(suite.broken)} broken" if suite.broken else ""
         click.echo(
-            f"{counted(len(results), 'contract')}: {len(results) - failed} passed, {failed} failed "
+            f"{counted(total, 'contract')}: {len(results) - failed} passed, {failed} failed{not_run} "
             f"(children in {safe(where)})"
         )
-    if failed:
+    if failed or suite.broken:
         raise SystemExit(1)
+
+
+def _echo_broken(broken: BrokenEntry) -> None:
+    """A broken entry, before the reruns: it did not run, and the run's exit code will say so."""
+    click.echo(f"{style('BROKEN', 'fail')}  {safe(broken.name)}")
+    click.echo(f"        ✗ {safe(broken.reason)}")
+
+
+def _broken_json(broken: BrokenEntry) -> dict[str, Any]:
+    return {"name": broken.name, "contract": str(broken.contract_path), "reason": broken.reason}
 
 
 def _echo_result(result: SuiteResult) -> None:
@@ -212,7 +286,7 @@ def _echo_result(result: SuiteResult) -> None:
     name = safe(result.entry.name)
     click.echo(f"{style(f'{status.upper():4}', status)}  {name}  {good}/{len(result.results)}")
     for failure in (r for r in result.results if not r.passed):
-        click.echo(f"        ✗ {safe(failure.description)}: {safe(failure.detail)}")
+        click.echo(f"        ✗ {_proposed(failure)}{safe(failure.description)}: {safe(failure.detail)}")
     if result.stopped is not None:
         click.echo(f"        ✗ the rerun stopped short: {safe(result.stopped)}")
 
@@ -227,5 +301,8 @@ def _result_json(result: SuiteResult) -> dict[str, Any]:
         "child": None if result.child is None else str(result.child),
         "passed": result.passed,
         "stopped": result.stopped,
-        "assertions": results_json(result.results),
+        "assertions": [
+            {**shown, "proposed": True} if r.proposed else shown
+            for r, shown in zip(result.results, results_json(result.results), strict=True)
+        ],
     }

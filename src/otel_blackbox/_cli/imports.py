@@ -20,17 +20,19 @@ from otel_blackbox._spans.otlp_in.documents import read_documents
 from otel_blackbox._spans.transcripts.chat import FORMATS
 from otel_blackbox._spans.transcripts.reading import transcript_files
 from otel_blackbox._spans.transcripts.traces import (
+    TRANSCRIPT_KINDS,
     TranscriptBatch,
     chat_traces,
     claude_code_traces,
     codex_traces,
+    transcript_kind,
 )
 from otel_blackbox._store.ingest import ImportCounts, Importer
-from otel_blackbox.errors import BlackboxError, ConfigError
+from otel_blackbox.errors import BlackboxError, ConfigError, ImportInputError
 
 __all__: list[str] = []
 
-_TRANSCRIPTS = ("chat", "claude-code", "codex")
+_TRANSCRIPTS = tuple(TRANSCRIPT_KINDS)
 
 
 def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -158,6 +160,7 @@ def import_(
     config = BlackboxConfig.from_env(db_path=db_path(ctx))
     source = f"phoenix {phoenix_url}" if phoenix_url else ", ".join("stdin" if f == "-" else f for f in files)
     importer = Importer(config, f"import {source}")
+    failed = True
     try:
         if phoenix_url is not None:
             _from_phoenix(importer, phoenix_url, project or "default", trace_id, since)
@@ -171,12 +174,13 @@ def import_(
         else:
             for name in files:
                 _from_file(importer, name)
+        failed = False
     except (BlackboxError, OSError, click.ClickException):
         if importer.total.spans:  # the files before the bad one are stored: say so first
             _summary(importer, config, as_json)
         raise
     finally:
-        importer.close()
+        importer.close(failed=failed)  # a database this import made and stored nothing in goes
     _summary(importer, config, as_json)
 
 
@@ -232,8 +236,22 @@ def _store_traces(importer: Importer, batches: list[TranscriptBatch]) -> None:
 
 
 def _from_file(importer: Importer, name: str) -> ImportCounts:
+    """A file of OTLP documents stored; one that is a transcript instead is refused with the hint of
+    the ``--from`` that reads it."""
+    first: list[object] = []
+    try:
+        return _otlp_file(importer, name, first)
+    except ImportInputError as exc:
+        kind = transcript_kind(first[0]) if first else None
+        if kind is None:
+            raise
+        hint = f"it looks like {TRANSCRIPT_KINDS[kind]}: import it with --from {kind}"
+        raise ImportInputError(f"{exc}; {hint}") from None
+
+
+def _otlp_file(importer: Importer, name: str, first: list[object]) -> ImportCounts:
     if name == "-":
-        return importer.store("stdin", read_documents(_lines(sys.stdin.buffer, None)))
+        return importer.store("stdin", _noting_first(read_documents(_lines(sys.stdin.buffer, None)), first))
     path = Path(name)
     if path.is_dir():
         raise click.BadParameter(f"{name} is a directory", param_hint="FILE")
@@ -243,9 +261,19 @@ def _from_file(importer: Importer, name: str) -> ImportCounts:
             if stream.read(2) == b"\x1f\x8b":  # gzip (the Collector's file exporter can compress)
                 stream.seek(0)
                 with gzip.open(stream) as unzipped:
-                    return importer.store(name, read_documents(_lines(unzipped, None)))
+                    return importer.store(name, _noting_first(read_documents(_lines(unzipped, None)), first))
             stream.seek(0)
-            return importer.store(name, read_documents(_lines(stream, advance)))
+            return importer.store(name, _noting_first(read_documents(_lines(stream, advance)), first))
+
+
+def _noting_first(
+    documents: Iterator[tuple[int | None, object]], first: list[object]
+) -> Iterator[tuple[int | None, object]]:
+    """The documents, the first of them kept in ``first`` (what a refusal's hint looks at)."""
+    for item in documents:
+        if not first:
+            first.append(item[1])
+        yield item
 
 
 def _lines(stream: Iterable[bytes], advance: Callable[[int], None] | None) -> Iterator[str]:

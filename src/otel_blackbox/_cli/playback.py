@@ -14,7 +14,7 @@ import click
 
 from otel_blackbox._cassette.io import loads_json, read_text
 from otel_blackbox._cli.app import cli
-from otel_blackbox._cli.common import output_option
+from otel_blackbox._cli.common import ALLOW_UNVERIFIED, checked_inputs, output_option
 from otel_blackbox.errors import SessionError
 
 __all__: list[str] = []
@@ -94,8 +94,11 @@ def record(output: Path, command: tuple[str, ...]) -> None:
     help="exact: each request must equal the recorded one; sequence: serve responses in order.",
 )  # fmt: skip
 @stub_tools_option(unrecorded=False)
+@ALLOW_UNVERIFIED
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def replay(cassette: Path, match: str, stub_tools: bool, command: tuple[str, ...]) -> None:
+def replay(
+    cassette: Path, match: str, stub_tools: bool, allow_unverified: bool, command: tuple[str, ...]
+) -> None:
     """Run a program offline against a cassette: no network, no API key, no model variance.
 
     Exit 1 at the first divergence (the message names the step and the JSON path), or when the
@@ -114,18 +117,18 @@ def replay(cassette: Path, match: str, stub_tools: bool, command: tuple[str, ...
       otel-blackbox replay fixed.json              # a child of the built-in agent
     """
     program = command[1:] if command and command[0] == "--" else command
+    (recorded,) = checked_inputs([cassette], allow_unverified)  # before anything runs
     if not program:
-        from otel_blackbox._cassette.io import load_cassette as load
-
-        if load(cassette).agent is None:
+        if recorded.agent is None:
             raise click.UsageError("no program to run: give it after -- (only a built-in agent's run replays "
                                    "without one)")  # fmt: skip
         if match != "exact":
             raise click.UsageError("--match is for a program replay: a built-in agent's run replays exactly")
         from otel_blackbox._playback.agent.run import replay_built_in
 
-        sys.exit(replay_built_in(cassette))
-    sys.exit(run_program("replay", cassette, program, match=match, plan=stub_plan(stub_tools)))
+        sys.exit(replay_built_in(cassette, allow_unverified=allow_unverified))
+    plan = {**stub_plan(stub_tools), "allow_unverified": allow_unverified}
+    sys.exit(run_program("replay", cassette, program, match=match, plan=plan))
 
 
 def _json_option(text: str, option: str) -> Any:
@@ -152,6 +155,7 @@ def _json_option(text: str, option: str) -> Any:
 @output_option("Child cassette.", path=True)
 @click.option("--match", type=click.Choice(["exact", "sequence"]), default="exact", show_default=True)
 @stub_tools_option(unrecorded=True)
+@ALLOW_UNVERIFIED
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def fork(
     cassette: Path,
@@ -163,6 +167,7 @@ def fork(
     match: str,
     stub_tools: bool,
     run_unrecorded_tools: bool,
+    allow_unverified: bool,
     command: tuple[str, ...],
 ) -> None:
     """Replay a run up to a tool result, replace it, and let the run continue from there.
@@ -193,7 +198,9 @@ def fork(
         "output": str(output.resolve()),
         "replies": replies,
         **stub_plan(stub_tools, run_unrecorded_tools),
+        "allow_unverified": allow_unverified,
     }
+    checked_inputs([cassette], allow_unverified)  # before the program starts
     sys.exit(run_program("fork", cassette, program_command(command), match=match, plan=plan))
 
 

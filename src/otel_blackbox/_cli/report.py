@@ -7,9 +7,17 @@ from pathlib import Path
 import click
 
 from otel_blackbox._atomic import atomic_text_writer
-from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cli.app import cli
-from otel_blackbox._cli.common import exactly_one, group_spans, output_option, progress, reader, utf8_text
+from otel_blackbox._cli.common import (
+    ALLOW_UNVERIFIED,
+    checked_inputs,
+    exactly_one,
+    group_spans,
+    output_option,
+    progress,
+    reader,
+    utf8_text,
+)
 from otel_blackbox._render.html_report import SpanGroup, cassette_report, group_report, trace_report
 from otel_blackbox._render.text import safe
 from otel_blackbox._render.words import counted
@@ -35,9 +43,15 @@ _BAR_FROM = 1000
     help="Every trace with a span of this session id.",
 )
 @output_option("Where to write the page (atomically).", metavar="FILE.html")
+@ALLOW_UNVERIFIED
 @click.pass_context
 def report(
-    ctx: click.Context, target: str | None, run_id: str | None, session_id: str | None, output: str
+    ctx: click.Context,
+    target: str | None,
+    run_id: str | None,
+    session_id: str | None,
+    output: str,
+    allow_unverified: bool,
 ) -> None:
     """One trace (a unique id prefix, from --db), a run or a session, or one cassette, as one HTML page.
 
@@ -55,7 +69,7 @@ def report(
     if target is None:
         page, what = _group_page(ctx, run_id, session_id)
     elif target.lower().endswith(".json") and Path(target).is_file():
-        cassette = load_cassette(Path(target))
+        (cassette,) = checked_inputs([Path(target)], allow_unverified)
         page = cassette_report(cassette)
         what = f"cassette {safe(cassette.id)}, {counted(len(cassette.steps), 'step')}"
     else:

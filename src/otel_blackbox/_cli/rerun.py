@@ -11,9 +11,15 @@ from typing import Any
 
 import click
 
-from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cli.app import cli
-from otel_blackbox._cli.common import base_url_option, output_option, parse_stubs, usd_option
+from otel_blackbox._cli.common import (
+    ALLOW_UNVERIFIED,
+    base_url_option,
+    checked_inputs,
+    output_option,
+    parse_stubs,
+    usd_option,
+)
 from otel_blackbox._cli.playback import (
     PASS_THROUGH,
     read_script,
@@ -84,6 +90,7 @@ __all__: list[str] = []
 )
 @stub_tools_option(unrecorded=True)
 @output_option("Child cassette.", path=True)
+@ALLOW_UNVERIFIED
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def rerun(
     incident: Path,
@@ -100,6 +107,7 @@ def rerun(
     stub_tools: bool,
     run_unrecorded_tools: bool,
     output: Path,
+    allow_unverified: bool,
     command: tuple[str, ...],
 ) -> None:
     """Rerun a recorded incident with the model live and every tool answered from the recording.
@@ -145,7 +153,8 @@ def rerun(
     if model is not None and not model.strip():
         raise click.BadParameter("give a model name", param_hint="--model")
     budget = _budget(max_cost, script)
-    recorded = load_cassette(incident)  # not a cassette: one line and exit 2, before anything runs
+    # Not a cassette, or one that fails verify's hash_chain: one line and exit 2, before anything runs.
+    (recorded,) = checked_inputs([incident], allow_unverified)
     if output.resolve() == incident.resolve():
         raise click.BadParameter("the child cassette would overwrite the incident", param_hint="-o")
     program = command[1:] if command and command[0] == "--" else command
@@ -159,7 +168,7 @@ def rerun(
             if given:
                 raise click.UsageError(f"{option} is for a program rerun: give the program after --")
         sys.exit(_rerun_built_in(incident, output, model, provider, stream, base_url, stubs, tool_match,
-                                 max_turns, budget))  # fmt: skip
+                                 max_turns, budget, allow_unverified))  # fmt: skip
     agent_only: dict[str, object] = {
         "--provider": provider,
         "--stream/--no-stream": stream is not None,
@@ -182,6 +191,7 @@ def rerun(
         "allow_network": allow_network,
         "max_cost": None if budget is None else str(budget),
         **stub_plan(stub_tools, run_unrecorded_tools),
+        "allow_unverified": allow_unverified,
     }
     sys.exit(run_program("rerun", incident, program, plan=plan))
 
@@ -213,6 +223,7 @@ def _rerun_built_in(
     tool_match: str,
     max_turns: int | None,
     budget: Decimal | None,
+    allow_unverified: bool,
 ) -> int:
     from otel_blackbox._playback.agent.run import (
         BuiltInRerun,
@@ -230,5 +241,6 @@ def _rerun_built_in(
         stubs=parsed,
         max_turns=max_turns,
         max_cost=budget,
+        allow_unverified=allow_unverified,
     )
     return rerun_built_in(incident, plan)

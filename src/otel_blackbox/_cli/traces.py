@@ -26,6 +26,7 @@ from otel_blackbox._cost import llm_calls
 from otel_blackbox._cost.prices import Cost
 from otel_blackbox._cost.spans import spans_cost
 from otel_blackbox._render.text import (
+    clip,
     fmt_duration,
     fmt_time,
     render_tree,
@@ -40,6 +41,9 @@ from otel_blackbox._store.trace_logs import load_trace
 
 __all__: list[str] = []
 
+# A root's name in a line of `list`, at most (names are stored at most 1,024 characters long, and a
+# database written before that may hold longer ones).
+_ROOT_CHARS = 120
 # An upper bound too: SQLite's LIMIT takes a 64-bit integer, and no one lists a billion traces.
 _LIMIT = click.IntRange(min=1, max=1_000_000_000)
 
@@ -91,7 +95,7 @@ def list_traces(
         spans = f"{t.span_count}" + (f"/{t.open_count}o" if t.open_count else "")
         click.echo(
             f"{starts[t.trace_id]:{stamp}}  {status}  {spans:>5}  {fmt_duration(t.duration_ns):>9}  "
-            f"{costs[t.trace_id].text():>{width}}  {t.trace_id:32}  {safe(t.root_name)}"
+            f"{costs[t.trace_id].text():>{width}}  {t.trace_id:32}  {safe(clip(t.root_name, _ROOT_CHARS))}"
         )
 
 

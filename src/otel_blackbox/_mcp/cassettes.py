@@ -11,8 +11,9 @@ from otel_blackbox._cassette.diff.contract import find_contract
 from otel_blackbox._cassette.diff.report import diff_cassettes as diff_reports
 from otel_blackbox._cassette.diff.text import format_diff
 from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans
-from otel_blackbox._cassette.io import load_cassette, save_cassette
-from otel_blackbox._cassette.model import terminal_outcome
+from otel_blackbox._cassette.io import save_cassette
+from otel_blackbox._cassette.model import Cassette, terminal_outcome
+from otel_blackbox._cassette.trusted import load_checked_cassette, resealed
 from otel_blackbox._cassette.verify import check_before_writing, verify_file
 from otel_blackbox._cli.common import group_spans
 from otel_blackbox._mcp.bounds import MAX_CHARS, VALUE_CHARS, clip_strings, dumps, fit, text_arg
@@ -37,6 +38,20 @@ __all__ = [
 
 MAX_CASSETTES = 50  # one eval_run call
 _DETAIL_CHARS = 300  # an assertion's description or detail in eval_run
+ALLOW = "allow_unverified=true"  # how a tool's caller goes on with a cassette that fails verify
+
+
+def _checked(paths: list[str], allow_unverified: bool) -> tuple[list[Cassette], str | None]:
+    """The cassettes, each checked before use (schema_version, hash_chain): a broken one is the
+    tool's error (one line: the file, the check, the step), unless ``allow_unverified``; then the
+    warnings, joined, for the answer to carry."""
+    checked = [load_checked_cassette(Path(p), allow_unverified=allow_unverified, option=ALLOW) for p in paths]
+    warnings = [c.warning for c in checked if c.warning is not None]
+    return [c.cassette for c in checked], "; ".join(warnings) or None
+
+
+def _carrying(warning: str | None, result: dict[str, Any]) -> dict[str, Any]:
+    return result if warning is None else {"unverified": warning, **result}
 
 
 def _target(path: str, db: Path, overwrite: bool) -> Path:
@@ -95,9 +110,13 @@ def write_cassette(
     return dumps(clip_strings(result, VALUE_CHARS))
 
 
-def inspect_cassette(path: str, *, offset: int = 0, limit: int = 100, width: int = 160) -> str:
-    """``otel-blackbox inspect``: the cassette's header, then its steps from ``offset``, one a line."""
-    cassette = load_cassette(Path(path))
+def inspect_cassette(
+    path: str, *, offset: int = 0, limit: int = 100, width: int = 160, allow_unverified: bool = False
+) -> str:
+    """``otel-blackbox inspect``: the cassette's header, then its steps from ``offset``, one a line
+    (with ``allow_unverified``, a cassette that fails verify: the warning first, and every line
+    starting ``[unverified] ``)."""
+    (cassette,), warning = _checked([path], allow_unverified)
     lines = render_timeline(cassette, limit=width)
     total = len(cassette.steps)
     if offset and offset >= total:
@@ -116,6 +135,8 @@ def inspect_cassette(path: str, *, offset: int = 0, limit: int = 100, width: int
         out.append(f"[{total - end} more steps: call inspect_cassette with the same path and offset={end}]")
     else:
         out += [*tail, f"[end of the cassette: none of its {counted(total, 'step')} remain]"]
+    if warning is not None:
+        out = [f"[unverified] {line}" for line in [warning, *out]]
     return "\n".join(out)
 
 
@@ -125,12 +146,15 @@ def verify_cassette(path: str, *, expect_head: str | None = None) -> str:
     return dumps(clip_strings(report.to_json(), VALUE_CHARS))
 
 
-def diff_cassettes(parent: str, child: str, *, semantic: bool = False) -> str:
+def diff_cassettes(parent: str, child: str, *, semantic: bool = False, allow_unverified: bool = False) -> str:
     """``otel-blackbox diff``: the first divergent step and what it changed in the outcome, and the
     contract kept beside the parent (``incident.contract.json``) checked on the child when there is one."""
     check = find_contract(Path(parent), None)
-    child_cassette = load_cassette(Path(child))
-    report = diff_reports(load_cassette(Path(parent)), child_cassette, semantic=semantic)
+    (parent_cassette, child_cassette), warning = _checked([parent, child], allow_unverified)
+    if warning is not None:  # compared by what their content hashes to, never by a hash kept in the file
+        parent_cassette, child_cassette = resealed(parent_cassette), resealed(child_cassette)
+    evidence = None if check is None else check.evidence(parent_cassette, child_cassette)
+    report = diff_reports(parent_cassette, child_cassette, semantic=semantic, contract=evidence)
     result: dict[str, Any] = {
         "diverged": report.diverged,
         "index": report.index,
@@ -140,12 +164,11 @@ def diff_cassettes(parent: str, child: str, *, semantic: bool = False) -> str:
         "report": format_diff(report),
     }
     if check is not None:
-        check.run(child_cassette)
         result["contract"] = clip_strings(check.to_json(), _DETAIL_CHARS)
-    return dumps(result)
+    return dumps(_carrying(warning, result))
 
 
-def eval_run(contract: str, cassettes: list[str]) -> str:
+def eval_run(contract: str, cassettes: list[str], *, allow_unverified: bool = False) -> str:
     """``otel-blackbox eval run``: each cassette checked against the contract, pass or fail."""
     from otel_blackbox._cassette.evals import load_contract, run_contract  # jsonschema: only for this tool
 
@@ -154,9 +177,10 @@ def eval_run(contract: str, cassettes: list[str]) -> str:
     if len(cassettes) > MAX_CASSETTES:
         raise BadArgument(f"{len(cassettes)} cassettes: at most {MAX_CASSETTES} a call")
     loaded = load_contract(Path(contract))
+    checked, warning = _checked(cassettes, allow_unverified)
     rows: list[dict[str, Any]] = []
-    for path in cassettes:
-        results = run_contract(loaded, load_cassette(Path(path)))
+    for path, cassette in zip(cassettes, checked, strict=True):
+        results = run_contract(loaded, cassette)
         failed = [r for r in results if not r.passed]
         rows.append(
             {
@@ -165,7 +189,8 @@ def eval_run(contract: str, cassettes: list[str]) -> str:
                 "passed": len(results) - len(failed),
                 "assertions": len(results),
                 "failures": [
-                    {"kind": r.kind, "description": r.description, "detail": r.detail} for r in failed
+                    {"kind": r.kind, "description": r.description, "detail": r.detail, "proposed": r.proposed}
+                    for r in failed
                 ],
             }
         )
@@ -175,7 +200,7 @@ def eval_run(contract: str, cassettes: list[str]) -> str:
         "passed": all(row["status"] == "pass" for row in rows),
         "cassettes": clip_strings(rows, _DETAIL_CHARS),
     }
-    return dumps(result)
+    return dumps(_carrying(warning, result))
 
 
 def blame_incident(
@@ -190,6 +215,7 @@ def blame_incident(
     samples: int = 3,
     max_cost: str | None = None,
     max_branches: int | None = None,
+    allow_unverified: bool = False,
 ) -> str:
     """``otel-blackbox blame --format json``: the decisive step, found by branching and rerunning."""
     from otel_blackbox._playback.blame import BlamePlan, blame  # the execution side: only for this tool
@@ -202,10 +228,11 @@ def blame_incident(
     folder = Path(output)
     if folder.exists() and not folder.is_dir():
         raise BadArgument(f"output {output}: not a folder")
+    _, warning = _checked([incident] if good is None else [incident, good], allow_unverified)
     plan = BlamePlan(
         output=folder, provider=provider, model=model, stubs=dict(stubs or {}),
         good=None if good is None else Path(good), contract=None if contract is None else Path(contract),
-        samples=samples, max_cost=budget, max_branches=max_branches,
+        samples=samples, max_cost=budget, max_branches=max_branches, allow_unverified=allow_unverified,
     )  # fmt: skip
     report = blame(Path(incident), plan, say=lambda _line: None)  # stdout is the protocol
-    return dumps(clip_strings(report.to_json(), VALUE_CHARS))
+    return dumps(_carrying(warning, clip_strings(report.to_json(), VALUE_CHARS)))

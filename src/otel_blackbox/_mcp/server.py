@@ -64,6 +64,13 @@ PriceModel = Annotated[
     ),
 ]
 Full = Annotated[bool, Field(description="Do not shorten long values (messages, outputs, stack traces).")]
+AllowUnverified = Annotated[
+    bool,
+    Field(
+        description="Go on with a cassette that fails verify's schema_version or hash_chain check (edited "
+        "by hand, or broken): the answer carries the warning. Default: such a cassette is refused."
+    ),
+]
 CassettePath = Annotated[
     str, Field(min_length=1, max_length=4096, description="A cassette file (absolute path is best).")
 ]
@@ -265,11 +272,16 @@ def build_server(db: Path) -> MCPServer[Any]:
         ] = 0,
         limit: Annotated[int, Field(ge=1, le=1000, description="How many steps at most (1-1000).")] = 100,
         width: Annotated[int, Field(ge=20, le=2000, description="Shorten each value to this.")] = 160,
+        allow_unverified: AllowUnverified = False,
     ) -> str:
         """A cassette's steps as a readable timeline, one a line: model inputs and outputs, tool calls
         and results (errors marked), the run's end; the outcome in the header. As `otel-blackbox
         inspect`. Paged by steps: the last line says the offset to ask for next."""
-        return _answer(lambda: cassette_tools.inspect_cassette(path, offset=offset, limit=limit, width=width))
+        return _answer(
+            lambda: cassette_tools.inspect_cassette(
+                path, offset=offset, limit=limit, width=width, allow_unverified=allow_unverified
+            )
+        )
 
     @server.tool(annotations=_READ)
     def verify_cassette(
@@ -290,13 +302,18 @@ def build_server(db: Path) -> MCPServer[Any]:
         semantic: Annotated[
             bool, Field(description="Compare step types and payloads only (two separate recordings).")
         ] = False,
+        allow_unverified: AllowUnverified = False,
     ) -> str:
         """The first step where two cassettes diverge (by hash, as a fork against its parent, or
         semantic), the values that differ there, and what it changed in the outcome: whether a failure
         was fixed (the child did what failed, without error), avoided (it never did), still failing, a
         regression, or no change; and the contract kept beside the parent (incident.contract.json),
         when there is one, checked on the child. As `otel-blackbox diff`."""
-        return _answer(lambda: cassette_tools.diff_cassettes(parent, child, semantic=semantic))
+        return _answer(
+            lambda: cassette_tools.diff_cassettes(
+                parent, child, semantic=semantic, allow_unverified=allow_unverified
+            )
+        )
 
     @server.tool(annotations=_READ)
     def eval_run(
@@ -314,11 +331,14 @@ def build_server(db: Path) -> MCPServer[Any]:
                 description=f"The cassette files to check (1-{cassette_tools.MAX_CASSETTES}).",
             ),
         ],
+        allow_unverified: AllowUnverified = False,
     ) -> str:
         """Check cassettes against a structural contract (tools called, their order and inputs, model
         turns, no tool errors, the outcome): pass or fail for each, with every failed assertion. As
         `otel-blackbox eval run`."""
-        return _answer(lambda: cassette_tools.eval_run(contract, cassettes))
+        return _answer(
+            lambda: cassette_tools.eval_run(contract, cassettes, allow_unverified=allow_unverified)
+        )
 
     @server.tool(annotations=_LIVE)
     def blame(
@@ -348,6 +368,7 @@ def build_server(db: Path) -> MCPServer[Any]:
             str | None, Field(max_length=32, description="Stop once the branches cost this many US dollars.")
         ] = None,
         max_branches: Annotated[int | None, Field(ge=1, le=500, description="Stop after this many.")] = None,
+        allow_unverified: AllowUnverified = False,
     ) -> str:
         """Which step of a failed incident made it fail: branches from its decisions (model outputs)
         and from corrected tool results are rerun with the model live and every tool answered from
@@ -359,6 +380,7 @@ def build_server(db: Path) -> MCPServer[Any]:
             lambda: cassette_tools.blame_incident(
                 incident, output, model=model, provider=provider, stubs=stubs, good=good, contract=contract,
                 samples=samples, max_cost=max_cost, max_branches=max_branches,
+                allow_unverified=allow_unverified,
             )
         )  # fmt: skip
 

@@ -3,9 +3,11 @@
 For a decision point (a ``model_output`` of the incident) a branch keeps the steps before it and
 lets the model answer live from there, every tool answered from the recording (branch.py); for a
 tool result with a correction (from a good run, ``--good``, or a ``--stub``) a branch puts the
-correction in its place and lets the model go on. Each branch's child is judged by the contract
-given, else by ``diff``'s verdict (a fixed failure is a success); ``samples`` branches a point give
-it a success rate.
+correction in its place and lets the model go on. With a program (``blame -- CMD``) each branch is
+the program run again from the point instead (program_branch.py), so its own checks run. Each
+branch's child is judged by the contract given, else by ``diff``'s verdict (a fixed failure is a
+success); ``samples`` branches a point give it a success rate. An incident that failed in its
+program after its answer is refused without a contract or the program: nothing else can judge it.
 
 The decisive step is the last decision point from which the run can still succeed when every later
 one cannot; when no decision can succeed, the first tool result whose correction makes it succeed.
@@ -25,24 +27,33 @@ from pathlib import Path
 from typing import Any
 
 from otel_blackbox._cassette.diff.contract import ContractCheck, find_contract
-from otel_blackbox._cassette.diff.outcome import diff_outcome, run_failure
+from otel_blackbox._cassette.diff.outcome import answer_before_failure, diff_outcome, run_failure
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import Cassette, Step
+from otel_blackbox._cassette.trusted import checked_cassette
 from otel_blackbox._cost.cassettes import cassette_cost
 from otel_blackbox._cost.prices import total_usd
-from otel_blackbox._playback.agent.branch import Branch, BranchPoint, decision_points, run_branch, tool_points
+from otel_blackbox._playback.agent.branch import (
+    Branch,
+    BranchPoint,
+    corrections_from,
+    decision_points,
+    run_branch,
+    tool_points,
+)
 from otel_blackbox._playback.agent.incident import Incident, RecordedResult, recorded_results
 from otel_blackbox._playback.agent.loop import AgentPlan
 from otel_blackbox._playback.agent.run import MIN_TURNS, BuiltInRerun, prepare_rerun
 from otel_blackbox._playback.agent.sdk import make_client
 from otel_blackbox._playback.budget import MAX_COST
+from otel_blackbox._playback.program_branch import run_program_branch
 from otel_blackbox._playback.record import RunStopped
 from otel_blackbox._render.cassette_text import describe_step
 from otel_blackbox._render.text import safe
 from otel_blackbox._types import JsonObject
 from otel_blackbox.errors import BlackboxError
 
-__all__ = ["BlamePlan", "BlameReport", "PointResult", "blame", "corrections_from"]
+__all__ = ["BlamePlan", "BlameReport", "PointResult", "blame"]
 
 DEFAULT_SAMPLES = 3
 
@@ -62,6 +73,9 @@ class BlamePlan:
     samples: int = DEFAULT_SAMPLES
     max_cost: Decimal | None = None
     max_branches: int | None = None
+    program: tuple[str, ...] = ()  # the program each branch runs (blame -- CMD); empty: the built-in agent
+    stub_tools: bool = False  # a program's plain-Python tools answered from the recording too
+    allow_unverified: bool = False  # an incident or good run that fails verify's hash_chain: go on
 
 
 @dataclass
@@ -155,48 +169,10 @@ class _Exhausted(Exception):
     """--max-branches or --max-cost reached: the search ends with what it found."""
 
 
-def corrections_from(
-    incident: Cassette, good: Cassette | None, stubs: dict[str, Any]
-) -> dict[int, tuple[JsonObject, str]]:
-    """Corrected outcomes for the incident's tool results: the good run's result of the same tool at
-    the same occurrence, where it differs; a --stub's value for that tool's results."""
-    found: dict[int, tuple[JsonObject, str]] = {}
-    ours = _results_by_tool(incident)
-    if good is not None:
-        theirs = _results_by_tool(good)
-        matched = False
-        for name, steps in ours.items():
-            for n, step in enumerate(steps):
-                if n < len(theirs.get(name, [])):
-                    matched = True
-                    other = _outcome(theirs[name][n])
-                    if other != _outcome(step):
-                        found[step.index] = (other, "good")
-        if not matched:
-            raise BlackboxError(
-                f"--good {good.id}: none of its tool results matches one of the incident's (another task?)"
-            )
-    for name, value in stubs.items():
-        for step in ours.get(name, []):
-            found.setdefault(step.index, ({"result": value}, "stub"))
-    return found
-
-
-def _results_by_tool(cassette: Cassette) -> dict[str, list[Step]]:
-    found: dict[str, list[Step]] = {}
-    for step in cassette.steps_of("tool_result"):
-        found.setdefault(str(step.payload.get("toolName")), []).append(step)
-    return found
-
-
-def _outcome(step: Step) -> JsonObject:
-    payload = step.payload
-    return {"error": payload["error"]} if "error" in payload else {"result": payload.get("result")}
-
-
 class _Search:
     def __init__(
         self,
+        incident_path: Path,
         incident: Cassette,
         reader: Incident,
         plan: BlamePlan,
@@ -206,15 +182,17 @@ class _Search:
         fallback: list[RecordedResult],
     ) -> None:
         self.incident, self.reader, self.plan, self.agent = incident, reader, plan, agent
+        self.incident_path = incident_path  # what a program branch reruns
         self.fallback = fallback  # a good run's results, for the calls the incident has none of
         self.judge, self.say = judge, say
-        self.client = make_client(agent.api, base_url=plan.base_url)
+        self.client = None if plan.program else make_client(agent.api, base_url=plan.base_url)
         self.measured: dict[int, PointResult] = {}
         self.order: list[PointResult] = []
         self.spent = Decimal(0)
 
     def close(self) -> None:
-        self.client.close()
+        if self.client is not None:
+            self.client.close()
 
     def measure(self, point: BranchPoint) -> PointResult:
         """``samples`` branches from the point (once: a point measured before is not measured again)."""
@@ -222,8 +200,6 @@ class _Search:
         if key in self.measured:
             return self.measured[key]
         result = PointResult(point)
-        self.measured[key] = result
-        self.order.append(result)
         for sample in range(self.plan.samples):
             if self.plan.max_cost is not None and self.spent >= self.plan.max_cost:
                 raise _Exhausted(f"--max-cost ${self.plan.max_cost} reached")
@@ -232,6 +208,9 @@ class _Search:
                 and sum(len(r.branches) for r in self.order) >= self.plan.max_branches
             ):
                 raise _Exhausted(f"--max-branches {self.plan.max_branches} reached")
+            if sample == 0:  # measured once it has a branch: a point stopped before one is not measured
+                self.measured[key] = result
+                self.order.append(result)
             self._branch(result, sample)
         return result
 
@@ -248,10 +227,18 @@ class _Search:
             if limit is not None and self.spent + (_new_cost(child, seeded[0]) or 0) >= limit:
                 raise RunStopped(MAX_COST, f"[blackbox] --max-cost ${limit} reached before model call {call}")
 
-        branch = run_branch(
-            self.incident, self.reader, point, output=output, plan=self.agent, client=self.client,
-            stubs=self.plan.stubs, before_call=before_call, fallback=self.fallback,
-        )  # fmt: skip
+        if self.plan.program:
+            left = None if limit is None else limit - self.spent
+            branch = run_program_branch(
+                self.incident_path, self.incident, point, output=output, program=self.plan.program,
+                model=self.plan.model, max_cost=left, stub_tools=self.plan.stub_tools,
+            )  # fmt: skip
+        else:
+            assert self.client is not None
+            branch = run_branch(
+                self.incident, self.reader, point, output=output, plan=self.agent, client=self.client,
+                stubs=self.plan.stubs, before_call=before_call, fallback=self.fallback,
+            )  # fmt: skip
         child = load_cassette(branch.child)
         cost = _new_cost(child, branch.seeded)
         self.spent += cost or Decimal(0)
@@ -292,7 +279,7 @@ def blame(incident_path: Path, plan: BlamePlan, say: Callable[[str], None] | Non
     tell = say or (lambda line: print(safe(line), file=sys.stderr))
     rerun = BuiltInRerun(
         output=plan.output, provider=plan.provider, model=plan.model, base_url=plan.base_url,
-        stubs=plan.stubs, max_cost=plan.max_cost,
+        stubs=plan.stubs, max_cost=plan.max_cost, allow_unverified=plan.allow_unverified,
     )  # fmt: skip
     incident, reader, api, model = prepare_rerun(incident_path, rerun)  # setup errors: exit 2, no call
     failure = run_failure(incident)
@@ -303,10 +290,16 @@ def blame(incident_path: Path, plan: BlamePlan, say: Callable[[str], None] | Non
             raise BlackboxError(f"{incident_path}: the incident passes the contract: nothing to blame")
     elif failure is None:
         raise BlackboxError(f"{incident_path}: the incident did not fail: nothing to blame")
+    elif not plan.program and answer_before_failure(incident) is not None:
+        raise BlackboxError(
+            f"{incident_path}: the incident failed in its program after its answer ({failure.label}), "
+            "which a branch without the program cannot check: give --contract FILE or the program "
+            "(blame ... -- CMD)"
+        )
     decisions = decision_points(incident)
     if not decisions:
         raise BlackboxError(f"{incident_path}: the cassette has no model step to branch from")
-    good = load_cassette(plan.good) if plan.good is not None else None
+    good = None if plan.good is None else checked_cassette(plan.good, allow_unverified=plan.allow_unverified)
     tools = tool_points(incident, corrections_from(incident, good, plan.stubs))
     plan.output.mkdir(parents=True, exist_ok=True)
     max_turns = max(MIN_TURNS, 2 * len(reader.model_inputs))
@@ -320,7 +313,7 @@ def blame(incident_path: Path, plan: BlamePlan, say: Callable[[str], None] | Non
         children=plan.output,
     )
     fallback = recorded_results(good) if good is not None else []
-    search = _Search(incident, reader, plan, agent, judge, tell, fallback)
+    search = _Search(incident_path, incident, reader, plan, agent, judge, tell, fallback)
     try:
         _bisect(search, decisions, tools, report)
     except _Exhausted as exc:

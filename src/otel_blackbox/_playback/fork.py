@@ -57,12 +57,13 @@ class ForkSession(Session):
         match: Match = "exact",
         stub_tools: bool = False,
         run_unrecorded_tools: bool = False,
+        allow_unverified: bool = False,
     ) -> None:
         super().__init__(
             plan.output, match=match, stub_tools=stub_tools, run_unrecorded_tools=run_unrecorded_tools
         )
         self.plan = plan
-        self.parent = load_recording(parent)
+        self.parent = load_recording(parent, allow_unverified=allow_unverified)
         steps = self.parent.steps
         if not 0 <= plan.at < len(steps) or steps[plan.at].type != "tool_result":
             found = steps[plan.at].type if 0 <= plan.at < len(steps) else "beyond the last step"

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from otel_blackbox._render.text import safe
 from otel_blackbox.errors import CassetteError, ResultKept, SessionError
@@ -60,6 +60,7 @@ def _make_session(mode: str, cassette: str, match: str, plan_json: str | None) -
         "stub_tools": bool(plan.get("stub_tools")),
         "run_unrecorded_tools": bool(plan.get("run_unrecorded_tools")),
     }
+    allow = bool(plan.get("allow_unverified"))  # the launcher checked the cassette and warned
     if mode == "rerun":
         from otel_blackbox._playback.rerun import RerunPlan, RerunSession
 
@@ -71,6 +72,9 @@ def _make_session(mode: str, cassette: str, match: str, plan_json: str | None) -
                 replies=plan.get("replies"),
                 allow_network=bool(plan.get("allow_network")),
                 max_cost=Decimal(plan["max_cost"]) if plan.get("max_cost") else None,
+                allow_unverified=allow,
+                replay_turns=int(plan.get("replay_turns") or 0),
+                correction=plan.get("correction"),
             ),
             **stubs,
         )
@@ -84,9 +88,10 @@ def _make_session(mode: str, cassette: str, match: str, plan_json: str | None) -
                 at=plan["at"], result=plan["result"], output=Path(plan["output"]), replies=plan["replies"]
             ),
             match=check_match(match),
+            allow_unverified=allow,
             **stubs,
         )
-    return open_session(mode, cassette, match=match, stub_tools=stubs["stub_tools"])
+    return open_session(mode, cassette, match=match, stub_tools=stubs["stub_tools"], allow_unverified=allow)
 
 
 def _session_notes(session: Session) -> dict[str, Any]:
@@ -153,19 +158,19 @@ def bootstrap_from_env() -> None:
     atexit.register(finish)
 
 
-def _check_cassette(path: Path) -> None:
+def _check_cassette(path: Path, allow_unverified: bool) -> None:
     """Read the cassette here, before the program starts: a file that is not a cassette (or holds
-    a malformed exchange or model output) is one CassetteError line, not a failure inside the
-    program's start-up."""
+    a malformed exchange or model output), or one that fails verify's hash_chain (unless
+    ``allow_unverified``), is one CassetteError line, not a failure inside the program's start-up."""
     if not path.is_file():
         raise CassetteError(f"{path}: no such cassette (record it first)")
-    from otel_blackbox._cassette.io import (
-        load_cassette,
-    )  # the session's modules: only for the commands that run one
     from otel_blackbox._cassette.output import check_outputs
+    from otel_blackbox._cassette.trusted import (
+        checked_cassette,
+    )  # the session's modules: only for the commands that run one
     from otel_blackbox._playback.exchanges import recorded_exchanges
 
-    cassette = load_cassette(path)
+    cassette = checked_cassette(path, allow_unverified=allow_unverified)
     recorded_exchanges(cassette, str(path))
     check_outputs(cassette, str(path))
 
@@ -177,13 +182,15 @@ def run_program(
     *,
     match: str = "exact",
     plan: dict[str, Any] | None = None,
+    stdout: TextIO | None = None,
 ) -> int:
     """Run ``command`` in a session; the program's exit code, or 1 when the session failed.
+    ``stdout``: where the program's own output goes (default: ours; ``blame`` keeps its answer apart).
 
     A rerun whose program made no model call re-ran nothing: 1 when the program itself exited 0.
     """
     if mode != "record":
-        _check_cassette(Path(cassette))
+        _check_cassette(Path(cassette), bool((plan or {}).get("allow_unverified")))
     with tempfile.TemporaryDirectory(prefix="otel-blackbox-") as tmp:
         report_path = os.path.join(tmp, "report.json")
         env = dict(os.environ)
@@ -198,7 +205,7 @@ def run_program(
             if not env.get("GOOGLE_API_KEY"):  # google-genai reads either; GOOGLE_API_KEY wins
                 env.setdefault("GEMINI_API_KEY", "blackbox-placeholder")
         try:
-            completed = subprocess.run(list(command), env=env, check=False)
+            completed = subprocess.run(list(command), env=env, check=False, stdout=stdout)
         except FileNotFoundError:
             raise SessionError(f"command not found: {command[0]}") from None
         except KeyboardInterrupt:

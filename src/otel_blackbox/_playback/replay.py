@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from otel_blackbox._cassette.diff.json_paths import first_difference
-from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import (
     OBSERVED,
     Cassette,
@@ -27,6 +26,7 @@ from otel_blackbox._cassette.model import (
     terminal_outcome,
 )
 from otel_blackbox._cassette.output import check_outputs
+from otel_blackbox._cassette.trusted import checked_cassette
 from otel_blackbox._playback.exchanges import ExchangeBook, ExchangeRequest, recorded_exchanges, short
 from otel_blackbox._playback.http.exchange import HttpRequest, HttpResponse
 from otel_blackbox._playback.interceptor import (
@@ -51,10 +51,12 @@ if TYPE_CHECKING:
 __all__ = ["Player", "ReplaySession", "load_recording"]
 
 
-def load_recording(path: str | Path) -> Cassette:
+def load_recording(path: str | Path, *, allow_unverified: bool = False) -> Cassette:
+    """The cassette a replay or a fork serves, checked before use (CassetteError for one that fails
+    verify's hash_chain, unless ``allow_unverified``)."""
     if not Path(path).is_file():
         raise CassetteError(f"{path}: no such cassette (record it first)")
-    return load_cassette(path)
+    return checked_cassette(path, allow_unverified=allow_unverified)
 
 
 class Player:
@@ -146,10 +148,16 @@ class ReplaySession(Session):
     mode: ClassVar[Mode] = "replay"
 
     def __init__(
-        self, path: str | Path, *, match: Match = "exact", stub_tools: bool = False, after: int = 0
+        self,
+        path: str | Path,
+        *,
+        match: Match = "exact",
+        stub_tools: bool = False,
+        after: int = 0,
+        allow_unverified: bool = False,
     ) -> None:
         super().__init__(path, match=match, stub_tools=stub_tools)
-        self.cassette = load_recording(self.path)
+        self.cassette = load_recording(self.path, allow_unverified=allow_unverified)
         self.player = Player(
             self.cassette, str(self.path), match=self.match, redactor=self.redactor, ids=self.ids, after=after
         )

@@ -19,6 +19,11 @@ It has no ``forkedFromStepId``: nothing of the incident is copied into it, the r
 A refused request is recorded as the 400 the program received, so a replay of the child serves
 the program exactly what it saw.
 
+A branch of ``blame -- CMD`` reruns the program from a point of the incident: its first
+``replay_turns`` model calls are answered with the incident's own outputs (as a script answers),
+the rest live; with a ``correction`` (a tool call's id and its corrected outcome), every model
+request that carries that tool's result carries the correction instead, as a fork's does.
+
 With a budget (``max_cost``, budget.py), each live model call is first checked against what the
 child's calls so far cost: once they reach it, or once a call cannot be priced, the call gets a
 ``[blackbox]`` HTTP 400 instead of going out, the child ends ``run_failed`` / ``max_cost``, and the
@@ -33,8 +38,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import Cassette
+from otel_blackbox._cassette.trusted import checked_cassette
 from otel_blackbox._cost.cassettes import cassette_cost
 from otel_blackbox._playback.budget import Budget
 from otel_blackbox._playback.exchanges import ExchangeBook, ExchangeRequest, Miss, recorded_exchanges, short
@@ -60,6 +65,9 @@ class RerunPlan:
     replies: list[dict[str, Any]] | None = None  # scripted model outputs; None: the live upstream
     allow_network: bool = False  # send (and record) the non-model requests the incident did not record
     max_cost: Decimal | None = None  # the budget of the live model calls, in US dollars
+    allow_unverified: bool = False  # an incident that fails verify's hash_chain: go on (the caller warns)
+    replay_turns: int = 0  # the first model calls answered with the incident's own outputs (blame)
+    correction: dict[str, Any] | None = None  # {"toolCallId", "result"}: what the model sees instead
 
 
 class RerunSession(Session):
@@ -83,7 +91,7 @@ class RerunSession(Session):
             raise SessionError("--max-cost is a budget for a live model: --script answers without one")
         super().__init__(plan.output, stub_tools=stub_tools, run_unrecorded_tools=run_unrecorded_tools)
         self.plan = plan
-        self.incident = load_cassette(incident)
+        self.incident = checked_cassette(incident, allow_unverified=plan.allow_unverified)
         now = now_ms()
         self.cassette = Cassette(
             id=f"{self.incident.id}-rerun-{now}", created_at=now, parent_id=self.incident.id
@@ -91,6 +99,8 @@ class RerunSession(Session):
         self.recorder = Recorder(self.cassette, self.path, self.redactor, self.ids)
         self._exchanges = ExchangeBook(recorded_exchanges(self.incident, str(incident)))
         self._replies = check_replies(list(plan.replies)) if plan.replies is not None else None
+        outputs = [step.payload for step in self.incident.steps_of("model_output")]
+        self._replayed = check_replies(outputs[: plan.replay_turns])  # the incident's, before a branch point
         self.model_calls = 0
         self._refusals: dict[str, int] = {}  # message -> times, in order
         self._budget = Budget(plan.max_cost) if plan.max_cost is not None else None
@@ -111,20 +121,26 @@ class RerunSession(Session):
     # -- the interceptor ---------------------------------------------------------------------------
 
     def rewrite(self, request: HttpRequest) -> Rewrite | None:
-        """With a model name, every model request names it before it is sent or recorded: in its
-        body, or in its URL for Gemini."""
+        """With a model name, every live model request names it before it is sent or recorded: in
+        its body, or in its URL for Gemini. With a correction, the corrected tool result in place of
+        the one the program sends."""
         provider = provider_of(request)
-        if self.plan.model is None or provider is None:
+        body = json_body(request) if provider is not None else None
+        if provider is None or body is None:
             return None
-        if isinstance(provider, GeminiGenerateContent):
-            url = provider.url_with_model(self.plan.model)
-            return None if url == request.url else Rewrite(url=url)
-        body = json_body(request)
-        if body is None or body.get("model") == self.plan.model:
-            return None
-        return Rewrite(
-            body=json.dumps({**body, "model": self.plan.model}, ensure_ascii=False).encode("utf-8")
-        )
+        changed = body
+        correction = self.plan.correction
+        if correction is not None:
+            replaced = provider.replace_tool_result(body, str(correction["toolCallId"]), correction["result"])
+            changed = body if replaced is None else replaced
+        model = None if self._replayed else self.plan.model  # a replayed call is the incident's own
+        if model is not None and isinstance(provider, GeminiGenerateContent):
+            url = provider.url_with_model(model)
+            if url != request.url:
+                return Rewrite(url=url, body=None if changed is body else _encoded(changed))
+        elif model is not None and changed.get("model") != model:
+            changed = {**changed, "model": model}
+        return None if changed is body else Rewrite(body=_encoded(changed))
 
     def intercept(self, request: HttpRequest) -> HttpResponse | None:
         return self._answered(request, self._answer)
@@ -134,6 +150,8 @@ class RerunSession(Session):
         provider = provider_of(request)
         body = json_body(request) if provider else None
         if provider is not None and body is not None:
+            if self._replayed:  # before the branch point: the incident's own answer, not a live call
+                return scripted_reply(self.recorder, self._replayed, provider, body)
             if self._budget is not None:
                 refused = self._over_budget(provider, body)
                 if refused is not None:
@@ -208,6 +226,10 @@ class RerunSession(Session):
                 f"[blackbox] the program made no model call: nothing was re-run ({self.path} holds the run)"
             )
         return lines
+
+
+def _encoded(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
 
 def _refusal(miss: Miss) -> str:

@@ -19,23 +19,36 @@ __all__ = ["open_session", "session"]
 
 
 def open_session(
-    mode: str, cassette: str | Path, *, match: str = "exact", stub_tools: bool = False
+    mode: str,
+    cassette: str | Path,
+    *,
+    match: str = "exact",
+    stub_tools: bool = False,
+    allow_unverified: bool = False,
 ) -> Session:
     """A record or replay session over ``cassette`` (a fork or a rerun has its own class and plan).
 
     ``stub_tools`` answers the program's framework tools from the cassette in a replay; a recording
-    runs them (it is what the replay answers from)."""
+    runs them (it is what the replay answers from). A replay's cassette is checked first: one that
+    fails verify's hash_chain is a CassetteError, unless ``allow_unverified``."""
     checked = check_match(match)
     if mode == "record":
         return RecordSession(cassette, match=checked)
     if mode == "replay":
-        return ReplaySession(cassette, match=checked, stub_tools=stub_tools)
+        return ReplaySession(
+            cassette, match=checked, stub_tools=stub_tools, allow_unverified=allow_unverified
+        )
     raise SessionError(f"mode must be record or replay, not {mode!r} (a fork is a ForkSession)")
 
 
 @contextlib.contextmanager
 def session(
-    mode: Mode, cassette: str | Path, *, match: Match = "exact", stub_tools: bool = False
+    mode: Mode,
+    cassette: str | Path,
+    *,
+    match: Match = "exact",
+    stub_tools: bool = False,
+    allow_unverified: bool = False,
 ) -> Iterator[Session]:
     """Record or replay the HTTP traffic of the code inside the block::
 
@@ -43,9 +56,12 @@ def session(
         run_agent()
 
     With ``stub_tools`` a replay answers the program's framework tools (and ``stubbable`` functions)
-    from the cassette: their functions do not run.
+    from the cassette: their functions do not run. A replay's cassette that fails verify's
+    hash_chain (edited by hand) is a CassetteError, unless ``allow_unverified``.
     """
-    running = open_session(mode, cassette, match=match, stub_tools=stub_tools).start()
+    running = open_session(
+        mode, cassette, match=match, stub_tools=stub_tools, allow_unverified=allow_unverified
+    ).start()
     try:
         yield running
     except BaseException as exc:

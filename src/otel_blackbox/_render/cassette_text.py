@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from otel_blackbox._cassette.diff.outcome import outcome_label
 from otel_blackbox._cassette.model import Cassette, Step, terminal_outcome, tool_calls_of
 from otel_blackbox._cassette.output import extras_of
 from otel_blackbox._cost.cassettes import cassette_cost
@@ -119,7 +120,7 @@ def render_timeline(cassette: Cassette, *, limit: int = 160) -> list[str]:
     outcome = terminal_outcome(cassette)
     lines = [
         f"cassette {safe(cassette.id)}  v{cassette.version}  {counted(len(cassette.steps), 'step')}  "
-        f"outcome {outcome.status}"
+        f"outcome {outcome_label(cassette)}"
         + (f" ({_short(outcome.failure_reason, 60)})" if outcome.failure_reason else "")
     ]
     if cassette.parent_id and cassette.forked_from_step_id:

@@ -9,6 +9,9 @@ resource. Two rules:
   plus the user's names) is masked whole, and so is the value given to such a name in text
   (``aws_secret_access_key = ...``, ``Authorization: Basic ...``, ``?api_key=...``) or in JSON held
   inside a JSON string (a request body's tool arguments);
+* the PII masks the user turned on (``pii``: e-mail addresses, card numbers, phone numbers, IBANs;
+  none by default, pii.py) replace what they match by ``[REDACTED:<kind>]``, after the credential
+  rules, wherever those run, and independently of ``enabled``;
 * a value larger than ``max_bytes`` becomes a JSON truncation marker that keeps the original size
   and the SHA-256 of the original, so two huge values can still be compared.
 """
@@ -20,6 +23,8 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
+
+from otel_blackbox._spans.pii import PiiMasks
 
 if TYPE_CHECKING:
     from otel_blackbox._config import BlackboxConfig
@@ -109,8 +114,12 @@ class Redactor:
         patterns: Iterable[str] = (),
         fields: Iterable[str] = (),
         max_bytes: int = 256 * 1024,
+        pii: Iterable[str] = (),
     ) -> None:
         self.enabled = enabled
+        pii = tuple(pii)
+        # None when no PII mask is on: then nothing of pii.py runs.
+        self._pii = PiiMasks(pii) if pii else None
         self.max_bytes = max_bytes
         self._kinds = [kind for kind, _ in _BUILTIN_PATTERNS]
         self._values = re.compile("|".join(f"(?P<g{i}>{rx})" for i, (_, rx) in enumerate(_BUILTIN_PATTERNS)))
@@ -138,7 +147,7 @@ class Redactor:
 
     def redact_text(self, text: str) -> str:
         if not self.enabled or len(text) < _MIN_SECRET_LEN:
-            return text
+            return text if self._pii is None else self._pii.mask(text)
         if self._custom is not None:
             text = self._custom.sub("[REDACTED:custom]", text)
         if self._trigger.search(text) is not None:
@@ -154,6 +163,8 @@ class Redactor:
                 if "cookie" in text.lower():
                     text = _COOKIE_LINE.sub(r"\1[REDACTED]", text)
                 text = _ASSIGNMENT.sub(self._mask_assignment, text)
+        if self._pii is not None:
+            text = self._pii.mask(text)
         return text
 
     def _names_a_field(self, text: str) -> bool:
@@ -189,6 +200,8 @@ class Redactor:
         Also holds for JSON text that *contains* strings: their escaped quotes keep every trigger
         and field fragment visible.
         """
+        if self._pii is not None and self._pii.might_mask(text):
+            return True
         if not self.enabled or len(text) < _MIN_SECRET_LEN:
             return False
         if self._custom is not None or self._trigger.search(text) is not None:
@@ -236,12 +249,18 @@ class Redactor:
         if self.is_secret_field(key):
             return "[REDACTED]"
         if isinstance(value, (bool, int, float)):  # the common case: nothing to bound or mask
-            return value
+            return value if self._pii is None else self.number(value)
         value = self.bounded(value)
         if isinstance(value, str):
             return self.redact_text(value)
         if isinstance(value, (list, tuple)):
             return [self.redact_text(v) if isinstance(v, str) else v for v in value]
+        return value
+
+    def number(self, value: Any) -> Any:
+        """A number as stored: a whole number that is a card number masked (the card mask on)."""
+        if self._pii is not None and type(value) is int:
+            return self._pii.number(value)
         return value
 
     def attributes(self, attributes: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -257,4 +276,5 @@ def redactor_for(config: BlackboxConfig) -> Redactor:
         patterns=config.redact_patterns,
         fields=config.redact_fields,
         max_bytes=config.max_attribute_bytes,
+        pii=config.redact_pii,
     )

@@ -16,6 +16,7 @@ and ``report --run`` find them as they find a recording's.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import secrets
 import sqlite3
@@ -76,6 +77,7 @@ class Importer:
         self._redactor = redactor
         self._decoder = OtlpDecoder()
         self._conn: sqlite3.Connection | None = None
+        self._created = False  # whether this import's connection made the database file
         self._recorder_id: int | None = None
         self._rows: RowBuilder | None = None
         self.run_id: str | None = None
@@ -112,10 +114,17 @@ class Importer:
         self.total.add(counts)
         return counts
 
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+    def close(self, *, failed: bool = False) -> None:
+        """Close the connection. ``failed``: the import stopped on an error; then a database file it
+        created and stored nothing in is removed (with its -wal, -shm and -journal), never one that
+        was there before."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        remove = failed and self._created and self.total.spans == 0 and _holds_nothing(conn)
+        conn.close()
+        if remove:
+            _remove_database(Path(self.config.db_path))
 
     # -- one file ----------------------------------------------------------------------------------
 
@@ -198,6 +207,7 @@ class Importer:
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
+            self._created = not Path(self.config.db_path).exists()
             self._conn = connect_writer(
                 Path(self.config.db_path), busy_timeout_ms=self.config.busy_timeout_ms
             )
@@ -237,6 +247,24 @@ class Importer:
             "UPDATE recorders SET spans_written = spans_written + ? WHERE id = ?",
             (counts.spans, self._recorder_id),
         )
+
+
+def _holds_nothing(conn: sqlite3.Connection) -> bool:
+    """Whether a database holds no span, log record or run (False when that cannot be read)."""
+    try:
+        return not conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM spans) OR EXISTS (SELECT 1 FROM recorders) "
+            "OR EXISTS (SELECT 1 FROM logs)"
+        ).fetchone()[0]
+    except sqlite3.Error:
+        return False
+
+
+def _remove_database(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        # Gone already, or not ours to remove: the error that stopped the import is what is said.
+        with contextlib.suppress(OSError):
+            path.with_name(path.name + suffix).unlink()
 
 
 def _named(documents: Iterable[tuple[int | None, object]], name: str) -> Iterable[tuple[int | None, object]]:

@@ -114,7 +114,7 @@ class LogRowBuilder:
         if key is not None and redactor.is_secret_field(key):
             return "[REDACTED]"
         if isinstance(value, (bool, int, float)) or value is None:
-            return value
+            return value if type(value) is not int else redactor.number(value)
         if isinstance(value, bytes):
             value = base64.b64encode(value).decode("ascii")
         if isinstance(value, str):

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ATTR_DROPPED",
     "ATTR_DROPPED_BYTES",
+    "MAX_NAME_CHARS",
     "RowBuilder",
     "attributes_json_within",
     "dumps",
@@ -45,6 +46,9 @@ _LEFT_OUT_KEYS = {
     "links": ("blackbox.links.dropped", "blackbox.links.dropped_bytes"),
 }
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# A span name longer than this is cut here, with a plain-text mark (a status message over
+# max_attribute_bytes, at a quarter of it in characters): no real name is this long.
+MAX_NAME_CHARS = 1024
 
 
 def span_bytes_limit(max_attribute_bytes: int) -> int:
@@ -153,12 +157,21 @@ class RowBuilder:
                 continue
         return {}
 
-    def _text(self, text: str) -> str:
-        """A span name or status message: bounded as an attribute value is (a truncation marker past
-        max_attribute_bytes), redacted, valid UTF-8."""
-        if len(text) * 4 > self.redactor.max_bytes:  # only then can it be over the limit
-            text = self.redactor.bounded(text)
-        return _valid_utf8(self.redactor.redact_text(text))
+    def _text(self, text: str, max_chars: int) -> str:
+        """A span name or status message: redacted, valid UTF-8, and cut to ``max_chars`` characters
+        when longer, ending then in a plain-text mark (never the JSON marker of an attribute value:
+        a name is shown as text, in `list`, the tree, the report)."""
+        if len(text) <= max_chars:
+            return _valid_utf8(self.redactor.redact_text(text))
+        mark = f"… [truncated: {len(text):,} characters]"
+        return _valid_utf8(self.redactor.redact_text(text[:max_chars])) + mark
+
+    def _message(self, text: str) -> str:
+        """A status message: cut (``_text``) only when over max_attribute_bytes of UTF-8."""
+        limit = self.redactor.max_bytes
+        if len(text) * 4 <= limit or _utf8_len(text) <= limit:
+            return self._text(text, len(text))
+        return self._text(text, limit // 4)
 
     def row(self, snapshot: Snapshot, written_ns: int) -> tuple[Any, ...]:
         """The row of a snapshot: an open row when the snapshot was taken of a live span."""
@@ -189,11 +202,11 @@ class RowBuilder:
             format(trace_id, "032x"),
             format(span_id, "016x"),
             format(parent_id, "016x") if parent_id is not None else None,
-            self._text(name),
+            self._text(name, MAX_NAME_CHARS),
             kind,
             columns["oi_span_kind"],
             status,
-            self._text(message) if message else None,
+            self._message(message) if message else None,
             start_ns,
             end_ns,
             None if end_ns is None else end_ns - start_ns,

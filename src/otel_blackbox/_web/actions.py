@@ -15,13 +15,14 @@ from decimal import Decimal
 from typing import Any
 
 from otel_blackbox._cassette.diff.report import DiffReport, diff_cassettes
-from otel_blackbox._cassette.evals import generate_contract, run_contract
+from otel_blackbox._cassette.evals import AssertionResult, generate_contract, run_contract
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import terminal_outcome
 from otel_blackbox._cassette.suite import SuiteEntry, load_suite, save_entry, stubs_of, with_rerun
+from otel_blackbox._cassette.trusted import checked_cassette
 from otel_blackbox._types import JsonObject
 from otel_blackbox._web.jobs import Job, JobBoard
-from otel_blackbox._web.workspace import Target, Workspace, incident_of
+from otel_blackbox._web.workspace import Target, Workspace, incident_of, stub_fields
 from otel_blackbox.errors import BlackboxError
 
 __all__ = [
@@ -116,6 +117,8 @@ def read_rerun_form(
         return RerunForm(target, "program", model, _max_cost(form, model, incident.api or ""), {}, program)
     provider = _provider(form, apis)
     offered = incident.offered_tools()
+    # A failing call's arguments are no answer: the rerun would fail the same way.
+    asked = {f.tool: f.asked for f in stub_fields(incident) if f.failed and f.asked is not None}
     stubs: dict[str, Any] = {}
     for key, values in form.items():
         if not key.startswith("stub:"):
@@ -129,6 +132,11 @@ def read_rerun_form(
             stubs[name] = json.loads(text)
         except ValueError:
             raise BadForm(f'stub {name}: {text[:60]!r} is not JSON (quote a string: "text")') from None
+        if name in asked and stubs[name] == asked[name]:
+            raise BadForm(
+                f"stub {name}: that is what the failing call asked, not an answer: write the answer "
+                "the tool should have given"
+            )
     return RerunForm(target, provider, model, _max_cost(form, model, provider), stubs)
 
 
@@ -197,9 +205,12 @@ def start_run_all(board: JobBoard, form: Form, apis: list[str]) -> Job:
     """Every saved contract's incident rerun and its contract checked, as one job."""
     workspace = board.workspace
     try:
-        entries = load_suite(workspace.contracts)
+        suite = load_suite(workspace.contracts)
     except BlackboxError as exc:
         raise BadForm(str(exc)) from None
+    entries = suite.entries  # a broken entry is listed on the contracts page; the others run
+    if not entries:
+        raise BadForm(f"no contract can run: {len(suite.broken)} broken (the contracts page says why)")
     provider = _provider(form, apis) if _one(form, "provider") else None  # blank: each contract's own
     model = _model(form, required=False)
     max_cost = _max_cost(form, model, provider or "")
@@ -208,6 +219,7 @@ def start_run_all(board: JobBoard, form: Form, apis: list[str]) -> Job:
         "model": model,
         "max_cost": None if max_cost is None else str(max_cost),
         "contracts": [entry.name for entry in entries],
+        "broken": [entry.name for entry in suite.broken],
     }
     job_id = board.new_id()
     spec: JsonObject = {
@@ -222,19 +234,20 @@ def job_verdict(job: Job) -> tuple[DiffReport | None, bool]:
     """A finished rerun's diff against its incident, and whether its child completed."""
     if job.kind != "rerun" or job.state != "done" or job.child is None or job.incident is None:
         return None, False
-    child = load_cassette(job.child)
-    return diff_cassettes(load_cassette(job.incident), child), terminal_outcome(child).status == "success"
+    child = checked_cassette(job.child)  # a broken one (edited by hand): 400, with its line
+    return diff_cassettes(checked_cassette(job.incident), child), terminal_outcome(child).status == "success"
 
 
-def child_contract(job: Job) -> tuple[JsonObject, list[str]]:
-    """The contract a done job's child holds, with each assertion's description."""
+def child_contract(job: Job) -> tuple[JsonObject, list[AssertionResult]]:
+    """The contract a done job's child holds, with each assertion's result on it (its description,
+    and whether it is a proposal)."""
     if job.kind != "rerun" or job.state != "done" or job.child is None:
         raise BadForm(f"job {job.id} has no finished rerun to derive a contract from")
-    child = load_cassette(job.child)
+    child = checked_cassette(job.child)
     if terminal_outcome(child).status != "success":
         raise BadForm(f"job {job.id}: its child did not complete: a contract comes from a good run")
     contract = generate_contract(child)
-    return contract, [r.description for r in run_contract(contract, child)]
+    return contract, run_contract(contract, child)
 
 
 def save_contract(workspace: Workspace, job: Job, form: Form) -> SuiteEntry:
@@ -253,7 +266,9 @@ def save_contract(workspace: Workspace, job: Job, form: Form) -> SuiteEntry:
     name = _one(form, "name")
     assert job.child is not None and job.incident is not None
     child = load_cassette(job.child)
-    kept = {**contract, "name": name, "assertions": [assertions[i] for i in keep]}
+    # A proposal kept is the person's own assertion: saved without the mark.
+    chosen = [{k: v for k, v in assertions[i].items() if k != "proposed"} for i in keep]
+    kept = {**contract, "name": name, "assertions": chosen}
     # A program's child ran on the program's own provider: run all reruns it on the incident's.
     provider = None if job.asked.get("program") else job.asked.get("provider")
     kept = with_rerun(kept, stubs=stubs_of(child), model=job.asked.get("model"), provider=provider)

@@ -5,17 +5,14 @@ reads its JSON events as they come (the progress a page shows), another its log.
 ends, the job is ``done`` (it made its child: a verdict to show) or ``failed`` (it could not start,
 its provider refused or was down, it was cancelled, or it crashed), with one readable line why,
 and its record (what was asked, what happened) is written under the workspace's ``jobs/``. Every
-line a page shows is masked: the redactor's patterns, the values of this process's secret variables,
-and the credentials of a URL.
+line a page shows, and the record, is masked (``masking.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
-import re
 import secrets
 import signal
 import subprocess
@@ -29,36 +26,40 @@ from typing import IO, Any
 
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import terminal_outcome
-from otel_blackbox._config import BlackboxConfig
-from otel_blackbox._spans.redact import Redactor, redactor_for
 from otel_blackbox._types import JsonObject
+from otel_blackbox._web.masking import mask, masked
 from otel_blackbox._web.workspace import Target, Workspace
 
-__all__ = ["Job", "JobBoard", "mask"]
+__all__ = ["Job", "JobBoard", "failure_line", "what_ran"]
 
 MAX_EVENTS = 2_000  # a job's events kept (a run of many contracts); the rest counted
 MAX_LOG_LINES = 200
 MAX_JOBS = 100  # finished jobs kept in memory; their records stay on disk
 CANCEL_GRACE_S = 5.0  # after SIGINT, the worker writes its child; then it is killed
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
-_URL_CREDENTIALS = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@")
-_MIN_SECRET = 6
 
 
-def mask(text: str) -> str:
-    """``text`` fit for a page: no secret variable's value, no URL credentials, the redactor applied."""
-    for name, value in os.environ.items():
-        if _SECRET_NAME.search(name) and len(value) >= _MIN_SECRET and value in text:
-            text = text.replace(value, "[REDACTED:env]")
-    text = _URL_CREDENTIALS.sub(r"\1[REDACTED]@", text)
-    settings = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("OTEL_BLACKBOX_REDACT")))
-    return _redactor(settings).redact_text(text)
+# What a job's events say ran before it ended: (event, one, many), counted in this order.
+_RAN = (
+    ("model_call", "model call", "model calls"),
+    ("branch", "branch", "branches"),
+    ("contract_result", "contract checked", "contracts checked"),
+)
 
 
-@functools.lru_cache(maxsize=4)
-def _redactor(_settings: tuple[tuple[str, str], ...]) -> Redactor:
-    """The redactor of these OTEL_BLACKBOX_REDACT_* settings, made once (they rarely change)."""
-    return redactor_for(BlackboxConfig.from_env())
+def what_ran(events: list[JsonObject]) -> str | None:
+    """``3 model calls, 1 contract checked``: what a job did before its end; None when nothing ran."""
+    parts = []
+    for kind, one, many in _RAN:
+        count = sum(1 for event in events if event.get("event") == kind)
+        if count:
+            parts.append(f"{count} {one if count == 1 else many}")
+    return ", ".join(parts) or None
+
+
+def failure_line(events: list[JsonObject], reason: str) -> str:
+    """Why a job failed, saying what had run: ``could not start: ...`` only when nothing had."""
+    ran = what_ran(events)
+    return f"failed after {ran}: {reason}" if ran else f"could not start: {reason}"
 
 
 @dataclass
@@ -199,7 +200,7 @@ class JobBoard:
                 ended = event
             with job.lock:
                 if len(job.events) < MAX_EVENTS:
-                    job.events.append(_masked(event))
+                    job.events.append(masked(event))
                 else:
                     job.dropped_events += 1
         code = proc.wait()
@@ -209,7 +210,7 @@ class JobBoard:
                 stream.close()
         self._conclude(job, code, ended)
         try:
-            self.workspace.write_record(job.id, job.record())
+            self.workspace.write_record(job.id, masked(job.record()))
         except OSError as exc:  # the page still shows it; the log says why it is not on disk
             job.log.append(f"[workbench] could not write the job's record: {exc}")
 
@@ -228,7 +229,9 @@ class JobBoard:
         if job.cancelled:
             state, message = "failed", "cancelled"
         elif ended is not None and ended.get("event") == "error":
-            state, message = "failed", mask(str(ended.get("message")))
+            with job.lock:
+                events = list(job.events)
+            state, message = "failed", failure_line(events, mask(str(ended.get("message"))))
         elif ended is None or (code not in (0, 1) and not job.asked.get("program")):
             last = next((line for line in reversed(job.log) if line.strip()), "no output")
             state, message = "failed", f"the job ended with exit code {code}: {last}"
@@ -249,13 +252,3 @@ class JobBoard:
             return "done", None
         reason = next((line for line in job.log if "model call" in line and "failed" in line), None)
         return "failed", (reason or "the provider refused the model call").removeprefix("[blackbox] ")
-
-
-def _masked(value: Any) -> Any:
-    if isinstance(value, str):
-        return mask(value)
-    if isinstance(value, dict):
-        return {k: _masked(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_masked(v) for v in value]
-    return value

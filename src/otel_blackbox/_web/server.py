@@ -14,6 +14,7 @@ POST (the actions): ``/rerun``, ``/blame``, ``/job/<id>/cancel``, ``/contracts/s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shlex
@@ -28,9 +29,10 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from otel_blackbox._cassette.diff.contract import CONTRACT_SUFFIX
-from otel_blackbox._cassette.io import load_cassette
-from otel_blackbox._cassette.suite import load_suite
+from otel_blackbox._cassette.suite import Suite, load_suite
+from otel_blackbox._cassette.trusted import checked_cassette
 from otel_blackbox._cost import llm_calls
+from otel_blackbox._playback.agent.incident import Incident
 from otel_blackbox._playback.agent.sdk import available_apis
 from otel_blackbox._render.html_report import SpanGroup, cassette_report, group_report, trace_report
 from otel_blackbox._store import queries, runs
@@ -45,16 +47,17 @@ from otel_blackbox._web.actions import (
     start_rerun,
     start_run_all,
 )
+from otel_blackbox._web.contract_pages import contract_page, contracts_page
 from otel_blackbox._web.filters import BadRequest, parse_filter
+from otel_blackbox._web.good_answers import KnownAnswer, known_answers
 from otel_blackbox._web.guard import ACCESS_COOKIE, LOCAL_HOST, Guard, Refused
 from otel_blackbox._web.jobs import Job, JobBoard
+from otel_blackbox._web.masking import mask_page, mask_spans
 from otel_blackbox._web.pages import list_page, message_page, row_cells, summary_json
 from otel_blackbox._web.trace_list import find_traces
 from otel_blackbox._web.workbench_pages import (
     BAR_CSS,
-    contract_page,
-    contracts_page,
-    event_line,
+    event_lines,
     job_page,
     rerun_panel,
     runs_section,
@@ -74,6 +77,8 @@ from otel_blackbox.errors import (
 __all__ = ["LOCAL_HOST", "ViewerServer", "make_server"]
 
 MAX_FORM_BYTES = 1 << 20
+IDLE_TIMEOUT_S = 30.0  # a connection that sends nothing for this long (between requests, or in one) is closed
+_CLIENT_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 ACTIONS = frozenset({"/rerun", "/blame", "/contracts/save", "/contracts/run-all"})
 _JOB_PAGE = re.compile(r"/job/(?P<id>[\w-]+)(?:/(?P<what>child|incident|contract))?")
 _JOB_API = re.compile(r"/api/job/(?P<id>[\w-]+)")
@@ -86,6 +91,10 @@ class _NotFound(Exception):
 
 class _TooLarge(Exception):
     """A form larger than MAX_FORM_BYTES: 413."""
+
+
+class _ClientGone(Exception):
+    """The client closed its side before its request was whole: nothing to answer, nobody to tell."""
 
 
 def _last(fields: dict[str, list[str]], name: str) -> str | None:
@@ -122,10 +131,12 @@ class ViewerServer(ThreadingHTTPServer):
         workspace: Workspace,
         program: list[str] | None = None,
         verbose: bool = False,
+        idle_timeout: float | None = IDLE_TIMEOUT_S,
     ) -> None:
         self.db_path = db_path
         self.program = program
         self.verbose = verbose
+        self.idle_timeout = idle_timeout
         self.guard = guard
         self.workspace = workspace
         self.board = JobBoard(workspace)
@@ -137,10 +148,29 @@ class ViewerServer(ThreadingHTTPServer):
         self.board.stop_all()
         super().server_close()
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (closed mid-request, reset, timed out) is no error of the
+        workbench: one line under --verbose, never a traceback. Anything else: one line too."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (*_CLIENT_GONE, TimeoutError)):
+            if self.verbose:
+                sys.stderr.write(f"{client_address[0]} - the client went away: {type(exc).__name__}\n")
+            return
+        reason = "no exception" if exc is None else f"{type(exc).__name__}: {exc}"
+        sys.stderr.write(f"otel-blackbox viewer: internal error: {reason}\n")
+
 
 class ViewerHandler(BaseHTTPRequestHandler):
     server: ViewerServer
     server_version = "otel-blackbox-viewer"
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.idle_timeout)  # an idle connection is closed
+
+    def finish(self) -> None:
+        with contextlib.suppress(*_CLIENT_GONE):  # it left before the last bytes were flushed
+            super().finish()
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.verbose:
@@ -153,7 +183,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
         content_type: str = "text/html; charset=utf-8",
         headers: dict[str, str] | None = None,
     ) -> None:
-        data = body.encode("utf-8")
+        data = mask_page(body).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
@@ -206,6 +236,8 @@ class ViewerHandler(BaseHTTPRequestHandler):
                 self._redirect("/", {"Set-Cookie": cookie})
                 return
             respond()
+        except _ClientGone:
+            self.close_connection = True
         except Refused as exc:
             self.close_connection = True
             self._error(HTTPStatus.FORBIDDEN, str(exc), as_json=as_json)
@@ -219,8 +251,13 @@ class ViewerHandler(BaseHTTPRequestHandler):
         except StoreError as exc:
             self._error(HTTPStatus.SERVICE_UNAVAILABLE, str(exc), as_json=as_json)
         except OSError as exc:
-            if isinstance(exc, (BrokenPipeError, ConnectionResetError)):
+            if isinstance(exc, _CLIENT_GONE):
+                self.close_connection = True
                 return  # the browser went away before the answer: nothing to tell anyone
+            if isinstance(exc, TimeoutError):  # the rest of the form never came
+                self.close_connection = True
+                self._error(HTTPStatus.REQUEST_TIMEOUT, "the request's body did not arrive in time")
+                return
             self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"the workbench could not write its files: {exc}")
         except Exception as exc:  # a bug: still an answer, and one log line rather than a traceback
             reason = f"{type(exc).__name__}: {exc}"
@@ -264,7 +301,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
         elif match := _JOB_API.fullmatch(path):
             job = self._job(match["id"])
             record = job.record()
-            lines = [event_line(ev) for ev in record["events"] if ev.get("event") != "end"]
+            lines = event_lines(record["events"])
             progress = {"state": record["state"], "seconds": record["seconds"], "lines": lines}
             self._send(HTTPStatus.OK, json.dumps(progress), "application/json")
         else:
@@ -288,18 +325,22 @@ class ViewerHandler(BaseHTTPRequestHandler):
             path = job.child if what == "child" else job.incident
             if path is None or not path.is_file():
                 raise _NotFound(f"job {job.id} has no {what} cassette")
-            self._send(HTTPStatus.OK, cassette_report(load_cassette(path)))
+            self._send(HTTPStatus.OK, cassette_report(checked_cassette(path)))  # broken: 400, its line
         else:  # contract
-            _, descriptions = child_contract(job)
+            _, results = child_contract(job)
             name = _contract_name(job)
-            page = contract_page(job, descriptions, name, self.server.workspace.contracts,
+            page = contract_page(job, results, name, self.server.workspace.contracts,
                                  token=guard.action_token, read_only=guard.read_only)  # fmt: skip
             self._send(HTTPStatus.OK, page)
 
     def _target_page(self, kind: str, ident: str) -> str:
         """A run's or a trace's report, opened on where it failed, under the workbench's bar."""
+        incident: Incident | None = None
+        unusable = None
+        known: dict[str, KnownAnswer] = {}
         with self._reader() as conn:
             target, spans = target_spans(conn, kind, ident)
+            spans = mask_spans(spans)  # a secret of this process already in the database: not shown
             if kind == "run":
                 summary = runs.run_summary(conn, target.id)
                 status = summary.status
@@ -312,35 +353,40 @@ class ViewerHandler(BaseHTTPRequestHandler):
                 status = trace.status
                 seen = queries.last_seen_by_trace(conn, target.id).get(target.id, trace.end_ns)
                 page = trace_report(trace, spans, seen, select_failure=True)
+            try:
+                incident = incident_of(spans, target)
+            except BlackboxError as exc:  # spans no built-in agent can follow (no model call)
+                unusable = str(exc)
+            if incident is not None and status in ("error", "open"):  # the stubs' good answers, if known
+                failing = [f.tool for f in stub_fields(incident) if f.failed]
+                known = known_answers(conn, incident, failing, exclude={s.trace_id for s in spans})
         guard = self.server.guard
         server_program = None if self.server.program is None else shlex.join(self.server.program)
         jobs = [j for j in self.server.board.all() if j.target == target]
-        try:
-            incident = incident_of(spans, target)
-        except BlackboxError as exc:  # spans no built-in agent can follow (no model call): nothing to rerun
+        if incident is None:
             panel = rerun_panel(target, status, [], [], api=None, model=None, token=guard.action_token,
                                 read_only=guard.read_only, jobs=jobs, program=server_program,
-                                unusable=str(exc))  # fmt: skip
+                                unusable=unusable)  # fmt: skip
         else:
             apis = available_apis()
             api = incident.api if incident.api in apis else (apis[0] if apis else None)
             panel = rerun_panel(target, status, stub_fields(incident), apis, api=api, model=incident.model,
                                 token=guard.action_token, read_only=guard.read_only, jobs=jobs,
-                                program=server_program)  # fmt: skip
+                                program=server_program, known=known)  # fmt: skip
         head, _, rest = page.partition("</head>")
         rest, body, after = rest.partition("<body>")
         return f"{head}<style>{BAR_CSS}</style></head>{rest}{body}{panel}{after}"
 
     def _contracts_page(self, problem: str | None = None) -> str:
         workspace, guard = self.server.workspace, self.server.guard
-        entries = []
+        suite = Suite([], [])
         if workspace.contracts.is_dir() and any(workspace.contracts.glob(f"*{CONTRACT_SUFFIX}")):
             try:
-                entries = load_suite(workspace.contracts)
+                suite = load_suite(workspace.contracts)
             except BlackboxError as exc:
                 problem = str(exc)
         runs_all = [j for j in self.server.board.all() if j.kind == "run-all"]
-        return contracts_page(entries, workspace.contracts, available_apis(), token=guard.action_token,
+        return contracts_page(suite, workspace.contracts, available_apis(), token=guard.action_token,
                               read_only=guard.read_only, last_run=runs_all[-1] if runs_all else None,
                               problem=problem)  # fmt: skip
 
@@ -357,6 +403,8 @@ class ViewerHandler(BaseHTTPRequestHandler):
         if size > MAX_FORM_BYTES:
             raise _TooLarge(f"a form of {size} bytes is larger than {MAX_FORM_BYTES}")
         body = self.rfile.read(size)
+        if len(body) < size:  # the client closed before the whole form came: never act on a part
+            raise _ClientGone
         kind = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         if body and kind != "application/x-www-form-urlencoded":
             raise BadForm(f"a form is sent as application/x-www-form-urlencoded, not {kind or 'nothing'}")
@@ -375,6 +423,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
                 raise BadForm("target_kind: run or trace")
             with self._reader() as conn:
                 target, spans = target_spans(conn, kind, (form.get("target_id") or [""])[-1].strip())
+            spans = mask_spans(spans)  # the incident written to the workspace holds no secret either
             if path == "/blame":
                 job = start_blame(board, form, target, spans, available_apis())
             else:
@@ -427,14 +476,17 @@ def make_server(
     token: str | None = None,
     workdir: str | Path | None = None,
     program: list[str] | None = None,
+    idle_timeout: float | None = IDLE_TIMEOUT_S,
 ) -> ViewerServer:
     """A workbench on host:port (0: any free port): 127.0.0.1, or any other address with ``token``
     (ConfigError without one). Its files go to ``workdir`` (default: beside the database); ``program``:
-    what a rerun form may choose instead of the built-in agent."""
+    what a rerun form may choose instead of the built-in agent; ``idle_timeout``: the seconds a
+    connection may send nothing before it is closed."""
     local = host == LOCAL_HOST
     if not local and token is None:
         raise ConfigError(f"--host {host}: the workbench beyond 127.0.0.1 needs --token")
     db = Path(db_path)
     workspace = Workspace(Path(workdir)) if workdir is not None else Workspace.beside(db)
     guard = Guard(local=local, access_token=None if local else token, read_only=read_only)
-    return ViewerServer(db, (host, port), guard=guard, workspace=workspace, program=program, verbose=verbose)
+    return ViewerServer(db, (host, port), guard=guard, workspace=workspace, program=program, verbose=verbose,
+                        idle_timeout=idle_timeout)  # fmt: skip

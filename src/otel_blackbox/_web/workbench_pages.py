@@ -8,25 +8,24 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 
 from otel_blackbox._cassette.diff.report import DiffReport
 from otel_blackbox._cassette.diff.text import format_diff
-from otel_blackbox._cassette.suite import SuiteEntry
 from otel_blackbox._cost.prices import Cost
 from otel_blackbox._render.text import fmt_time
 from otel_blackbox._store.runs import RunSummary
 from otel_blackbox._types import JsonObject
-from otel_blackbox._web.jobs import Job
+from otel_blackbox._web.diff_html import DIFF_CSS, diff_block
+from otel_blackbox._web.good_answers import KnownAnswer
+from otel_blackbox._web.jobs import Job, failure_line
 from otel_blackbox._web.workspace import StubField, Target
 
 __all__ = [
     "BAR_CSS",
     "CSS",
-    "contract_page",
-    "contracts_page",
     "event_line",
+    "event_lines",
     "job_page",
     "rerun_panel",
     "runs_section",
@@ -72,7 +71,7 @@ def shell(title: str, body: str, *, script: str = "") -> str:
     tail = f"<script>{script}</script>" if script else ""
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>'
-        f"<style>{CSS}</style></head><body>{nav}{body}{tail}</body></html>"
+        f"<style>{CSS}{DIFF_CSS}</style></head><body>{nav}{body}{tail}</body></html>"
     )
 
 
@@ -139,9 +138,11 @@ def rerun_panel(
     jobs: list[Job],
     program: str | None,
     unusable: str | None = None,
+    known: Mapping[str, KnownAnswer] | None = None,
 ) -> str:
     """The bar above a run's report: nav, its jobs, and on a failed (or killed) run the rerun form
-    (``unusable``: why the built-in agent cannot follow it, instead)."""
+    (``unusable``: why the built-in agent cannot follow it, instead). ``known``: a good answer
+    recorded for a stub's tool, which its field is prefilled with."""
     parts = ['<section id="workbench"><nav><a href="/">runs</a><a href="/contracts">contracts</a></nav>']
     if jobs:
         links = ", ".join(
@@ -153,14 +154,7 @@ def rerun_panel(
             f'<div class="note">this {e(target.kind)} did not fail: nothing to rerun</div></section>'
         )
         return _bar(parts)
-    stubs = []
-    for stub in fields:
-        asked = "" if stub.asked is None else json.dumps(stub.asked, ensure_ascii=False)
-        hint = f"the failing call asked: {asked}" if stub.failed else "never answered in the incident"
-        stubs.append(
-            f'<label>stub:{e(stub.tool)}<input type="text" name="stub:{e(stub.tool)}" size="36" '
-            f'value="{e(asked)}" placeholder="blank: no stub"><span class="hint">{e(hint)}</span></label>'
-        )
+    stubs = [_stub_field(stub, (known or {}).get(stub.tool)) for stub in fields]
     agent = (
         '<label>agent<span><input type="radio" name="agent" value="built-in" checked> built-in'
         f' <input type="radio" name="agent" value="program"{"" if program else " disabled"}> program</span>'
@@ -193,6 +187,31 @@ def rerun_panel(
     return _bar(parts)
 
 
+WRITE_ANSWER = "write the answer the tool should have given"
+
+
+def _stub_field(stub: StubField, known: KnownAnswer | None) -> str:
+    """A ``stub:TOOL`` field. Prefilled only with an answer the tool gave (``known``); a failing
+    tool's field is otherwise empty and required: the browser refuses the form until it is written.
+    The failing call's arguments are a hint, never the value (they are no answer)."""
+    asked = "" if stub.asked is None else json.dumps(stub.asked, ensure_ascii=False)
+    name = f"stub:{stub.tool}"
+    if known is not None:
+        value = json.dumps(known.value, ensure_ascii=False)
+        hint = f"a good answer of {stub.tool}, from {known.source}: check it fits"
+        attrs, state = f'value="{e(value)}" placeholder="{e(WRITE_ANSWER)}"', "known"
+    elif stub.failed:
+        hint = f"{WRITE_ANSWER} (JSON: a string in quotes); the failing call asked: {asked}"
+        attrs, state = f'value="" placeholder="{e(WRITE_ANSWER)}" required', "write"
+    else:
+        hint = "never answered in the incident"
+        attrs, state = 'value="" placeholder="blank: no stub"', "optional"
+    return (
+        f'<label>{e(name)}<input type="text" name="{e(name)}" size="36" {attrs} '
+        f'data-stub="{state}" title="{e(hint)}"><span class="hint">{e(hint)}</span></label>'
+    )
+
+
 def _disabled(off: bool) -> str:
     return " disabled" if off else ""
 
@@ -201,8 +220,9 @@ def _bar(parts: list[str]) -> str:
     return "".join(parts)
 
 
-def event_line(event: JsonObject) -> str:
-    """One event of a job, as its page shows it."""
+def event_line(event: JsonObject, before: Sequence[JsonObject] = ()) -> str:
+    """One event of a job, as its page shows it; ``before``: the events that came before it (what
+    a failure line says had run)."""
     kind = event.get("event")
     if kind == "model_call":
         return f"model call {event.get('call')} ({event.get('model')})…"
@@ -219,19 +239,32 @@ def event_line(event: JsonObject) -> str:
         error = " (an error)" if event.get("error") else ""
         return f"{event.get('tool')} answered from {source}{error}"
     if kind == "contract_start":
-        return f"contract {event.get('name')}: rerunning its incident"
+        on = _on(event.get("provider"), event.get("model"), "its contract's own")
+        return f"contract {event.get('name')}: rerunning its incident {on}"
     if kind == "contract_result":
-        return f"contract {event.get('name')}: {'pass' if event.get('passed') else 'fail'}"
+        verdict = "pass" if event.get("passed") else "broken, not run" if event.get("broken") else "fail"
+        return f"contract {event.get('name')}: {verdict}"
     if kind == "branch":
         return str(event.get("line", "")).removeprefix("[blackbox] ")
     if kind == "blame":
         decisive = (event.get("report") or {}).get("decisive")
         return f"decisive step: {decisive['index']} {decisive['type']}" if decisive else "no step found"
     if kind == "error":
-        return f"could not start: {event.get('message')}"
+        return failure_line(list(before), str(event.get("message")))
     if kind == "end":
         return f"ended (exit code {event.get('exit')})"
     return str(kind)
+
+
+def event_lines(events: Sequence[JsonObject]) -> list[str]:
+    """A job's events as its page lists them (its ``end`` left out)."""
+    return [event_line(ev, events[:i]) for i, ev in enumerate(events) if ev.get("event") != "end"]
+
+
+def _on(provider: object, model: object, own: str) -> str:
+    """``on openai-chat, model thorough``; what was not given: ``own`` (its contract's own)."""
+    where = str(provider) if provider else f"{own} provider"
+    return f"on {where}, model {model}" if model else f"on {where}, {own} model"
 
 
 def _asked_line(job: Job) -> str:
@@ -239,6 +272,9 @@ def _asked_line(job: Job) -> str:
     cost = f", cost limit ${asked['max_cost']}" if asked.get("max_cost") else ""
     stubs = asked.get("stubs") or []
     stub = f", stubs: {', '.join(stubs)}" if stubs else ""
+    if job.kind == "run-all":  # each contract's rerun block chose what the form left blank
+        on = _on(asked.get("provider"), asked.get("model"), "each contract’s own")
+        return f"run of every contract {on}{cost}"
     model = asked.get("model") or "the incident's model"
     what = f"rerun of {job.target.label}" if job.target is not None else "run of every contract"
     if job.kind == "blame" and job.target is not None:
@@ -253,17 +289,20 @@ def _contract_results(events: list[JsonObject]) -> str:
     for event in events:
         if event.get("event") != "contract_result":
             continue
-        state = "pass" if event.get("passed") else "fail"
+        state = "pass" if event.get("passed") else "broken" if event.get("broken") else "fail"
         bad = [a for a in event.get("assertions") or [] if not a.get("passed")]
         details = "".join(
             f"<li>✗ {e(str(a.get('description')))}: {e(str(a.get('detail')))}</li>" for a in bad
         )
+        if event.get("broken"):
+            details += f"<li>not run: {e(str(event['broken']))}</li>"
         if event.get("stopped"):
             details += f"<li>the rerun stopped short: {e(str(event['stopped']))}</li>"
         total = len(event.get("assertions") or [])
+        css = "pass" if state == "pass" else "fail"
         rows.append(
             f'<tr data-testid="contract-result" data-state="{state}" data-name="{e(str(event.get("name")))}">'
-            f'<td>{e(str(event.get("name")))}</td><td class="{state}">{state.upper()}</td>'
+            f'<td>{e(str(event.get("name")))}</td><td class="{css}">{state.upper()}</td>'
             f"<td>{total - len(bad)}/{total}</td><td><ul>{details}</ul></td></tr>"
         )
     if not rows:
@@ -282,7 +321,7 @@ def _blame_report(events: list[JsonObject]) -> str:
     decisive = report.get("decisive")
     if decisive:
         head = (
-            f'<p class="verdict good" data-testid="blame-decisive" data-index="{e(str(decisive["index"]))}">'
+            f'<p class="verdict bad" data-testid="blame-decisive" data-index="{e(str(decisive["index"]))}">'
             f"decisive step {e(str(decisive['index']))} ({e(str(decisive['type']))}): "
             f"{e(str(decisive.get('description', '')))}</p>"
         )
@@ -331,11 +370,10 @@ def _verdict(report: DiffReport, job: Job) -> str:
     links += f'<a href="/job/{e(job.id)}/incident">the incident</a>'
     if job.target is not None:
         links += f' · <a href="{e(job.target.path)}">the recorded {e(job.target.kind)}</a>'
-    diff = "\n".join(format_diff(report))
     return (
         f'<p><span class="verdict {tone}" data-testid="verdict" data-kind="{e(outcome.kind)}">'
         f"{e(outcome.verdict)}</span></p><table>{table}</table><p>{links}</p>"
-        f'<h2>Diff</h2><pre data-testid="diff">{e(diff)}</pre>'
+        f"<h2>Diff</h2>{diff_block(format_diff(report))}"
     )
 
 
@@ -344,7 +382,7 @@ def job_page(
 ) -> str:
     """A job: what it was asked, its progress as it happens, then its verdict and diff, or why it failed."""
     record = job.record()
-    lines = "".join(f"<li>{e(event_line(ev))}</li>" for ev in record["events"] if ev.get("event") != "end")
+    lines = "".join(f"<li>{e(line)}</li>" for line in event_lines(record["events"]))
     parts = [
         f'<div data-testid="job" data-state="{e(job.state)}" data-job-id="{e(job.id)}">',
         f"<h1>{e(_asked_line(job))}</h1>",
@@ -392,70 +430,3 @@ function tick(){fetch(url,{cache:'no-store'}).then(function(r){return r.json();}
 }).catch(function(){setTimeout(tick,1000);});}
 setTimeout(tick,250);})();
 """
-
-
-def contract_page(
-    job: Job, descriptions: list[str], name: str, folder: Path, *, token: str, read_only: bool
-) -> str:
-    """The contract a good child would hold: each assertion with a box to keep it, and Save."""
-    items = "".join(
-        f'<li data-testid="assertion"><label class="inline">'
-        f'<input type="checkbox" name="keep" value="{i}" checked> {e(text)}</label></li>'
-        for i, text in enumerate(descriptions)
-    )
-    disabled = " disabled" if read_only else ""
-    body = (
-        f"<h1>Contract from job {e(job.id)}</h1>"
-        f'<p class="note">saved in {e(str(folder))} with its incident, for the contracts page and '
-        f"<code>otel-blackbox eval run-all {e(str(folder))}</code></p>"
-        f'<form method="post" action="/contracts/save" class="panel" data-testid="contract">'
-        + _hidden(token, job=job.id)
-        + f'<label>name<input type="text" name="name" value="{e(name)}" size="40"></label>'
-        + f"<ol>{items}</ol>"
-        + f'<button type="submit" data-testid="save-contract"{disabled}>Save contract</button></form>'
-    )
-    return shell(f"contract from job {job.id}", body)
-
-
-def contracts_page(
-    entries: list[SuiteEntry],
-    folder: Path,
-    apis: Sequence[str],
-    *,
-    token: str,
-    read_only: bool,
-    last_run: Job | None,
-    problem: str | None = None,
-) -> str:
-    """Every saved contract with its incident, and Run all (each incident rerun, each contract checked)."""
-    rows = "".join(
-        f'<tr data-testid="saved-contract" data-name="{e(entry.name)}"><td>{e(entry.name)}</td>'
-        f'<td class="mono">{e(entry.incident.name)}</td><td>{len(entry.contract.get("assertions", []))}</td>'
-        f"<td>{e(str((entry.contract.get('rerun') or {}).get('model') or ''))}</td></tr>"
-        for entry in entries
-    )
-    if not rows:
-        rows = '<tr><td colspan="4">no contract saved yet: generate one from a good rerun</td></tr>'
-    disabled = " disabled" if read_only or not apis or not entries else ""
-    body = (
-        f'<h1>Contracts <span class="mono">{e(str(folder))}</span></h1>'
-        + (f'<p class="failed" data-testid="problem">{e(problem)}</p>' if problem else "")
-        + "<table><thead><tr><th>contract</th><th>incident</th><th>assertions</th>"
-        + "<th>its model</th></tr></thead>"
-        + f"<tbody>{rows}</tbody></table>"
-        + '<form method="post" action="/contracts/run-all" class="panel">'
-        + _hidden(token)
-        + _provider_select(apis, None, own="each contract's own")
-        + '<label>model<input type="text" name="model" size="18" placeholder="each contract\'s own"></label>'
-        + _cost_field()
-        + f'<button type="submit" data-testid="run-all"{disabled}>Run all</button>'
-        + ('<span class="note"> read-only</span>' if read_only else "")
-        + "</form>"
-    )
-    if last_run is not None:
-        state = last_run.state
-        body += (
-            f'<p>last run: <a href="/job/{e(last_run.id)}">{e(last_run.id)}</a> '
-            f'<span class="{e(state)}">{e(state)}</span></p>' + _contract_results(last_run.record()["events"])
-        )
-    return shell("contracts", body)

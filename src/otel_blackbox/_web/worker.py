@@ -12,6 +12,7 @@ one line for a rerun that could not start. Its stderr (the rerun's summary) is t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -65,13 +66,16 @@ def _run_all(spec: dict[str, Any]) -> int:
     from otel_blackbox._cassette.suite import load_suite
     from otel_blackbox._playback.agent.run_all import check_suite, run_entry
 
-    entries = load_suite(Path(spec["folder"]))
+    suite = load_suite(Path(spec["folder"]))
+    entries = suite.entries
+    for broken in suite.broken:  # listed, not run: the others still are
+        _emit({"event": "contract_result", "name": broken.name, "passed": False, "broken": broken.reason})
     check_suite(entries, model=spec.get("model"), provider=spec.get("provider"), max_cost=_cost(spec))
     children = Path(spec["children"])
     children.mkdir(parents=True, exist_ok=True)
     failed = 0
     for entry in entries:
-        _emit({"event": "contract_start", "name": entry.name})
+        _emit({"event": "contract_start", "name": entry.name, **_what_runs(entry, spec)})
         result = run_entry(
             entry,
             children=children,
@@ -91,7 +95,20 @@ def _run_all(spec: dict[str, Any]) -> int:
                 "assertions": results_json(result.results),
             }
         )
-    return 1 if failed else 0
+    return 1 if failed or suite.broken else 0
+
+
+def _what_runs(entry: Any, spec: dict[str, Any]) -> JsonObject:
+    """The provider and model an entry's rerun uses: the form's, else its contract's ``rerun`` block's,
+    else its incident's (as ``run_entry`` chooses them)."""
+    from otel_blackbox._playback.agent.run import BuiltInRerun, prepare_rerun
+
+    block: dict[str, Any] = entry.contract.get("rerun") or {}
+    provider, model = spec.get("provider") or block.get("provider"), spec.get("model") or block.get("model")
+    plan = BuiltInRerun(output=Path(), provider=provider, model=model, stubs=dict(block.get("stubs") or {}))
+    with contextlib.suppress(BlackboxError):  # else run_entry says why, in its own words
+        _, _, provider, model = prepare_rerun(entry.incident, plan)
+    return {"provider": provider, "model": model}
 
 
 def _blame(spec: dict[str, Any]) -> int:

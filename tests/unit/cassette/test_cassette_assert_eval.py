@@ -20,10 +20,10 @@ from otel_blackbox._cassette.evals import (
     format_results,
     generate_contract,
     load_contract,
-    resolve_pointer,
     run_contract,
     validate_contract,
 )
+from otel_blackbox._cassette.json_pointer import resolve_pointer
 from otel_blackbox._cassette.model import Cassette
 from otel_blackbox.errors import CassetteError
 

@@ -11,7 +11,15 @@ from helpers import vector, vector_path
 
 from otel_blackbox._cassette.evals import contract_schema, generate_contract, load_contract
 from otel_blackbox._cassette.model import Cassette
-from otel_blackbox._cassette.suite import SuiteEntry, load_suite, save_entry, stubs_of, with_rerun
+from otel_blackbox._cassette.suite import (
+    BrokenEntry,
+    Suite,
+    SuiteEntry,
+    load_suite,
+    save_entry,
+    stubs_of,
+    with_rerun,
+)
 from otel_blackbox._wire.apis import API_NAMES
 from otel_blackbox.errors import BadArgument, CassetteError, OutputError
 
@@ -39,7 +47,7 @@ def test_saved_entries_load_back_sorted_by_name(tmp_path: Path, contract: dict[s
     assert first == SuiteEntry(
         "booking.v1_a", folder / "booking.v1_a.json", folder / "booking.v1_a.contract.json", contract
     )
-    assert load_suite(folder) == [first, second]
+    assert load_suite(folder) == Suite([first, second], [])
     # The incident is the cassette as it was (same bytes); the contract the file form, validated.
     assert first.incident.read_bytes() == INCIDENT.read_bytes()
     assert load_contract(first.contract_path) == contract
@@ -117,26 +125,32 @@ def test_each_bad_suite_is_one_line_naming_it(tmp_path: Path, contract: dict[str
         load_suite(empty)
     assert "no contract in the folder" in one_line(none)
 
-    orphan = tmp_path / "orphan"
-    save_entry(orphan, "good", INCIDENT, contract)
-    write(orphan / "lost.contract.json", json.dumps(contract))
-    with pytest.raises(CassetteError) as alone:
-        load_suite(orphan)
-    assert f"{orphan / 'lost.contract.json'}: its incident {orphan / 'lost.json'} is missing" == one_line(
-        alone
-    )
 
-    broken = tmp_path / "broken"
-    save_entry(broken, "good", INCIDENT, contract)
-    write(broken / "bad.json", INCIDENT.read_text())
-    write(broken / "bad.contract.json", '{"contractVersion": 1, "assertions": [')
-    with pytest.raises(CassetteError) as not_json:
-        load_suite(broken)
-    assert "bad.contract.json: not valid JSON" in one_line(not_json)
-    write(broken / "bad.contract.json", json.dumps({"contractVersion": 1, "assertions": [{"kind": "nope"}]}))
-    with pytest.raises(CassetteError) as invalid:
-        load_suite(broken)
-    assert "bad.contract.json: $.assertions[0].kind" in one_line(invalid)
+def test_a_broken_entry_is_listed_and_the_others_load(tmp_path: Path, contract: dict[str, Any]) -> None:
+    """A contract without its incident, one that is not JSON, one that is not a contract: each one
+    entry listed broken with its reason, one line; the good entry loads whole."""
+    folder = tmp_path / "suite"
+    good = save_entry(folder, "good", INCIDENT, contract)
+    write(folder / "lost.contract.json", json.dumps(contract))
+    write(folder / "bad.json", INCIDENT.read_text())
+    write(folder / "bad.contract.json", '{"contractVersion": 1, "assertions": [')
+    write(folder / "kind.json", INCIDENT.read_text())
+    write(folder / "kind.contract.json", json.dumps({"contractVersion": 1, "assertions": [{"kind": "nope"}]}))
+    suite = load_suite(folder)
+    assert suite.entries == [good]
+    assert [(b.name, b.contract_path.name) for b in suite.broken] == [
+        ("bad", "bad.contract.json"),
+        ("kind", "kind.contract.json"),
+        ("lost", "lost.contract.json"),
+    ]
+    reasons = {b.name: b.reason for b in suite.broken}
+    assert all("\n" not in reason for reason in reasons.values())
+    assert "bad.contract.json: not valid JSON" in reasons["bad"]
+    assert "kind.contract.json: $.assertions[0].kind" in reasons["kind"]
+    assert (
+        reasons["lost"] == f"{folder / 'lost.contract.json'}: its incident {folder / 'lost.json'} is missing"
+    )
+    assert suite.broken[0] == BrokenEntry("bad", folder / "bad.contract.json", reasons["bad"])
 
 
 # --- the rerun block ------------------------------------------------------------------------------
@@ -189,7 +203,7 @@ def test_the_rerun_block_in_the_schema(tmp_path: Path, contract: dict[str, Any])
     # A contract with the block round-trips through a suite; one without it (version 1 as before) too.
     saved = save_entry(tmp_path, "with", INCIDENT, with_rerun(contract, stubs={"booking": {"ok": True}}))
     save_entry(tmp_path, "without", INCIDENT, contract)
-    assert [e.contract.get("rerun") for e in load_suite(tmp_path)] == [
+    assert [e.contract.get("rerun") for e in load_suite(tmp_path).entries] == [
         {"stubs": {"booking": {"ok": True}}},
         None,
     ]
@@ -197,6 +211,5 @@ def test_the_rerun_block_in_the_schema(tmp_path: Path, contract: dict[str, Any])
     extras: list[dict[str, Any]] = [{"maxTurns": 3}, {"model": 4}, {"stubs": []}]
     for extra in extras:
         write(tmp_path / "with.contract.json", json.dumps({**contract, "rerun": extra}))
-        with pytest.raises(CassetteError) as refused:
-            load_suite(tmp_path)
-        assert "with.contract.json: $.rerun" in one_line(refused)
+        (broken,) = load_suite(tmp_path).broken
+        assert "with.contract.json: $.rerun" in broken.reason

@@ -9,6 +9,7 @@ import pytest
 from helpers import run_cli, vector, vector_path
 
 from otel_blackbox._cassette.io import save_cassette
+from otel_blackbox._cassette.trusted import resealed
 
 ANSWER = "Hotel booked for Alice on 2024-03-15 at 14:00."
 
@@ -89,12 +90,12 @@ def test_inspect_shows_what_a_model_said_beyond_its_text(tmp_path: Path) -> None
         hostedTools=[{"toolName": "web_search", "toolInput": {"query": "q"}}],
         choices=[{"type": "final_answer", "text": "b"}],
     )
-    save_cassette(cassette, tmp_path / "c.json")
+    save_cassette(resealed(cassette), tmp_path / "c.json")  # edited here: hashed again, so it verifies
     out = run_cli("inspect", str(tmp_path / "c.json"), check=True).stdout
     line = next(line for line in out.splitlines() if line.startswith(f"#{last.index} "))
     assert "(stopped: max_tokens; reasoning ×2; hosted: web_search; +1 more choice)" in line
     last.payload["refusal"] = 5
-    save_cassette(cassette, tmp_path / "bad.json")
+    save_cassette(resealed(cassette), tmp_path / "bad.json")
     out = run_cli("inspect", str(tmp_path / "bad.json"), check=True).stdout  # shown, never a traceback
     assert "(malformed: field refusal must be a string, not int)" in out
 
@@ -106,7 +107,7 @@ def test_inspect_shows_what_a_model_said_beyond_its_text(tmp_path: Path) -> None
         (b"not json at all", "not valid JSON"),
         (b'{"version": 2, "id": "x", "createdAt": NaN, "steps": []}', "non-finite"),
         (b'{"version": 1, "id": "x", "createdAt": 0, "steps": []}', "version 1 is not supported"),
-        (b'{"version": 2, "createdAt": 0, "steps": []}', "missing field 'id'"),
+        (b'{"version": 2, "createdAt": 0, "steps": []}', "not a Blackbox cassette (no 'id' field"),
         (b'{"version": 2, "id": 5, "createdAt": 0, "steps": []}', "field 'id' must be"),
         (b'{"version": 2, "id": "x", "createdAt": 0, "steps": [{"type": "dance"}]}', "unknown step type"),
         (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from helpers import EXAMPLES, TESTS, Recorder, run_cli
+from helpers import EXAMPLES, TESTS, Recorder, run_cli, vector_path
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import TextContent
@@ -436,3 +436,48 @@ def test_without_the_extra_the_command_names_the_pip_install(tmp_path: Path) -> 
     assert result.returncode == 2 and result.stdout == ""
     (line,) = result.stderr.splitlines()
     assert line.startswith("otel-blackbox: error: ") and "pip install 'otel-blackbox[mcp]'" in line
+
+
+def test_a_hand_edited_cassette_is_refused_unless_allow_unverified(tmp_path: Path) -> None:
+    """Step 0's text changed in the file, its hash kept: every tool that reads it answers with the
+    one line of the refusal (the file, the check, the step); allow_unverified=true goes on, and the
+    answer carries the warning."""
+    data = json.loads(vector_path("fork-parent").read_text())
+    message = data["steps"][0]["payload"]["messages"][0]
+    message["content"] = message["content"].replace("Alice", "Omega")
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(data))
+    parent, good = str(vector_path("fork-parent")), str(vector_path("error-unknown-tool"))
+    contract = tmp_path / "contract.json"
+    run_cli("eval", "generate", str(vector_path("success-tool-use")), "-o", str(contract), check=True)
+    why = f"{edited} fails verify (hash_chain) at step 0: hash does not match its content"
+    calls: dict[str, dict[str, Any]] = {
+        "inspect_cassette": {"path": str(edited)},
+        "diff_cassettes": {"parent": parent, "child": str(edited)},
+        "eval_run": {"contract": str(contract), "cassettes": [parent, str(edited)]},
+        "blame": {"incident": str(edited), "output": str(tmp_path / "branches")},
+        "blame ": {"incident": good, "good": str(edited), "output": str(tmp_path / "branches")},
+    }
+
+    async def body(session: ClientSession) -> None:
+        for name, arguments in calls.items():
+            refused = await failed(session, name.strip(), **arguments)
+            assert refused.startswith(why) and refused.endswith("; allow_unverified=true goes on anyway")
+        timeline = await ok(session, "inspect_cassette", path=str(edited), allow_unverified=True)
+        lines = timeline.splitlines()
+        assert lines[0].startswith(f"[unverified] {why}") and lines[0].endswith("(allow_unverified=true)")
+        assert all(line.startswith("[unverified] ") for line in lines)
+        assert any("Book a hotel for Omega" in line for line in lines)
+        diff = json.loads(
+            await ok(session, "diff_cassettes", parent=parent, child=str(edited), allow_unverified=True)
+        )
+        assert diff["unverified"].startswith(why) and diff["index"] == 0  # by content, not kept hashes
+        evaluated = json.loads(
+            await ok(
+                session, "eval_run", contract=str(contract), cassettes=[str(edited)], allow_unverified=True
+            )
+        )
+        assert evaluated["unverified"].startswith(why) and len(evaluated["cassettes"]) == 1
+
+    serve(tmp_path / "blackbox.db", tmp_path, body)
+    assert not (tmp_path / "branches").exists()

@@ -23,6 +23,7 @@ from helpers import LoopbackAPI, run_cli
 
 from otel_blackbox._cassette.io import load_cassette, save_cassette
 from otel_blackbox._cassette.model import Cassette, terminal_outcome
+from otel_blackbox._cassette.trusted import resealed
 from otel_blackbox._cassette.verify import verify_cassette
 from otel_blackbox._playback.agent.incident import read_incident
 from otel_blackbox._playback.agent.run import BuiltInRerun, rerun_built_in
@@ -234,7 +235,7 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
               "no model_input step")  # fmt: skip
     unknown = incident(api={"name": "somewhere"})
     unknown.steps[0].payload["model"] = "mistral-large"
-    unknown_path = saved(tmp_path, unknown, "unknown.json")
+    unknown_path = saved(tmp_path, resealed(unknown), "unknown.json")  # edited here: hashed again
     _one_line(run_cli("rerun", str(unknown_path), "-o", str(child)), 2, "give --provider")
     _one_line(run_cli("replay", str(path)), 2, "no program to run")
     assert not child.exists()

@@ -138,6 +138,34 @@ def test_a_changed_prompt_fails_the_test_with_the_step_message(
     assert "INTERNALERROR" not in text
 
 
+def test_a_hand_edited_cassette_fails_the_test_unless_allowed(
+    project: pytest.Pytester, server: FakeLLMServer
+) -> None:
+    """The answer's text changed in the file, its hash kept: the replay is refused with the line
+    naming the check and the step; --blackbox-allow-unverified replays it, and the run's summary
+    names the test and the line (a warning would fail this project: filterwarnings = error)."""
+    project.makepyfile(test_agent=WEATHER_TEST)
+    run(project, "--blackbox-mode=record").assert_outcomes(passed=1)
+    server.stop()
+    cassette = project.path / "cassettes" / "test_agent" / "test_weather.json"
+    data = json.loads(cassette.read_text())
+    answer = data["steps"][1]["payload"]
+    answer["text"] = answer["text"] + " (edited)"
+    cassette.write_text(json.dumps(data))
+    refused = run(project)
+    refused.assert_outcomes(errors=1)
+    text = output(refused)
+    why = f"[blackbox] cannot replay: {cassette} fails verify (hash_chain) at step 1: hash does not match"
+    assert why in text and "--blackbox-allow-unverified goes on anyway" in text
+    assert "Traceback" not in text and "INTERNALERROR" not in text
+    allowed = run(project, "--blackbox-allow-unverified")
+    allowed.assert_outcomes(passed=1)
+    text = output(allowed)
+    assert "blackbox: replayed from unverified cassettes" in text
+    summary = f"[unverified] test_agent.py::test_weather: {cassette} fails verify (hash_chain) at step 1"
+    assert summary in text and "going on anyway (--blackbox-allow-unverified)" in text
+
+
 def test_a_replay_that_makes_fewer_calls_fails_as_incomplete(
     project: pytest.Pytester, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

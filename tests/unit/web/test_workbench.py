@@ -78,16 +78,17 @@ def test_the_rerun_form_offers_what_the_incident_needs(tmp_path: Path, refund: R
         page = client.get(f"/run/{refund.run_id[:8]}").body  # a prefix is enough
         assert 'data-testid="rerun-form"' in page and 'data-testid="rerun-submit"' in page
         # Only the provider this process can reach; the incident's model; a stub for the tool whose
-        # only recorded result is the error, prefilled with what the failing call asked.
+        # only recorded result is the error: no good answer recorded, so empty and required, the
+        # failing call's arguments a hint (never the value: they are no answer).
         assert re.findall(r'<option value="([\w-]+)"', page) == ["openai-chat", "openai-responses"]
         assert 'name="model" value="sloppy"' in page
         assert re.findall(r'name="(stub:\w+)"', page) == ["stub:refund_order"]
         assert 'formaction="/blame" data-testid="blame-submit"' in page  # the same fields, to blame
-        prefilled = re.search(r'name="stub:refund_order" size="\d+" value="([^"]*)"', page)
-        assert prefilled and json.loads(prefilled.group(1).replace("&quot;", '"')) == {
-            "order_id": "Alpha",
-            "amount": "12.OO",
-        }
+        stub = re.search(r'<input type="text" name="stub:refund_order"[^>]*>', page)
+        assert stub and 'value=""' in stub.group(0) and " required " in stub.group(0), stub
+        assert 'placeholder="write the answer the tool should have given"' in stub.group(0)
+        asked = '{"order_id": "Alpha", "amount": "12.OO"}'
+        assert f"the failing call asked: {asked}" in page.replace("&quot;", '"')
         assert '"selectFailure": true' in page  # the report opens on the failing span
 
 
@@ -355,3 +356,30 @@ def test_blame_from_the_run_page_names_the_refund_decision(
         assert shown.count('data-testid="blame-point"') >= 3
         bad = client.post("/blame", {**form, "samples": "99"})
         assert bad.status == 400 and "samples: a whole number from 1 to 10" in bad.body
+
+
+def _edit_by_hand(path: Path) -> None:
+    """Step 0's payload changed in the file, its hash kept: what `verify` calls a broken chain."""
+    data = json.loads(path.read_text())
+    data["steps"][0]["payload"]["edited"] = "by hand"
+    path.write_text(json.dumps(data))
+
+
+def test_a_page_on_a_hand_edited_cassette_is_the_refusal(
+    tmp_path: Path, refund: RefundRun, env: None
+) -> None:
+    with workbench(refund.db, tmp_path / "wb") as client:
+        job = client.post("/rerun", rerun_form(client, refund)).location
+        assert client.wait(job)["state"] == "done"
+        record = client.server.board.get(job.rsplit("/", 1)[1])
+        assert record is not None and record.incident is not None and record.child is not None
+        assert client.get(job).status == 200 and client.get(f"{job}/contract").status == 200
+        _edit_by_hand(record.incident)
+        why = f"{record.incident} fails verify (hash_chain) at step 0: hash does not match its content"
+        for page in (job, f"{job}/incident"):  # the verdict diffs the incident; the incident's own page
+            answer = client.get(page)
+            assert answer.status == 400 and why in answer.body.replace("&#x27;", "'"), (page, answer.body)
+        assert client.get(f"{job}/child").status == 200  # the child is sound
+        _edit_by_hand(record.child)
+        answer = client.get(f"{job}/contract")
+        assert answer.status == 400 and f"{record.child} fails verify (hash_chain) at step 0" in answer.body

@@ -47,6 +47,15 @@ class ContractCheck:
     def passed(self) -> bool:
         return self.child_completed and all(r.passed for r in self.results)
 
+    def evidence(self, parent: Cassette, child: Cassette) -> tuple[bool, bool]:
+        """Whether the contract passes on the parent and on the child, the child's results kept.
+        The parent is judged on what it did, not on how it ended (its ``status`` assertions left
+        out): a verdict asks the contract what the run's end alone cannot tell."""
+        self.run(parent)
+        parent_passes = all(r.passed for r in self.results if r.kind != "status")
+        self.run(child)
+        return parent_passes, self.passed
+
     def to_json(self) -> dict[str, Any]:
         return {
             "path": str(self.path),

@@ -90,6 +90,12 @@ def step_difference(parent: Step, child: Step, mode: Mode) -> PathDifference | N
     p_fields, c_fields = _hashed_fields(parent, mode), _hashed_fields(child, mode)
     if mode == "semantic":
         p_fields["payload"], c_fields["payload"] = _compared(parent, child)
+    elif parent.type == child.type:
+        # What the run said before its bookkeeping (a model_input's ``observed`` list): the first
+        # difference named is one of meaning when there is one.
+        meaning = first_difference(*_compared(parent, child), "$.payload")
+        if meaning is not None:
+            return meaning
     for name in p_fields:  # dict order, not canonical order: see _hashed_fields
         found = first_difference(p_fields[name], c_fields[name], f"$.{name}")
         if found is not None:

@@ -12,6 +12,10 @@ The verdict table, first matching row first (the parent is the incident, the chi
   itself failed (a raised error, a failed check, a killed run), every tool the parent reached too.
 - ``failure_avoided``: the parent failed and the child succeeded without answering one of those
   tools: it went round the failure, which is not counted as fixed.
+- ``not_checkable``: the parent failed in its program after the model's final answer (a check that
+  raised, a kill), and the child ran without the program (the built-in agent), so its success says
+  nothing of that check. A contract decides instead when one is given: it passes on the child and
+  fails on the parent (``failure_fixed``), or it fails on the child (``still_failing``).
 - ``regression``: the parent succeeded, the child failed.
 - ``still_failing``: both failed, differently, or alike with another result or tool path.
 - ``answer_changed``, ``tool_path_changed``: both succeeded, with another answer, or with the same
@@ -32,11 +36,20 @@ from typing import Any, Literal
 from otel_blackbox._cassette.canonical import canonical_or_none
 from otel_blackbox._cassette.model import Cassette, Outcome, terminal_outcome, tool_call_sequence
 
-__all__ = ["Failure", "OutcomeDiff", "diff_outcome", "run_failure"]
+__all__ = [
+    "Failure",
+    "OutcomeDiff",
+    "answer_before_failure",
+    "diff_outcome",
+    "outcome_label",
+    "ran_without_program",
+    "run_failure",
+]
 
 VerdictKind = Literal[
     "failure_fixed",
     "failure_avoided",
+    "not_checkable",
     "regression",
     "still_failing",
     "answer_changed",
@@ -148,6 +161,16 @@ def run_failure(cassette: Cassette, outcome: Outcome | None = None) -> Failure |
     return Failure("tool_error", tuple(tools), first_error) if tools else None
 
 
+def outcome_label(cassette: Cassette) -> str:
+    """How a run ended, in a word, with the tool errors a completed run went through:
+    ``success (tool error in refund_order)``, never a bare success that hides one."""
+    outcome = terminal_outcome(cassette)
+    failure = run_failure(cassette, outcome)
+    if failure is not None and failure.kind == "tool_error":
+        return f"{outcome.status} ({failure.label})"
+    return outcome.status
+
+
 def _avoided(failure: Failure, parent_tools: list[str], child: Cassette) -> tuple[str, ...]:
     """What of the parent's failure the child never did again: each tool that errored, and, when the
     outcome itself failed (a raised error, a failed check, a killed run), each tool the parent
@@ -157,6 +180,33 @@ def _avoided(failure: Failure, parent_tools: list[str], child: Cassette) -> tupl
         needed.update(dict.fromkeys(parent_tools))
     answered = {name for name, error, _ in _tool_results(child) if error is None}
     return tuple(name for name in needed if name not in answered)
+
+
+def answer_before_failure(cassette: Cassette, outcome: Outcome | None = None) -> str | None:
+    """The final answer of a run that failed outside its conversation, else None: it ended in an
+    error after the model's last output was a final answer with every tool call answered (the
+    program raised on the answer, or was killed after it). Only the program, or a contract, can say
+    whether a rerun fixed that."""
+    outcome = terminal_outcome(cassette) if outcome is None else outcome
+    if outcome.status != "error":
+        return None
+    for step in reversed(cassette.steps):
+        if step.type == "tool_call" or step.type == "tool_result":
+            return None  # the conversation ended on a tool, not on an answer
+        if step.type == "model_output":
+            payload = step.payload if isinstance(step.payload, dict) else {}
+            if payload.get("type") != "final_answer":
+                return None
+            text = payload.get("text")
+            return text if isinstance(text, str) else ""
+    return None
+
+
+def ran_without_program(cassette: Cassette) -> bool:
+    """Whether the built-in agent made this run (``rerun`` without ``-- CMD``, a blame branch): no
+    program ran, so none of its own checks did."""
+    agent = cassette.agent
+    return isinstance(agent, dict) and agent.get("kind") == "built-in"
 
 
 def _side(failure: Failure | None) -> str:
@@ -169,15 +219,41 @@ def _change(parent: Outcome, child: Outcome, p_fail: Failure | None, c_fail: Fai
     return f"parent {parent.status} → child {child.status}"  # only the outcomes failed: their statuses say it
 
 
+UNCHECKED = (
+    "not checkable: the incident failed in the program after its answer, and the child ran without "
+    "the program; give a contract or the program"
+)
+
+
+def _unchecked(answer: str, child: Outcome, contract: tuple[bool, bool] | None) -> tuple[VerdictKind, str]:
+    """The verdict on a child whose success cannot show that the program's own check now passes."""
+    same = " (the child gave the same answer)" if child.final_answer == answer else ""
+    if contract is None:
+        return "not_checkable", f"{UNCHECKED}{same}"
+    parent_passes, child_passes = contract
+    if not child_passes:
+        return "still_failing", f"still failing: the contract fails on the child{same}"
+    if parent_passes:
+        return (
+            "not_checkable",
+            f"not checkable: the contract passes on the incident too, so it cannot tell{same}",
+        )
+    return "failure_fixed", "failure fixed: the contract passes on the child and fails on the incident"
+
+
 def _verdict(
     parent: Outcome,
     child: Outcome,
     failures: tuple[Failure | None, Failure | None],
     tools_changed: bool,
     avoided: tuple[str, ...],
+    unchecked: str | None = None,
+    contract: tuple[bool, bool] | None = None,
 ) -> tuple[VerdictKind, str]:
     p_fail, c_fail = failures
     if p_fail is not None and c_fail is None:  # what a rerun of an incident is for, or round it
+        if unchecked is not None:  # the parent's answer, rejected by a program the child never ran
+            return _unchecked(unchecked, child, contract)
         change = _change(parent, child, p_fail, c_fail)
         if avoided:
             return "failure_avoided", f"failure avoided: {', '.join(avoided)} not called ({change})"
@@ -200,13 +276,19 @@ def _verdict(
     return "no_change", "no behavioural change: same status, result and tool path"
 
 
-def diff_outcome(parent: Cassette, child: Cassette) -> OutcomeDiff:
-    """Classify the behavioural change from parent to child (first matching rule wins)."""
+def diff_outcome(
+    parent: Cassette, child: Cassette, *, contract: tuple[bool, bool] | None = None
+) -> OutcomeDiff:
+    """Classify the behavioural change from parent to child (first matching rule wins).
+
+    ``contract``: whether a contract passes on (parent, child), when one is given: the evidence
+    that decides a child the conversation alone cannot judge (``not_checkable``)."""
     p_out, c_out = terminal_outcome(parent), terminal_outcome(child)
     p_fail, c_fail = run_failure(parent, p_out), run_failure(child, c_out)
     p_tools, c_tools = tool_call_sequence(parent), tool_call_sequence(child)
     avoided = _avoided(p_fail, p_tools, child) if p_fail is not None and c_fail is None else ()
-    kind, verdict = _verdict(p_out, c_out, (p_fail, c_fail), p_tools != c_tools, avoided)
+    unchecked = answer_before_failure(parent, p_out) if ran_without_program(child) else None
+    kind, verdict = _verdict(p_out, c_out, (p_fail, c_fail), p_tools != c_tools, avoided, unchecked, contract)
     return OutcomeDiff(
         parent_status=p_out.status,
         child_status=c_out.status,

@@ -59,8 +59,11 @@ class DiffReport:
         }
 
 
-def diff_cassettes(parent: Cassette, child: Cassette, *, semantic: bool = False) -> DiffReport:
-    """The first divergence (by hash, or by type and payload when ``semantic``) and the outcome diff."""
+def diff_cassettes(
+    parent: Cassette, child: Cassette, *, semantic: bool = False, contract: tuple[bool, bool] | None = None
+) -> DiffReport:
+    """The first divergence (by hash, or by type and payload when ``semantic``) and the outcome diff
+    (``contract``: whether a contract passes on parent and child, the verdict's evidence when given)."""
     mode: Mode = "semantic" if semantic else "hash"
     index = first_divergent_index(parent, child, mode)
     p_step = parent.steps[index] if index is not None and index < len(parent.steps) else None
@@ -76,7 +79,7 @@ def diff_cassettes(parent: Cassette, child: Cassette, *, semantic: bool = False)
         parent_step=p_step,
         child_step=c_step,
         difference=difference,
-        outcome=diff_outcome(parent, child),
+        outcome=diff_outcome(parent, child, contract=contract),
         parent_cost=cassette_cost(parent),
         child_cost=cassette_cost(child),
     )

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from otel_blackbox._cassette.model import Cassette, highest_call_index
+from otel_blackbox._cassette.model import Cassette, Step, highest_call_index
 from otel_blackbox._playback.agent.incident import Incident, RecordedResult
 from otel_blackbox._playback.agent.loop import AgentPlan, Resume
 from otel_blackbox._playback.agent.run import BuiltInRerunSession, drive_session
@@ -28,7 +28,15 @@ from otel_blackbox._playback.interceptor import Mode, now_ms
 from otel_blackbox._types import JsonObject
 from otel_blackbox.errors import BlackboxError
 
-__all__ = ["Branch", "BranchPoint", "BranchSession", "decision_points", "run_branch", "tool_points"]
+__all__ = [
+    "Branch",
+    "BranchPoint",
+    "BranchSession",
+    "corrections_from",
+    "decision_points",
+    "run_branch",
+    "tool_points",
+]
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,45 @@ def tool_points(cassette: Cassette, corrections: dict[int, tuple[JsonObject, str
         if later and cassette.steps[index].type == "tool_result":
             points.append(BranchPoint(index, "tool_result", inputs.index(later[0]), outcome, source))
     return points
+
+
+def corrections_from(
+    incident: Cassette, good: Cassette | None, stubs: dict[str, Any]
+) -> dict[int, tuple[JsonObject, str]]:
+    """Corrected outcomes for the incident's tool results: the good run's result of the same tool at
+    the same occurrence, where it differs; a --stub's value for that tool's results."""
+    found: dict[int, tuple[JsonObject, str]] = {}
+    ours = _results_by_tool(incident)
+    if good is not None:
+        theirs = _results_by_tool(good)
+        matched = False
+        for name, steps in ours.items():
+            for n, step in enumerate(steps):
+                if n < len(theirs.get(name, [])):
+                    matched = True
+                    other = _outcome(theirs[name][n])
+                    if other != _outcome(step):
+                        found[step.index] = (other, "good")
+        if not matched:
+            raise BlackboxError(
+                f"--good {good.id}: none of its tool results matches one of the incident's (another task?)"
+            )
+    for name, value in stubs.items():
+        for step in ours.get(name, []):
+            found.setdefault(step.index, ({"result": value}, "stub"))
+    return found
+
+
+def _results_by_tool(cassette: Cassette) -> dict[str, list[Step]]:
+    found: dict[str, list[Step]] = {}
+    for step in cassette.steps_of("tool_result"):
+        found.setdefault(str(step.payload.get("toolName")), []).append(step)
+    return found
+
+
+def _outcome(step: Step) -> JsonObject:
+    payload = step.payload
+    return {"error": payload["error"]} if "error" in payload else {"result": payload.get("result")}
 
 
 class BranchSession(BuiltInRerunSession):

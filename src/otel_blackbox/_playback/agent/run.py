@@ -20,8 +20,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, ClassVar
 
-from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import Cassette, highest_call_index, terminal_outcome
+from otel_blackbox._cassette.trusted import checked_cassette
 from otel_blackbox._cost.cassettes import cassette_cost
 from otel_blackbox._playback.agent.incident import Incident, read_incident
 from otel_blackbox._playback.agent.loop import AgentPlan, AgentRun, Resume, drive
@@ -65,6 +65,7 @@ class BuiltInRerun:
     stubs: dict[str, Any] = field(default_factory=dict)
     max_turns: int | None = None
     max_cost: Decimal | None = None  # the budget of the model calls, in US dollars
+    allow_unverified: bool = False  # an incident that fails verify's hash_chain: go on (the caller warns)
 
 
 class BuiltInRerunSession(RecordSession):
@@ -111,7 +112,7 @@ def prepare_rerun(incident_path: Path, plan: BuiltInRerun) -> tuple[Cassette, In
     """The incident read and the plan checked against it (its stubs, the API, the model, the budget's
     price), with the API and model chosen: every setup error but the client's (an SDK, a key, the
     base URL), so that a caller with many incidents can check them all before the first call."""
-    cassette = load_cassette(incident_path)
+    cassette = checked_cassette(incident_path, allow_unverified=plan.allow_unverified)
     incident = read_incident(cassette, str(incident_path))
     offered = incident.offered_tools()
     for name in plan.stubs:  # a typo would otherwise stub nothing, silently
@@ -180,10 +181,10 @@ def rerun_built_in(
     return 0 if stopped is None else 1
 
 
-def replay_built_in(child_path: Path) -> int:
+def replay_built_in(child_path: Path, *, allow_unverified: bool = False) -> int:
     """Replay a built-in agent's run offline with the same agent: 0 when it reproduced a completed run,
     1 when it reproduced a failed one; ReplayDivergence when it did not reproduce it."""
-    cassette = load_recording(child_path)
+    cassette = load_recording(child_path, allow_unverified=allow_unverified)
     agent = cassette.agent
     if not isinstance(agent, dict) or agent.get("kind") != "built-in":
         raise BlackboxError(
@@ -202,7 +203,7 @@ def replay_built_in(child_path: Path) -> int:
     branch = agent.get("branch") if isinstance(agent.get("branch"), dict) else None
     resume = _branch_resume(cassette, incident, branch) if branch is not None else None
     seeded = int(branch["seeded"]) if branch is not None else 0
-    session = ReplaySession(child_path, after=seeded)
+    session = ReplaySession(child_path, after=seeded, allow_unverified=allow_unverified)
     session.ids.start = (
         highest_call_index(cassette.steps[:seeded]) + 1 if branch else incident.next_call_index()
     )

@@ -56,6 +56,7 @@ def _plan(
     provider: str | None = None,
     base_url: str | None = None,
     max_cost: Decimal | None = None,
+    allow_unverified: bool = False,
 ) -> BuiltInRerun:
     """The rerun of an entry: the caller's model and provider, else the contract's ``rerun`` block's
     (else the incident's, which ``rerun_built_in`` chooses), and the block's stubs."""
@@ -67,6 +68,7 @@ def _plan(
         base_url=base_url,
         stubs=dict(block.get("stubs") or {}),
         max_cost=max_cost,
+        allow_unverified=allow_unverified,
     )
 
 
@@ -77,13 +79,17 @@ def check_suite(
     provider: str | None = None,
     base_url: str | None = None,
     max_cost: Decimal | None = None,
+    allow_unverified: bool = False,
 ) -> None:
     """Every setup error of the suite's reruns, before any call: each entry's incident and plan
     (``prepare_rerun``), then a client of each API they use (its SDK, its key, the base URL
     answering). A BlackboxError names the entry."""
     apis: set[str] = set()
     for entry in entries:
-        plan = _plan(entry, Path(), model=model, provider=provider, base_url=base_url, max_cost=max_cost)
+        plan = _plan(
+            entry, Path(), model=model, provider=provider, base_url=base_url, max_cost=max_cost,
+            allow_unverified=allow_unverified,
+        )  # fmt: skip
         try:
             apis.add(prepare_rerun(entry.incident, plan)[2])
         except BlackboxError as exc:
@@ -100,12 +106,16 @@ def run_entry(
     provider: str | None = None,
     base_url: str | None = None,
     max_cost: Decimal | None = None,
+    allow_unverified: bool = False,
     progress: Callable[[JsonObject], None] | None = None,
 ) -> SuiteResult:
     """Rerun the entry's incident into ``children/NAME.child.json`` and check its contract on the
     child. A setup error (BlackboxError before any call) propagates; Ctrl-C too."""
     output = child_path(entry, children)
-    plan = _plan(entry, output, model=model, provider=provider, base_url=base_url, max_cost=max_cost)
+    plan = _plan(
+        entry, output, model=model, provider=provider, base_url=base_url, max_cost=max_cost,
+        allow_unverified=allow_unverified,
+    )  # fmt: skip
     if rerun_built_in(entry.incident, plan, progress=progress) == 130:
         raise KeyboardInterrupt  # the child is written, ending interrupted
     child = load_cassette(output)

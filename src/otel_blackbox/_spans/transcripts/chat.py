@@ -22,11 +22,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from otel_blackbox._render.words import with_article
 from otel_blackbox._spans.transcripts.otlp import Conversation, ToolCall, Turn
 from otel_blackbox._spans.transcripts.reading import Counts, as_int, as_str, decoded, jsonl_values, parts_text
 from otel_blackbox.errors import ImportInputError
 
-__all__ = ["FORMATS", "read_chats"]
+__all__ = ["FORMATS", "is_chat_log", "read_chats"]
 
 FORMATS = ("openai-chat", "openai-responses", "anthropic")
 _EXPECTED = (
@@ -250,17 +251,27 @@ def _read(document: Any, name: str, shape: str | None) -> tuple[str, Conversatio
         raise ImportInputError(f"{name}: not a chat log: {_EXPECTED}")
     if shape is not None and shape not in shapes:
         reads_as = " or ".join(f for f in FORMATS if f in shapes)
-        raise ImportInputError(f"{name}: not an {shape} chat log (it reads as {reads_as})")
+        raise ImportInputError(f"{name}: not {with_article(shape)} chat log (it reads as {reads_as})")
     chosen = shape or next(f for f in FORMATS if f in shapes)
     assert found is not None
     conversation = _READERS[chosen](found[0], found[1], Counts())
     if not any(t.role == "assistant" for t in conversation.turns):
-        raise ImportInputError(f"{name}: a {chosen} chat log with no assistant turn: nothing to import")
+        raise ImportInputError(
+            f"{name}: {with_article(chosen)} chat log with no assistant turn: nothing to import"
+        )
     return chosen, conversation
 
 
 def _is_log(value: Any) -> bool:
     return isinstance(value, dict) and any(isinstance(value.get(k), list) for k in ("messages", "input"))
+
+
+def is_chat_log(document: Any) -> bool:
+    """Whether a JSON document reads as a chat log in one of the shapes, or as a list of them."""
+    if isinstance(document, list) and document and all(_is_log(d) for d in document):
+        document = document[0]
+    found = _messages_of(document)
+    return found is not None and bool(_shapes(*found))
 
 
 def read_chats(raw: bytes, name: str, shape: str | None = None) -> list[tuple[bytes, Conversation]]:

@@ -45,7 +45,7 @@ from otel_blackbox._spans.transcripts.reading import (
 )
 from otel_blackbox.errors import ImportInputError
 
-__all__ = ["Session", "read_session"]
+__all__ = ["Session", "is_session_record", "read_session"]
 
 KNOWN = frozenset({"user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation"})
 _MESSAGES = frozenset({"user", "assistant", "system"})
@@ -64,6 +64,16 @@ class Session:
 
 
 # --- lines ------------------------------------------------------------------------------------------
+
+
+def is_session_record(document: Any) -> bool:
+    """Whether a JSON document reads as a line of a Claude Code session: a known type, and the
+    session's own keys (uuid, sessionId, leafUuid...)."""
+    return (
+        isinstance(document, dict)
+        and document.get("type") in KNOWN
+        and any(k in document for k in ("uuid", "parentUuid", "sessionId", "leafUuid", "messageId"))
+    )
 
 
 def _records(raw: bytes, name: str, counts: Counts) -> list[dict[str, Any]]:

@@ -43,7 +43,7 @@ from otel_blackbox._spans.transcripts.reading import (
 )
 from otel_blackbox.errors import ImportInputError
 
-__all__ = ["read_rollout"]
+__all__ = ["is_rollout_record", "read_rollout"]
 
 ENVELOPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
 ITEMS = frozenset(
@@ -99,6 +99,16 @@ def _classify(line: dict[str, Any], first: bool, counts: Counts) -> _Record | No
     if first and isinstance(line.get("id"), str) and "timestamp" in line:
         return _Record("session", line, iso_time_ns(line.get("timestamp")))
     return None
+
+
+def is_rollout_record(document: Any) -> bool:
+    """Whether a JSON document reads as a line of a Codex rollout: {timestamp, type, payload} with an
+    envelope type, or the older first line ({id, timestamp, instructions})."""
+    if not isinstance(document, dict):
+        return False
+    if document.get("type") in ENVELOPES and isinstance(document.get("payload"), dict):
+        return True
+    return isinstance(document.get("id"), str) and "timestamp" in document and "instructions" in document
 
 
 def _records(raw: bytes, name: str, counts: Counts) -> list[_Record]:

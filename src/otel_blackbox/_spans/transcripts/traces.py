@@ -14,12 +14,36 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from otel_blackbox._spans.transcripts.chat import read_chats
-from otel_blackbox._spans.transcripts.claude_code import Session, read_session
-from otel_blackbox._spans.transcripts.codex import read_rollout
+from otel_blackbox._spans.transcripts.chat import is_chat_log, read_chats
+from otel_blackbox._spans.transcripts.claude_code import Session, is_session_record, read_session
+from otel_blackbox._spans.transcripts.codex import is_rollout_record, read_rollout
 from otel_blackbox._spans.transcripts.otlp import Conversation, Keys, otlp_document, root_ids, span_ids
 
-__all__ = ["TranscriptBatch", "chat_traces", "claude_code_traces", "codex_traces"]
+__all__ = [
+    "TRANSCRIPT_KINDS",
+    "TranscriptBatch",
+    "chat_traces",
+    "claude_code_traces",
+    "codex_traces",
+    "transcript_kind",
+]
+
+# What `import --from` takes, with what each reads.
+TRANSCRIPT_KINDS = {
+    "chat": "a saved chat log",
+    "claude-code": "a Claude Code session",
+    "codex": "a Codex CLI rollout",
+}
+
+
+def transcript_kind(document: object) -> str | None:
+    """The transcript kind (a key of TRANSCRIPT_KINDS) a JSON document reads as, if any: for the
+    hint of an import that took a transcript for OTLP."""
+    if is_rollout_record(document):
+        return "codex"
+    if is_session_record(document):
+        return "claude-code"
+    return "chat" if is_chat_log(document) else None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,163 @@
+"""PII masks, each turned on by name (``OTEL_BLACKBOX_REDACT_PII``, ``BlackboxConfig.redact_pii``); all
+off by default. The Redactor (redact.py) applies the ones turned on after the credential rules,
+wherever it masks credentials, each with its own replacement ``[REDACTED:<kind>]``:
+
+* ``email``: an e-mail address, ``local@domain.tld`` (a local part of letters, digits and ``._%+-``;
+  a domain of dot-separated labels ending in a top-level domain of 2 to 24 letters);
+* ``card``: a payment card number, 13 to 19 digits, one space or dash allowed between digits, whose
+  first digit is a card network's (2 to 6) and which passes the Luhn check: an order number or a
+  timestamp of as many digits is kept (their first digit, or the check, tells them apart). A whole
+  number attribute of that shape is masked too;
+* ``phone``: a phone number in one of these shapes: international, ``+`` and a country code then
+  digits, in groups or not, 8 to 15 digits in all (``+1 415 555 2671``, ``+44 (0)20 7946 0958``,
+  ``+14155552671``); North American, 3-3-4 digits with one separator, an optional leading ``1``
+  (``415-555-2671``, ``1 415 555 2671``, ``415.555.2671``) or the area code in parentheses
+  (``(415) 555-2671``); national with a trunk ``0``, 9 to 12 digits in three groups or more with
+  one separator, space or dash (``06 12 34 56 78``, ``020 7946 0958``). A number without ``+``,
+  parentheses or separators (an amount, a year, an id, ``5551234``) is never a phone number, and
+  neither is a date (``2024-01-15``, ``01-02-2024``), an address (``192.168.1.100``) or a signed
+  decimal (``+1234567.89``);
+* ``iban``: an IBAN, two letters, two check digits and 11 to 30 letters or digits (grouped by four
+  with single spaces, or not), which passes the ISO 13616 mod-97 check.
+
+The masks run in that order, e-mail first; each pass is one compiled regex (compiled once, at
+import), and nothing of this module runs when no mask is on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+__all__ = ["PII_MASKS", "PiiMasks", "luhn_ok", "mod97_ok"]
+
+PII_MASKS = ("email", "card", "phone", "iban")
+
+# Each pattern starts with a character class or a literal, so that the regex engine skips ahead to
+# the places where one can start; the boundary before a match is a lookbehind placed after that first
+# character ("[2-6](?<![\w.].)": the character before the 2 is no letter, digit or dot). The local
+# part of an address is taken whole, once ((?=(...))\1: an atomic group), so that a long word
+# without an @ costs one pass.
+_A = re.ASCII
+_EMAIL = re.compile(
+    r"[\w%+\-](?<![\w.%+\-].)(?=([\w.%+\-]{0,63}))\1"
+    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w\-]|\.[A-Za-z0-9])",
+    _A,
+)
+_IBAN = re.compile(
+    r"[A-Z](?<![\w\-].)[A-Z][0-9]{2}(?: ?[A-Za-z0-9]{4}){2,7}(?: ?[A-Za-z0-9]{1,3})?(?![\w\-])", _A
+)
+# Not after an IBAN's country and check digits ("DE89 "): an IBAN that fails its check is kept whole.
+_CARD = re.compile(
+    r"[2-6](?<![\w.,+\-].)(?<![A-Z]{2}[0-9]{2} .)[0-9](?:[ \-]?[0-9]){11,17}(?![\w]|[.,\-][0-9])", _A
+)
+_NOT_AFTER = r"(?<![\w.,+\-/:].)"  # after the first character: what may not come before a number
+_NOT_BEFORE = r"(?![\w]|[.,\-/:][0-9])"
+_PHONES = (
+    # International: + and a country code, then groups (an area code may be in parentheses).
+    re.compile(r"\+(?<![\w+].)[0-9]{1,3}(?:[ .\-]?(?:\([0-9]{1,4}\)|[0-9]{1,6})){1,6}" + _NOT_BEFORE, _A),
+    # North American: 415-555-2671, 1-415-555-2671, 415.555.2671, 415 555 2671; (415) 555-2671.
+    re.compile(
+        r"[0-9]"
+        + _NOT_AFTER
+        + r"(?:(?<=1)[ .\-][0-9]{3}|[0-9]{2})(?P<s>[ .\-])[0-9]{3}(?P=s)[0-9]{4}"
+        + _NOT_BEFORE,
+        _A,
+    ),
+    re.compile(r"\(" + _NOT_AFTER + r"[0-9]{3}\)[ \-]?[0-9]{3}[ .\-][0-9]{4}" + _NOT_BEFORE, _A),
+    # National with a trunk 0: three groups or more, one separator.
+    re.compile(
+        r"0" + _NOT_AFTER + r"[0-9]{1,4}(?P<s>[ \-])[0-9]{2,4}(?:(?P=s)[0-9]{2,4}){1,4}" + _NOT_BEFORE, _A
+    ),
+)
+_NON_DIGITS = re.compile(r"\D")
+
+
+def luhn_ok(digits: str) -> bool:
+    """Whether a string of digits passes the Luhn check (the last digit is the check digit)."""
+    total = 0
+    for position, char in enumerate(reversed(digits)):
+        value = ord(char) - 48
+        if position % 2:
+            value = value * 2 - 9 if value > 4 else value * 2
+        total += value
+    return total % 10 == 0
+
+
+def mod97_ok(iban: str) -> bool:
+    """Whether an IBAN (no spaces) passes the ISO 13616 check: its first four characters moved to the
+    end, each letter made 10 to 35, the number modulo 97 is 1."""
+    moved = (iban[4:] + iban[:4]).upper()
+    try:
+        return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
+    except ValueError:
+        return False
+
+
+def _card(match: re.Match[str]) -> str:
+    digits = _NON_DIGITS.sub("", match.group(0))
+    return "[REDACTED:card]" if 13 <= len(digits) <= 19 and luhn_ok(digits) else match.group(0)
+
+
+def _phone(match: re.Match[str]) -> str:
+    text = match.group(0)
+    digits = sum(c.isdigit() for c in text)
+    if text[0] == "+":  # +1234567.89 is a signed decimal
+        ok = 8 <= digits <= 15 and [c for c in text if c in " .-()"] != ["."]
+    elif text[0] == "0":  # 01-02-2024 is a date
+        ok = 9 <= digits <= 12
+    else:
+        ok = True  # North American: 10 digits, or 11 with the leading 1, by the pattern
+    return "[REDACTED:phone]" if ok else text
+
+
+def _iban(match: re.Match[str]) -> str:
+    compact = match.group(0).replace(" ", "")
+    return "[REDACTED:iban]" if 15 <= len(compact) <= 34 and mod97_ok(compact) else match.group(0)
+
+
+class PiiMasks:
+    """The PII masks turned on, in their order; ``mask`` applies them to a text."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        chosen = set(names)
+        unknown = sorted(chosen - set(PII_MASKS))
+        if unknown:
+            raise ValueError(f"unknown PII mask {unknown[0]!r}: expected {', '.join(PII_MASKS)}")
+        self.names = tuple(name for name in PII_MASKS if name in chosen)
+        passes: dict[str, tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = {
+            "email": (_EMAIL, "[REDACTED:email]"),
+            "iban": (_IBAN, _iban),
+            "card": (_CARD, _card),
+        }
+        self._email = "email" in chosen
+        # E-mail first (its digits are not a phone's), then the IBAN (whose digits are not a card's).
+        self._passes = [passes[name] for name in ("iban", "card") if name in chosen]
+        if "phone" in chosen:
+            self._passes += [(pattern, _phone) for pattern in _PHONES]
+        self.cards = "card" in chosen
+        # Every mask's shortest match: an e-mail address a@b.io is 6 characters, the rest longer.
+        self.min_len = 6 if self._email else 7
+
+    def mask(self, text: str) -> str:
+        if len(text) < self.min_len:
+            return text
+        if self._email and "@" in text:
+            text = _EMAIL.sub("[REDACTED:email]", text)
+        for pattern, replacement in self._passes:
+            text = pattern.sub(replacement, text)
+        return text
+
+    def might_mask(self, text: str) -> bool:
+        """False only when ``mask`` would leave ``text`` as it is (a match may still be kept)."""
+        if len(text) < self.min_len:
+            return False
+        if self._email and "@" in text and _EMAIL.search(text) is not None:
+            return True
+        return any(pattern.search(text) is not None for pattern, _ in self._passes)
+
+    def number(self, value: int) -> int | str:
+        """A whole number that is a card number (card mask on) as its mask; any other as it is."""
+        if self.cards and 10**12 <= value < 10**19 and 2 <= value // 10 ** (len(str(value)) - 1) <= 6:
+            return "[REDACTED:card]" if luhn_ok(str(value)) else value
+        return value
