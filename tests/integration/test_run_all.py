@@ -134,7 +134,8 @@ def test_json_shape(tmp_path: Path, llm: FakeLLMServer, keyed: None, suite: Path
     done = run_all(llm, suite, "--model", HASTY_MODEL, "--children", str(children), "--json")
     assert done.returncode == 1, done.stderr
     answer = json.loads(done.stdout)
-    assert set(answer) == {"contracts", "passed", "failed", "children"}
+    assert set(answer) == {"contracts", "broken", "passed", "failed", "children"}
+    assert answer["broken"] == []
     assert (answer["passed"], answer["failed"], answer["children"]) == (0, 1, str(children))
     (entry,) = answer["contracts"]
     assert set(entry) == {"name", "incident", "contract", "child", "passed", "stopped", "assertions"}
@@ -171,13 +172,20 @@ def test_each_bad_input_is_one_line_and_exit_2_before_any_rerun(
     orphan = tmp_path / "orphan"
     orphan.mkdir()
     (orphan / "refund.contract.json").write_text(contract)
-    assert_refused(run_all(llm, orphan), f"its incident {orphan / 'refund.json'} is missing")
+    # A broken entry is listed, not a setup error (test_run_all_broken_entry.py runs the others).
+    listed = run_all(llm, orphan)
+    assert listed.returncode == 1 and listed.stderr == ""
+    assert listed.stdout.splitlines()[:2] == [
+        "BROKEN  refund",
+        f"        ✗ {orphan / 'refund.contract.json'}: its incident {orphan / 'refund.json'} is missing",
+    ]
 
+    # A broken entry does not hide a setup error of the others: refused before any rerun.
     broken = tmp_path / "broken"
-    save_entry(broken, "a-good-one", incident, json.loads(contract))
+    save_entry(broken, "a-good-one", incident, with_rerun(json.loads(contract), stubs={"refund_ordr": "ok"}))
     (broken / "z.json").write_bytes(incident.read_bytes())
     (broken / "z.contract.json").write_text('{"contractVersion": 1,')
-    assert_refused(run_all(llm, broken), "z.contract.json: not valid JSON")
+    assert_refused(run_all(llm, broken), "a-good-one: --stub refund_ordr: the incident never offered")
 
     # An entry whose stub names a tool the incident never offered: found before the first rerun,
     # though the entry before it is good.

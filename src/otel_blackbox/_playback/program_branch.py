@@ -46,8 +46,8 @@ def run_program_branch(
     }
     if point.correction is not None:
         call_id = incident.steps[point.index].payload.get("toolCallId")
-        outcome = point.correction
-        plan["correction"] = {"toolCallId": call_id, "result": outcome.get("result", outcome.get("error"))}
+        corrected = point.correction
+        plan["correction"] = {"toolCallId": call_id, "result": corrected.get("result", corrected.get("error"))}
     output.unlink(missing_ok=True)  # a child of an earlier blame in the folder is not this branch's
     try:
         run_program("rerun", incident_path, program, plan=plan, stdout=sys.stderr)

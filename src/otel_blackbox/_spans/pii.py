@@ -27,22 +27,24 @@ import), and nothing of this module runs when no mask is on.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+import string
+from collections.abc import Callable, Iterable, Iterator
 
 __all__ = ["PII_MASKS", "PiiMasks", "luhn_ok", "mod97_ok"]
 
 PII_MASKS = ("email", "card", "phone", "iban")
 
-# Each pattern starts with a character class or a literal, so that the regex engine skips ahead to
-# the places where one can start; the boundary before a match is a lookbehind placed after that first
-# character ("[2-6](?<![\w.].)": the character before the 2 is no letter, digit or dot). The local
-# part of an address is taken whole, once ((?=(...))\1: an atomic group), so that a long word
-# without an @ costs one pass.
+# Work only where a match can be: an address around each "@" (its local part read backwards from it,
+# its domain forwards); the international phone numbers from each "+" (a literal the regex engine
+# finds fast); cards, IBANs and national phone numbers only in a text of 9 digits or more (each
+# holds that many; one pass finds out). Each pattern
+# starts with a character class or a literal; the boundary before a match is a lookbehind placed
+# after that first character ("[2-6](?<![\w.].)": what comes before the 2 is no letter, digit or
+# dot), so that the engine still skips ahead to where a match can start.
 _A = re.ASCII
-_EMAIL = re.compile(
-    r"[\w%+\-](?<![\w.%+\-].)(?=([\w.%+\-]{0,63}))\1"
-    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w\-]|\.[A-Za-z0-9])",
-    _A,
+_LOCAL_CHARS = frozenset(string.ascii_letters + string.digits + "_.%+-")
+_DOMAIN = re.compile(
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w\-]|\.[A-Za-z0-9])", _A
 )
 _IBAN = re.compile(
     r"[A-Z](?<![\w\-].)[A-Z][0-9]{2}(?: ?[A-Za-z0-9]{4}){2,7}(?: ?[A-Za-z0-9]{1,3})?(?![\w\-])", _A
@@ -53,9 +55,11 @@ _CARD = re.compile(
 )
 _NOT_AFTER = r"(?<![\w.,+\-/:].)"  # after the first character: what may not come before a number
 _NOT_BEFORE = r"(?![\w]|[.,\-/:][0-9])"
-_PHONES = (
-    # International: + and a country code, then groups (an area code may be in parentheses).
-    re.compile(r"\+(?<![\w+].)[0-9]{1,3}(?:[ .\-]?(?:\([0-9]{1,4}\)|[0-9]{1,6})){1,6}" + _NOT_BEFORE, _A),
+# International: + and a country code, then groups (an area code may be in parentheses).
+_PHONE_INTERNATIONAL = re.compile(
+    r"\+(?<![\w+].)[0-9]{1,3}(?:[ .\-]?(?:\([0-9]{1,4}\)|[0-9]{1,6})){1,6}" + _NOT_BEFORE, _A
+)
+_PHONES_NATIONAL = (
     # North American: 415-555-2671, 1-415-555-2671, 415.555.2671, 415 555 2671; (415) 555-2671.
     re.compile(
         r"[0-9]"
@@ -70,7 +74,11 @@ _PHONES = (
         r"0" + _NOT_AFTER + r"[0-9]{1,4}(?P<s>[ \-])[0-9]{2,4}(?:(?P=s)[0-9]{2,4}){1,4}" + _NOT_BEFORE, _A
     ),
 )
-_NON_DIGITS = re.compile(r"\D")
+_Pass = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]  # a pattern and what replaces a match
+# Nine digits, whatever is between them: the fewest a card number (13), an IBAN or a national phone
+# number (9) holds.
+_NINE_DIGITS = re.compile(r"[0-9](?:[^0-9]*[0-9]){8}")
+_NON_DIGITS = re.compile(r"[^0-9]")
 
 
 def luhn_ok(digits: str) -> bool:
@@ -88,10 +96,36 @@ def mod97_ok(iban: str) -> bool:
     """Whether an IBAN (no spaces) passes the ISO 13616 check: its first four characters moved to the
     end, each letter made 10 to 35, the number modulo 97 is 1."""
     moved = (iban[4:] + iban[:4]).upper()
-    try:
-        return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
-    except ValueError:
+    if not moved.isascii() or not moved.isalnum():
         return False
+    return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
+
+
+def _emails(text: str) -> Iterator[tuple[int, int]]:
+    """Where the e-mail addresses of ``text`` are, in order: (start, end)."""
+    done, at = 0, text.find("@")
+    while at != -1:
+        floor, start = max(done, at - 65), at
+        while start > floor and text[start - 1] in _LOCAL_CHARS:  # the local part, read backwards
+            start -= 1
+        while start < at and text[start] == ".":  # a local part starts with no dot
+            start += 1
+        domain = _DOMAIN.match(text, at + 1) if 0 < at - start <= 64 else None
+        if domain is not None:
+            yield start, domain.end()
+            done = domain.end()
+            at = text.find("@", done)
+        else:
+            at = text.find("@", at + 1)
+
+
+def _mask_emails(text: str) -> str:
+    parts: list[str] = []
+    done = 0
+    for start, end in _emails(text):
+        parts += (text[done:start], "[REDACTED:email]")
+        done = end
+    return "".join((*parts, text[done:])) if parts else text
 
 
 def _card(match: re.Match[str]) -> str:
@@ -125,36 +159,49 @@ class PiiMasks:
         if unknown:
             raise ValueError(f"unknown PII mask {unknown[0]!r}: expected {', '.join(PII_MASKS)}")
         self.names = tuple(name for name in PII_MASKS if name in chosen)
-        passes: dict[str, tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = {
-            "email": (_EMAIL, "[REDACTED:email]"),
-            "iban": (_IBAN, _iban),
-            "card": (_CARD, _card),
-        }
         self._email = "email" in chosen
-        # E-mail first (its digits are not a phone's), then the IBAN (whose digits are not a card's).
-        self._passes = [passes[name] for name in ("iban", "card") if name in chosen]
-        if "phone" in chosen:
-            self._passes += [(pattern, _phone) for pattern in _PHONES]
+        self._international = "phone" in chosen
+        # In this order: the addresses (whose digits are no one's), the IBAN (whose digits are not a
+        # card's), the card, then the phone numbers, international first (+1 415 555 2671 holds a
+        # North American number).
+        self._before: list[_Pass] = [(_IBAN, _iban)] if "iban" in chosen else []
+        if "card" in chosen:
+            self._before.append((_CARD, _card))
+        self._national: list[_Pass] = [(p, _phone) for p in _PHONES_NATIONAL] if "phone" in chosen else []
+        self._digit_passes = bool(self._before or self._national)
         self.cards = "card" in chosen
         # Every mask's shortest match: an e-mail address a@b.io is 6 characters, the rest longer.
-        self.min_len = 6 if self._email else 7
+        self.min_len = 6 if self._email else 8
 
     def mask(self, text: str) -> str:
         if len(text) < self.min_len:
             return text
         if self._email and "@" in text:
-            text = _EMAIL.sub("[REDACTED:email]", text)
-        for pattern, replacement in self._passes:
-            text = pattern.sub(replacement, text)
+            text = _mask_emails(text)
+        numbers = self._digit_passes and _NINE_DIGITS.search(text) is not None
+        if numbers:
+            for pattern, replacement in self._before:
+                text = pattern.sub(replacement, text)
+        if self._international and "+" in text:
+            text = _PHONE_INTERNATIONAL.sub(_phone, text)
+        if numbers:
+            for pattern, replacement in self._national:
+                text = pattern.sub(replacement, text)
         return text
 
     def might_mask(self, text: str) -> bool:
         """False only when ``mask`` would leave ``text`` as it is (a match may still be kept)."""
         if len(text) < self.min_len:
             return False
-        if self._email and "@" in text and _EMAIL.search(text) is not None:
+        if self._email and "@" in text and next(_emails(text), None) is not None:
             return True
-        return any(pattern.search(text) is not None for pattern, _ in self._passes)
+        if self._international and "+" in text and _PHONE_INTERNATIONAL.search(text) is not None:
+            return True
+        return (
+            self._digit_passes
+            and _NINE_DIGITS.search(text) is not None
+            and any(pattern.search(text) is not None for pattern, _ in (*self._before, *self._national))
+        )
 
     def number(self, value: int) -> int | str:
         """A whole number that is a card number (card mask on) as its mask; any other as it is."""

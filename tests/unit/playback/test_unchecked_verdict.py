@@ -78,6 +78,9 @@ def rerun_built_in(llm: FakeLLMServer, incident: Path, child: Path) -> None:
         "rerun", str(incident), "--base-url", llm.openai_base_url, "--model", MODEL, "-o", str(child)
     )
     assert done.returncode == 0, done.stderr
+    assert "the incident failed in its program after its answer, which the built-in agent does not run" in (
+        done.stderr
+    )
 
 
 def test_the_incident_failed_in_its_program_after_its_answer(incident: tuple[Path, SensorOfflineAPI]) -> None:
@@ -168,3 +171,44 @@ def test_blame_through_the_program_finds_the_tool_result_that_returned_garbage(
     assert len(measured) == 3  # the last decision, the first, then the tool result
     assert len(api.received) == sent_before  # the tool's HTTP was answered from the recording
     assert len(llm.requests) > calls_before  # the model was live after each point
+
+
+def answer_contract(tmp_path: Path) -> Path:
+    contract = tmp_path / "order.contract.json"
+    assertion = {"kind": "answer_contains", "text": "shipped"}
+    contract.write_text(json.dumps({"contractVersion": 1, "assertions": [assertion]}))
+    return contract
+
+
+def test_a_contract_about_the_answer_decides_the_verdict(
+    llm: FakeLLMServer, incident: tuple[Path, SensorOfflineAPI], tmp_path: Path
+) -> None:
+    child = tmp_path / "child.json"
+    rerun_built_in(llm, incident[0], child)
+    contract = answer_contract(tmp_path)
+    shown = run_cli("diff", str(incident[0]), str(child), "--contract", str(contract))
+    assert shown.returncode == 1
+    assert "outcome: still failing: the contract fails on the child (the child gave the same answer)" in (
+        shown.stdout.splitlines()
+    )
+    assert any(
+        line.startswith("FAIL answer contains") and "shipped" in line for line in shown.stdout.splitlines()
+    )
+
+
+def test_blame_with_a_contract_names_the_tool_result_not_the_answer(
+    llm: FakeLLMServer, incident: tuple[Path, SensorOfflineAPI], tmp_path: Path
+) -> None:
+    path, api = incident
+    sent_before = len(api.received)
+    found = run_cli(
+        "blame", str(path), "--base-url", llm.openai_base_url, "--samples", "1",
+        "--contract", str(answer_contract(tmp_path)),
+        "--stub", f"lookup_order={json.dumps(json.dumps(GOOD))}", "--format", "json",
+        "-o", str(tmp_path / "branches"),
+    )  # fmt: skip
+    assert found.returncode == 0, found.stderr
+    report = json.loads(found.stdout)
+    assert load_cassette(path).steps[report["decisive"]["index"]].type == "tool_result"
+    assert all(b["successes"] == 0 for b in report["branches"] if b["type"] == "model_output")
+    assert len(api.received) == sent_before  # no tool ran: the built-in agent answered from the recording

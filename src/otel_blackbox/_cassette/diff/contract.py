@@ -70,7 +70,13 @@ class ContractCheck:
 def results_json(results: list[AssertionResult]) -> list[dict[str, Any]]:
     """Assertion results in the JSON answers (``diff --json``, ``eval run-all --json``)."""
     return [
-        {"kind": r.kind, "description": r.description, "passed": r.passed, "detail": r.detail}
+        {
+            "kind": r.kind,
+            "description": r.description,
+            "passed": r.passed,
+            "detail": r.detail,
+            **({"proposed": True} if r.proposed else {}),
+        }
         for r in results
     ]
 

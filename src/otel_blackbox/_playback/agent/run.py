@@ -20,6 +20,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, ClassVar
 
+from otel_blackbox._cassette.diff.outcome import answer_before_failure
 from otel_blackbox._cassette.model import Cassette, highest_call_index, terminal_outcome
 from otel_blackbox._cassette.trusted import checked_cassette
 from otel_blackbox._cost.cassettes import cassette_cost
@@ -176,6 +177,12 @@ def rerun_built_in(
         _say(f"{head}: failed ({stopped.reason}) after {calls}, {tools}{stubs} -> {written} {cost}")
     else:
         _say(f"{head}: completed in {calls}, {tools}{stubs} -> {written} {cost}")
+        if answer_before_failure(cassette) is not None:  # what the child's success cannot show
+            _say(
+                "[blackbox] the incident failed in its program after its answer, which the built-in "
+                "agent does not run: a contract (diff --contract) or the program (rerun -- CMD) can "
+                "tell whether this child fixed it"
+            )
     if kept is not None:
         raise kept
     return 0 if stopped is None else 1
