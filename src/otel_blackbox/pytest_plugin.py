@@ -267,11 +267,14 @@ def _check_cassette(request: pytest.FixtureRequest, path: Path, allow: bool) -> 
     summary: a warning would fail a run under ``-W error``, which the option means to let go on)."""
     from otel_blackbox._cassette.trusted import load_checked_cassette
 
+    warning = refused = None
     try:
         warning = load_checked_cassette(path, allow_unverified=allow, option=_ALLOW).warning
     except CassetteError as exc:
+        refused = str(exc)  # failed outside the handler: the report shows one line, not a chain
+    if refused is not None:
         pytest.fail(
-            f"[blackbox] cannot replay: {exc}; re-record it with --blackbox-mode=record", pytrace=False
+            f"[blackbox] cannot replay: {refused}; re-record it with --blackbox-mode=record", pytrace=False
         )
     if warning is not None:
         request.config.stash.setdefault(_UNVERIFIED, []).append(f"{request.node.nodeid}: {warning}")

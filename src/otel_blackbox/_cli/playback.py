@@ -117,9 +117,10 @@ def replay(
       otel-blackbox replay fixed.json              # a child of the built-in agent
     """
     program = command[1:] if command and command[0] == "--" else command
-    (recorded,) = checked_inputs([cassette], allow_unverified)  # before anything runs
+    # Checked before anything runs; a missing one: the session's own line ("record it first").
+    recorded = checked_inputs([cassette], allow_unverified)[0] if cassette.is_file() else None
     if not program:
-        if recorded.agent is None:
+        if recorded is not None and recorded.agent is None:
             raise click.UsageError("no program to run: give it after -- (only a built-in agent's run replays "
                                    "without one)")  # fmt: skip
         if match != "exact":
@@ -200,7 +201,8 @@ def fork(
         **stub_plan(stub_tools, run_unrecorded_tools),
         "allow_unverified": allow_unverified,
     }
-    checked_inputs([cassette], allow_unverified)  # before the program starts
+    if cassette.is_file():  # checked before the program starts; a missing one: the launcher's line
+        checked_inputs([cassette], allow_unverified)
     sys.exit(run_program("fork", cassette, program_command(command), match=match, plan=plan))
 
 

@@ -156,7 +156,10 @@ class Session(ABC):
         self._lock = threading.Lock()
         config = BlackboxConfig.from_env()
         self.redactor = Redactor(
-            enabled=config.redact, patterns=config.redact_patterns, fields=config.redact_fields
+            enabled=config.redact,
+            patterns=config.redact_patterns,
+            fields=config.redact_fields,
+            pii=config.redact_pii,  # a cassette masks what the store masks
         )
         self._finished = False
 

@@ -20,8 +20,10 @@ wherever it masks credentials, each with its own replacement ``[REDACTED:<kind>]
 * ``iban``: an IBAN, two letters, two check digits and 11 to 30 letters or digits (grouped by four
   with single spaces, or not), which passes the ISO 13616 mod-97 check.
 
-The masks run in that order, e-mail first; each pass is one compiled regex (compiled once, at
-import), and nothing of this module runs when no mask is on.
+They run e-mail first, then IBAN (whose digits are not a card's), card, and phone (international
+first); each pattern is compiled once, at import, and nothing of this module runs when no mask is on.
+A value right after a JSON escape (``\\n``, ``\\u00a0``, in JSON text stored as an attribute) is masked
+as one after a space is, and the JSON stays valid.
 """
 
 from __future__ import annotations
@@ -37,27 +39,43 @@ PII_MASKS = ("email", "card", "phone", "iban")
 # Work only where a match can be: an address around each "@" (its local part read backwards from it,
 # its domain forwards); the international phone numbers from each "+" (a literal the regex engine
 # finds fast); cards, IBANs and national phone numbers only in a text of 9 digits or more (each
-# holds that many; one pass finds out). Each pattern
-# starts with a character class or a literal; the boundary before a match is a lookbehind placed
-# after that first character ("[2-6](?<![\w.].)": what comes before the 2 is no letter, digit or
-# dot), so that the engine still skips ahead to where a match can start.
+# holds that many; one pass finds out). Each pattern starts with a character class or a literal;
+# the boundary before a match is a lookbehind placed after that first character ("[2-6](?<![\w.].)":
+# what comes before the 2 is no letter, digit or dot), so that the engine still skips ahead to where
+# a match can start.
 _A = re.ASCII
 _LOCAL_CHARS = frozenset(string.ascii_letters + string.digits + "_.%+-")
 _DOMAIN = re.compile(
     r"(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w\-]|\.[A-Za-z0-9])", _A
 )
+
+
+def _after_first(forbidden: str) -> str:
+    """A lookbehind placed after a pattern's first character: the one before it is not in
+    ``forbidden``, or ends a JSON escape (``\\n``, ``\\t``, ``\\u00a0``: JSON text stored as an attribute
+    holds them, and a value right after one is still a value)."""
+    return rf"(?:(?<!{forbidden}.)|(?<=\\[nrtbf].)|(?<=\\u[0-9a-fA-F]{{4}}.))"
+
+
 _IBAN = re.compile(
-    r"[A-Z](?<![\w\-].)[A-Z][0-9]{2}(?: ?[A-Za-z0-9]{4}){2,7}(?: ?[A-Za-z0-9]{1,3})?(?![\w\-])", _A
+    r"[A-Z]"
+    + _after_first(r"[\w\-]")
+    + r"[A-Z][0-9]{2}(?: ?[A-Za-z0-9]{4}){2,7}(?: ?[A-Za-z0-9]{1,3})?(?![\w\-])",
+    _A,
 )
 # Not after an IBAN's country and check digits ("DE89 "): an IBAN that fails its check is kept whole.
 _CARD = re.compile(
-    r"[2-6](?<![\w.,+\-].)(?<![A-Z]{2}[0-9]{2} .)[0-9](?:[ \-]?[0-9]){11,17}(?![\w]|[.,\-][0-9])", _A
+    r"[2-6]"
+    + _after_first(r"[\w.,+\-]")
+    + r"(?<![A-Z]{2}[0-9]{2} .)[0-9](?:[ \-]?[0-9]){11,17}(?![\w]|[.,\-][0-9])",
+    _A,
 )
-_NOT_AFTER = r"(?<![\w.,+\-/:].)"  # after the first character: what may not come before a number
+_NOT_AFTER = _after_first(r"[\w.,+\-/:]")  # what may not come before a national number
 _NOT_BEFORE = r"(?![\w]|[.,\-/:][0-9])"
 # International: + and a country code, then groups (an area code may be in parentheses).
 _PHONE_INTERNATIONAL = re.compile(
-    r"\+(?<![\w+].)[0-9]{1,3}(?:[ .\-]?(?:\([0-9]{1,4}\)|[0-9]{1,6})){1,6}" + _NOT_BEFORE, _A
+    r"\+" + _after_first(r"[\w+]") + r"[0-9]{1,3}(?:[ .\-]?(?:\([0-9]{1,4}\)|[0-9]{1,6})){1,6}" + _NOT_BEFORE,
+    _A,
 )
 _PHONES_NATIONAL = (
     # North American: 415-555-2671, 1-415-555-2671, 415.555.2671, 415 555 2671; (415) 555-2671.
@@ -108,6 +126,8 @@ def _emails(text: str) -> Iterator[tuple[int, int]]:
         floor, start = max(done, at - 65), at
         while start > floor and text[start - 1] in _LOCAL_CHARS:  # the local part, read backwards
             start -= 1
+        if 0 < start < at and text[start - 1] == "\\":  # after a JSON escape: \\n, \\u00a0
+            start += 5 if text[start] == "u" else 1
         while start < at and text[start] == ".":  # a local part starts with no dot
             start += 1
         domain = _DOMAIN.match(text, at + 1) if 0 < at - start <= 64 else None
@@ -150,6 +170,11 @@ def _iban(match: re.Match[str]) -> str:
     return "[REDACTED:iban]" if 15 <= len(compact) <= 34 and mod97_ok(compact) else match.group(0)
 
 
+def _nine_digits(text: str) -> bool:
+    # A digit first, by ten substring searches (far cheaper than a regex pass over text without any).
+    return any(map(text.__contains__, "0123456789")) and _NINE_DIGITS.search(text) is not None
+
+
 class PiiMasks:
     """The PII masks turned on, in their order; ``mask`` applies them to a text."""
 
@@ -178,7 +203,7 @@ class PiiMasks:
             return text
         if self._email and "@" in text:
             text = _mask_emails(text)
-        numbers = self._digit_passes and _NINE_DIGITS.search(text) is not None
+        numbers = self._digit_passes and _nine_digits(text)
         if numbers:
             for pattern, replacement in self._before:
                 text = pattern.sub(replacement, text)
@@ -199,7 +224,7 @@ class PiiMasks:
             return True
         return (
             self._digit_passes
-            and _NINE_DIGITS.search(text) is not None
+            and _nine_digits(text)
             and any(pattern.search(text) is not None for pattern, _ in (*self._before, *self._national))
         )
 

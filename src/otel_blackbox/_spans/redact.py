@@ -1,7 +1,7 @@
 """Masking of credentials and bounding of huge values, applied before anything is persisted.
 
 Runs on the writer thread (never on the agent's), over span attributes, event attributes and the
-resource. Two rules:
+resource. Three rules:
 
 * a value that looks like a credential (OpenAI / Anthropic keys, bearer tokens, AWS access key ids,
   GitHub tokens, JWTs, passwords in URLs, or a user regex) is replaced by ``[REDACTED:<kind>]``; an

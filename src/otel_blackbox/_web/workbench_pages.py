@@ -357,11 +357,8 @@ def _verdict(report: DiffReport, job: Job) -> str:
         else f"step {report.index} ({report.shared_prefix} steps shared)"
     )
     rows = [
-        (
-            "incident",
-            f"{outcome.parent_status}" + (f": {outcome.parent_result}" if outcome.parent_result else ""),
-        ),
-        ("child", f"{outcome.child_status}" + (f": {outcome.child_result}" if outcome.child_result else "")),
+        ("incident", outcome.parent_label + (f": {outcome.parent_result}" if outcome.parent_result else "")),
+        ("child", outcome.child_label + (f": {outcome.child_result}" if outcome.child_result else "")),
         ("first divergence", divergence),
         ("cost", f"child {child_cost} (incident {parent_cost})"),
     ]

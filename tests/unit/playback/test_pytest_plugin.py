@@ -149,8 +149,8 @@ def test_a_hand_edited_cassette_fails_the_test_unless_allowed(
     server.stop()
     cassette = project.path / "cassettes" / "test_agent" / "test_weather.json"
     data = json.loads(cassette.read_text())
-    answer = data["steps"][1]["payload"]
-    answer["text"] = answer["text"] + " (edited)"
+    answer, ended = data["steps"][1]["payload"], data["steps"][2]["payload"]
+    answer["text"] = ended["result"] = answer["text"] + " (edited)"  # the run ends as the file says
     cassette.write_text(json.dumps(data))
     refused = run(project)
     refused.assert_outcomes(errors=1)

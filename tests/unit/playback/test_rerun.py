@@ -421,7 +421,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     one_error_line(run_cli("rerun", str(garbage), "-o", child, *program), 2, "not valid JSON")
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"spans": []}))
-    one_error_line(run_cli("rerun", str(other), "-o", child, *program), 2, "version missing is not supported")
+    one_error_line(run_cli("rerun", str(other), "-o", child, *program), 2, "not a Blackbox cassette")
     one_error_line(
         run_cli("rerun", str(incident), "-o", str(incident), *program), 2, "would overwrite the incident"
     )

@@ -108,6 +108,17 @@ def test_masks_in_json_attributes_events_and_numbers() -> None:
     assert Redactor().value("user.card", 4111111111111111) == 4111111111111111
 
 
+def test_values_right_after_a_json_escape_are_masked_and_the_json_stays_valid() -> None:
+    every = Redactor(pii=PII_MASKS)
+    values = [v[0] for v in PII.values()]
+    text = "\n".join(values) + "\t" + "\u00a0".join(values)
+    stored = every.redact_text(json.dumps({"content": text}))  # \n, \t, \u00a0 as JSON escapes
+    content = json.loads(stored)["content"]
+    for value in values:
+        assert value not in content
+    assert content.count("[REDACTED:") == 2 * len(values)
+
+
 def test_masks_hold_with_credential_redaction_off_and_might_redact_sees_them() -> None:
     # The masks are the user's own choice: OTEL_BLACKBOX_REDACT=false does not turn them off.
     assert Redactor(enabled=False, pii=["email"]).redact_text("mail a@b.io") == "mail [REDACTED:email]"
@@ -142,7 +153,7 @@ def test_the_setting_names_each_mask_or_all_and_refuses_an_unknown_one() -> None
     assert BlackboxConfig.from_env({env: "email, Card"}).redact_pii == ("email", "card")
     assert BlackboxConfig.from_env({env: "all"}).redact_pii == PII_MASKS
     assert BlackboxConfig.from_env({env: "off"}).redact_pii == ()
-    assert BlackboxConfig(redact_pii=["iban", "phone"]).redact_pii == ("phone", "iban")
+    assert BlackboxConfig(redact_pii=("iban", "phone")).redact_pii == ("phone", "iban")
     assert BlackboxConfig(redact_pii="all").redact_pii == PII_MASKS
     with pytest.raises(ConfigError, match=r"^OTEL_BLACKBOX_REDACT_PII: unknown PII mask 'ssn'") as info:
         BlackboxConfig.from_env({env: "email,ssn"})

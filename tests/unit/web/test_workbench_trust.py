@@ -111,6 +111,8 @@ def test_a_stub_is_prefilled_with_a_good_answer_recorded_in_another_run(
         assert client.wait(job.location, timeout=120)["state"] == "done"
         shown = client.get(job.location).body
         assert 'data-kind="failure_fixed"' in shown, shown
+        # The incident completed with a tool error: its row says so, never a bare "success".
+        assert "<th>incident</th><td>success (tool error in refund_order)" in shown, shown
         # The good run did not fail: no form, nothing prefilled.
         assert 'data-testid="rerun-form"' not in client.get(f"/run/{good_run}").body
 

@@ -104,6 +104,14 @@ class OutcomeDiff:
     avoided_tools: tuple[str, ...] = ()
 
     @property
+    def parent_label(self) -> str:
+        return labelled(self.parent_status, self.parent_failure)
+
+    @property
+    def child_label(self) -> str:
+        return labelled(self.child_status, self.child_failure)
+
+    @property
     def behaviourally_equivalent(self) -> bool:
         return self.kind == "no_change"
 
@@ -165,10 +173,12 @@ def outcome_label(cassette: Cassette) -> str:
     """How a run ended, in a word, with the tool errors a completed run went through:
     ``success (tool error in refund_order)``, never a bare success that hides one."""
     outcome = terminal_outcome(cassette)
-    failure = run_failure(cassette, outcome)
-    if failure is not None and failure.kind == "tool_error":
-        return f"{outcome.status} ({failure.label})"
-    return outcome.status
+    return labelled(outcome.status, run_failure(cassette, outcome))
+
+
+def labelled(status: str, failure: Failure | None) -> str:
+    """A status with the tool errors a completed run went through: ``success (tool error in X)``."""
+    return f"{status} ({failure.label})" if failure is not None and failure.kind == "tool_error" else status
 
 
 def _avoided(failure: Failure, parent_tools: list[str], child: Cassette) -> tuple[str, ...]:

@@ -41,7 +41,7 @@ def string_field(block: JsonObject, key: str) -> str | None:
     """The field ``key`` of a block, a string or None when it is not there."""
     value = block.get(key)
     if value is not None and not isinstance(value, str):
-        raise ValueError(f"the {key} of a {block.get('type')} is not a string")
+        raise ValueError(f"the {key} of the {block.get('type')} block is not a string")
     return value
 
 
