@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from otel_blackbox._spans.pii import PII_MASKS
 from otel_blackbox.errors import ConfigError
 
 __all__ = ["DEFAULT_DB_PATH", "ENV_VARS", "WRITERS", "BlackboxConfig", "parse_duration", "pii_masks"]
@@ -98,6 +97,8 @@ def parse_duration(value: str | float | None, *, name: str = "retention") -> flo
 def pii_masks(name: str, value: Any) -> tuple[str, ...]:
     """The PII masks named (a comma list, or a list of names; ``all``: every one), in their order;
     an unknown name is a one-line ConfigError naming ``name``."""
+    from otel_blackbox._spans.pii import PII_MASKS  # the masks' own module: not for --help
+
     names = value.split(",") if isinstance(value, str) else value
     try:
         chosen = {str(n).strip().lower() for n in names} - {"", "none", "off"}

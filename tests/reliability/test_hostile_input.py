@@ -949,10 +949,13 @@ def _smuggling(value: Any, paths: Iterator[str], key: str = "") -> Any:
 
 
 def smuggled_vector(name: str, paths: Iterator[str]) -> dict[str, Any]:
-    """A vector with paths in every string field, hashed again so every check gets to read it."""
+    """A vector with paths in every string field, hashed again so every check gets to read it (and
+    every command: a cassette whose chain does not verify is refused before it is used). Step ids
+    are the cassette's id, a path too, and the index: what the chain requires."""
     data: dict[str, Any] = _smuggling(json.loads(VECTOR_TEXTS[name]), paths)
     previous = None
     for step in data["steps"]:
+        step["id"] = f"{data['id']}:{step['index']}"
         step["prevHash"] = previous
         step["hash"] = previous = hash_step(
             step["index"], step["type"], step["timestamp"], step["payload"], previous

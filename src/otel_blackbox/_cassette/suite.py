@@ -24,6 +24,7 @@ from otel_blackbox._cassette.diff.contract import CONTRACT_SUFFIX
 from otel_blackbox._cassette.evals import dump_contract, load_contract, validate_contract
 from otel_blackbox._cassette.io import loads_json, parse_cassette, read_text
 from otel_blackbox._cassette.model import Cassette
+from otel_blackbox._cassette.trusted import load_checked_cassette
 from otel_blackbox.errors import BadArgument, CassetteError, OutputError
 
 __all__ = [
@@ -80,10 +81,11 @@ def _names(folder: Path) -> list[str]:
     return sorted(name for name in names if f"{name}{_READ_AS_ANOTHER}" not in names)
 
 
-def load_suite(folder: Path) -> Suite:
+def load_suite(folder: Path, *, allow_unverified: bool = False) -> Suite:
     """Every entry of the folder, its contract loaded and validated. A missing folder, or one with no
-    contract, is a CassetteError (one line); an entry whose contract does not load or whose incident
-    is missing is listed broken, with the reason, and the others still run."""
+    contract, is a CassetteError (one line); an entry whose contract does not load, or whose
+    incident is missing or fails verify's hash chain (unless ``allow_unverified``), is listed broken,
+    with the reason, and the others still run."""
     if not folder.is_dir():
         what = "not a folder" if folder.exists() else "no such folder"
         raise CassetteError(
@@ -104,6 +106,12 @@ def load_suite(folder: Path) -> Suite:
             reason = f"{contract_path}: its incident {incident} is missing"
             broken.append(BrokenEntry(name, contract_path, reason))
             continue
+        if not allow_unverified:
+            try:
+                load_checked_cassette(incident)
+            except CassetteError as exc:
+                broken.append(BrokenEntry(name, contract_path, str(exc)))
+                continue
         entries.append(SuiteEntry(name, incident, contract_path, contract))
     return Suite(entries, broken)
 

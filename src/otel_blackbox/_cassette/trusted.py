@@ -14,6 +14,7 @@ the plain ``io.load_cassette``.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -69,10 +70,8 @@ def resealed(cassette: Cassette) -> Cassette:
     prev: str | None = None
     for step in cassette.steps:
         fresh = replace(step, prev_hash=prev)
-        try:
+        with contextlib.suppress(CanonicalError, RecursionError):
             fresh.hash = fresh.expected_hash()
-        except (CanonicalError, RecursionError):
-            pass
         steps.append(fresh)
         prev = fresh.hash
     return replace(cassette, steps=steps)

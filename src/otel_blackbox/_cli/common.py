@@ -29,8 +29,10 @@ __all__ = [
     "ALLOW_UNVERIFIED",
     "PRICE_MODEL",
     "base_url_option",
+    "carried_warning",
     "checked_inputs",
     "db_path",
+    "echo_document",
     "echo_json",
     "exactly_one",
     "group_spans",
@@ -166,6 +168,17 @@ def echo_json(value: Any) -> None:
         )
     text = safe_json(json.dumps(value, indent=2, ensure_ascii=False, default=str))
     click.echo(text, file=None if carried is None else carried.stdout)  # JSON: never a prefix
+
+
+def carried_warning() -> str | None:
+    """The unverified cassettes' warning the running command's answer carries, or None."""
+    return "; ".join(_CARRIED[-1].warnings) if _CARRIED else None
+
+
+def echo_document(text: str) -> None:
+    """A document the user keeps (a contract on ``-o -``), whole on stdout: never a line prefix,
+    which would make it unreadable; it says it was made unverified in its own fields."""
+    click.echo(text, nl=False, file=_CARRIED[-1].stdout if _CARRIED else None)
 
 
 # -- cassettes checked before use --------------------------------------------------------------------

@@ -14,7 +14,9 @@ from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import (
     ALLOW_UNVERIFIED,
     base_url_option,
+    carried_warning,
     checked_inputs,
+    echo_document,
     echo_json,
     output_option,
     style,
@@ -92,9 +94,12 @@ def generate(path: Path, output: str, name: str | None, from_failed: bool, allow
         contract = contract_from_failed(cassette, name=name, source=str(path))
     else:
         contract = generate_contract(cassette, name=name)
+    warning = carried_warning()
+    if warning is not None:  # the contract keeps it: made from a cassette that failed verify
+        contract["source"] = {**contract.get("source", {}), "unverified": warning}
     text = dump_contract(contract)
     if output == "-":
-        click.echo(text, nl=False)
+        echo_document(text)
     else:
         with atomic_text_writer(output) as handle:
             handle.write(text)
@@ -223,7 +228,7 @@ def run_all(
         run_entry,
     )
 
-    suite = load_suite(folder)
+    suite = load_suite(folder, allow_unverified=allow_unverified)
     entries = suite.entries
     options: dict[str, Any] = {
         "model": model,
@@ -235,12 +240,14 @@ def run_all(
     if allow_unverified:  # the warnings, before the first line (without it, check_suite refuses one)
         checked_inputs([entry.incident for entry in entries], allow_unverified)
     check_suite(entries, **options)
-    where = _children(children, folder)
+    # No entry to run (every one broken): no folder is made for children there will not be.
+    where = _children(children, folder) if entries else None
     if not as_json:
         for broken in suite.broken:
             _echo_broken(broken)
     results = []
     for entry in entries:
+        assert where is not None
         try:
             result = run_entry(entry, children=where, **options)
         except BlackboxError as exc:  # a setup error after all: not a contract failure
@@ -256,15 +263,15 @@ def run_all(
                 "broken": [_broken_json(b) for b in suite.broken],
                 "passed": len(results) - failed,
                 "failed": failed,
-                "children": str(where),
+                "children": None if where is None else str(where),
             }
         )
     else:
         total = len(results) + len(suite.broken)
         not_run = f", {len(suite.broken)} broken" if suite.broken else ""
+        kept = "" if where is None else f" (children in {safe(where)})"
         click.echo(
-            f"{counted(total, 'contract')}: {len(results) - failed} passed, {failed} failed{not_run} "
-            f"(children in {safe(where)})"
+            f"{counted(total, 'contract')}: {len(results) - failed} passed, {failed} failed{not_run}{kept}"
         )
     if failed or suite.broken:
         raise SystemExit(1)

@@ -46,8 +46,8 @@ def run_program_branch(
     }
     if point.correction is not None:
         call_id = incident.steps[point.index].payload.get("toolCallId")
-        corrected = point.correction
-        plan["correction"] = {"toolCallId": call_id, "result": corrected.get("result", corrected.get("error"))}
+        fixed = point.correction
+        plan["correction"] = {"toolCallId": call_id, "result": fixed.get("result", fixed.get("error"))}
     output.unlink(missing_ok=True)  # a child of an earlier blame in the folder is not this branch's
     try:
         run_program("rerun", incident_path, program, plan=plan, stdout=sys.stderr)

@@ -13,9 +13,10 @@ since the last tick and still open gets an open snapshot here (its row shows it 
 thread's CPU time is held to a share of the interpreter (cpu_share.py): past it, it rests, and the
 processor's bounded queue sheds what the agent makes meanwhile.
 
-Open rows are the promise, final rows the load. Open snapshots go first, in a delivery of their
-own, before the share's rest and before any final row; final rows wait in the queue while the
-writer process is a batch behind (``backed_up``), so the shipper never blocks on a full pipe; and
+Open rows are the promise, final rows the load. Open snapshots go first: with the batch of final
+rows that goes at once (the writer commits them ahead of it), or in a delivery of their own before
+the share's rest or while final rows wait; final rows wait in the queue while the writer process
+is two batches behind (``backed_up``), so the shipper never blocks on a full pipe; and
 until the writer process is ready (a Python starting: 100 to 500 ms on a busy host), open rows
 are written from this thread, so the first spans of a run are on disk within the flush interval
 too.
@@ -213,18 +214,25 @@ class Shipper:
         batch_size = self.config.max_batch_size
         while True:
             opens = self._take_opens()  # each batch: a long span waits for no backlog
-            if opens:  # first, on their own: before the rest, whatever it lasts, and any final row
-                self._deliver([], list(opens.values()), [])
             if not queue.queued:
+                if opens:
+                    self._deliver([], list(opens.values()), [])
                 break
             urgent = self._stopping or queue.urgent.is_set()
             rest = self._share.rest_s(urgent=urgent)
             if rest > 0:
+                if opens:  # on their own, before the rest, whatever it lasts
+                    self._deliver([], list(opens.values()), [])
+                    opens = {}
                 self._rest(rest)
             if not urgent and self._sink().backed_up():
+                if opens:  # on their own: the final rows wait, they do not
+                    self._deliver([], list(opens.values()), [])
                 break  # the writer's progress wakes this thread; meanwhile the queue bounds the rest
             finals, markers = queue.take_batch(batch_size, self._snapshot_failed)
-            self._deliver(finals, [], markers)
+            # One delivery: the writer commits the open rows first (apart from a big batch), and a
+            # message less is a wake-up less for the writer and for this process's reader thread.
+            self._deliver(finals, list(opens.values()), markers)
         if queue.urgent.is_set():
             self._share.rest_s(urgent=True)  # the flush's own work leaves no debt either
             if not queue.queued:

@@ -20,7 +20,7 @@ from typing import Any
 
 from otel_blackbox._store.schema import SPAN_COLUMNS
 
-__all__ = ["SpanInserter"]
+__all__ = ["ROWS_PER_STATEMENT", "SpanInserter"]
 
 # The columns of span_rows written for each span: the row tuple's, with the ids of its resource
 # and scope in place of their JSON.
@@ -29,7 +29,7 @@ _STORED = (*SPAN_COLUMNS[:_TEXTS], "resource_id", "scope_id")
 assert SPAN_COLUMNS[_TEXTS:] == ("resource", "scope")
 
 # 256 rows x 25 columns = 6,400 parameters, well under SQLite's default limit of 32,766.
-_CHUNK = 256
+ROWS_PER_STATEMENT = _CHUNK = 256
 _COLUMNS = ", ".join(_STORED)
 _ONE_ROW = "(" + ", ".join("?" * len(_STORED)) + ")"
 _ON_FINAL = "ON CONFLICT (trace_id, span_id) DO UPDATE SET " + ", ".join(

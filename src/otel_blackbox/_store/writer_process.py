@@ -3,7 +3,7 @@
 Started by the agent (_recorder.process_sink) and fed by its shipper thread. A thread of its own reads
 the pipe as fast as it fills (the shipper bounds what it sends ahead of the writer's progress), so
 open rows that arrive while a batch of final rows or a step of eviction is being written are
-committed between two transactions, not after them all. It outlives the agent only
+committed after the chunk or step at hand, not after them all. It outlives the agent only
 as long as it takes to write what it received: at the end of its stdin (the agent stopped it,
 exited, or was killed) it records that moment as the run's last sign of life (open spans are shown
 to end there), writes what it holds and exits. Its own log lines go back to the agent, which logs
@@ -73,7 +73,7 @@ def main() -> None:
 class _Inbox:
     """What the agent sent, read off the pipe as it comes by a thread of its own: the pipe never
     backs up behind a long transaction. Bounded by the shipper, which sends no more final rows
-    while a batch's worth is unconfirmed (_recorder.process_sink)."""
+    while two batches' worth are unconfirmed (_recorder.process_sink)."""
 
     def __init__(self) -> None:
         self.messages: deque[tuple[Any, ...]] = deque()
@@ -119,6 +119,7 @@ class _Loop:
         self.stop = False
         self.term_deadline: float | None = None
         self.flushes: list[int] = []  # flushes whose batches are received and not yet written
+        self._told = (0, 0)  # the counts of the last progress sent
 
     def terminate(self, *_: object) -> None:
         """SIGTERM: keep serving the agent a moment (it may be flushing on its own SIGTERM), then go."""
@@ -144,7 +145,8 @@ class _Loop:
             writer.heartbeat()
             writer.maintain(self._between)
             counts = (writer.spans_written, writer.write_errors, error is None)
-            if batches:
+            if batches or counts[:2] != self._told:
+                self._told = counts[:2]
                 _send(("progress", *counts, None))
             for flush_id in due:
                 _send(("ack", *counts, flush_id))
@@ -162,13 +164,16 @@ class _Loop:
                 inbox.arrived.set()
 
     def _between(self) -> None:
-        """Between two transactions of a long write: take in what arrived, commit its open rows now,
-        and tell the agent how far the writing is (its shipper sends more as the count goes up)."""
+        """Between two chunks of a long write or two steps of eviction: take in what arrived (the
+        writer commits its open rows then), and tell the agent how far the writing is when that
+        moved (its shipper sends more as the count goes up)."""
         writer = self.writer
         assert writer is not None
-        if self._take():
-            writer.write_opens()
-        _send(("progress", writer.spans_written, writer.write_errors, True, None))
+        self._take()
+        counts = (writer.spans_written, writer.write_errors)
+        if counts != self._told:
+            self._told = counts
+            _send(("progress", *counts, True, None))
 
     def _take(self) -> int:
         """Take in what the agent sent: the number of batches (their flushes join ``flushes``)."""

@@ -61,7 +61,6 @@ def commands(tmp_path: Path, edited: Path, contract: Path) -> dict[str, list[str
         "assert": ["assert", str(edited), "--expect-status", "success"],
         "eval run": ["eval", "run", str(contract), parent, str(edited)],
         "eval generate": ["eval", "generate", str(edited)],
-        "eval run-all": ["eval", "run-all", str(suite(tmp_path, edited, contract)), "--model", "gpt-4.1"],
         "report": ["report", str(edited), "-o", str(tmp_path / "page.html")],
         "rerun": ["rerun", str(edited), "--model", "gpt-4.1", "-o", out],
         "rerun -- CMD": ["rerun", str(edited), "--model", "gpt-4.1", "-o", out, *program],
@@ -79,12 +78,25 @@ def test_every_command_refuses_a_hand_edited_cassette(tmp_path: Path, edited: Pa
         result = run_cli(*args)
         assert result.returncode == 2, (name, result.stdout, result.stderr)
         (line,) = result.stderr.strip().splitlines()
-        where = tmp_path / "suite" / "hotel.json" if name == "eval run-all" else edited
-        assert line.startswith("otel-blackbox: error: ") and f"{where} {WHY}" in line, (name, line)
+        assert line.startswith("otel-blackbox: error: ") and f"{edited} {WHY}" in line, (name, line)
         assert line.endswith("; --allow-unverified goes on anyway"), (name, line)
         assert result.stdout == "", (name, result.stdout)
     assert not (tmp_path / "out.json").exists() and not (tmp_path / "page.html").exists()
     assert not (tmp_path / "branches").exists()
+
+
+def test_a_suite_lists_a_hand_edited_incident_as_broken(tmp_path: Path, edited: Path, contract: Path) -> None:
+    """One entry cannot stop the suite: its incident fails the check and is listed BROKEN with why,
+    no rerun is made for it, and the exit code says the suite did not pass."""
+    folder = suite(tmp_path, edited, contract)
+    result = run_cli("eval", "run-all", str(folder), "--model", "gpt-4.1")
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("BROKEN") and lines[0].split()[-1] == "hotel"
+    assert f"{folder / 'hotel.json'} {WHY}" in lines[1] and lines[1].endswith(
+        "; --allow-unverified goes on anyway"
+    )
+    assert lines[-1] == "1 contract: 0 passed, 0 failed, 1 broken"
 
 
 def _carried(result_stdout: str, result_stderr: str, edited: Path) -> list[str]:
@@ -132,6 +144,21 @@ def test_allow_unverified_goes_on_with_the_warning_on_every_line(
     report = run_cli("report", str(edited), "-o", str(page), allow)
     assert report.returncode == 0 and page.is_file()
     assert _carried(report.stdout, report.stderr, edited)[0].startswith(f"wrote {page}")
+
+
+def test_a_contract_generated_unverified_stays_json_and_says_so(tmp_path: Path, edited: Path) -> None:
+    """A contract on stdout is a document: no line prefix (it would not parse); it records that its
+    cassette failed verify, in its own ``source``, in a file too."""
+    result = run_cli("eval", "generate", str(edited), "-o", "-", "--allow-unverified")
+    assert result.returncode == 0, result.stderr
+    contract = json.loads(result.stdout)
+    assert WHY in contract["source"]["unverified"]
+    assert result.stderr.splitlines()[0].startswith("otel-blackbox: warning: ")
+    kept = tmp_path / "kept.contract.json"
+    assert run_cli("eval", "generate", str(edited), "-o", str(kept), "--allow-unverified").returncode == 0
+    assert WHY in json.loads(kept.read_text())["source"]["unverified"]
+    # The schema takes the field: the contract still loads and runs (2 would be an invalid contract).
+    assert run_cli("eval", "run", str(kept), str(vector_path("success-tool-use"))).returncode in (0, 1)
 
 
 def test_replay_with_allow_unverified_serves_the_edited_cassette(tmp_path: Path, edited: Path) -> None:

@@ -375,7 +375,8 @@ def test_open_rows_are_written_within_the_interval_while_the_shipper_rests_on_a_
 
 def test_an_open_row_that_arrives_during_a_big_batch_commits_before_the_batch_ends(db_path: Path) -> None:
     """The writer under a big batch of final rows: they go in chunks, and an open row received
-    between two of them (as the writer process takes in its pipe) commits then, ahead of the rest."""
+    between two of them (as the writer process takes in its pipe) commits then, with the chunks
+    before it, ahead of the rest; no other chunk ends a transaction (each commit costs WAL writes)."""
     tracer = TracerProvider().get_tracer("t")
     snapshotter = Snapshotter()
     finals = []
@@ -386,21 +387,30 @@ def test_an_open_row_that_arrives_during_a_big_batch_commits_before_the_batch_en
     writer = SpanWriter(BlackboxConfig(db_path=db_path), started_ns=time.time_ns(), dropped=lambda: 0)
     writer.receive(snapshotter.take_definitions(), finals, [])
     long_span = cast(Span, tracer.start_span("long-tool"))
-    finals_at_open: list[int] = []
+    seen: list[tuple[int, int]] = []  # (final rows, open rows) committed, at each call
 
     def between() -> None:
-        if not finals_at_open:
+        seen.append(
+            (
+                count(db_path, "SELECT count(*) FROM spans WHERE status != 'open'"),
+                count(db_path, "SELECT count(*) FROM spans WHERE status = 'open'"),
+            )
+        )
+        if len(seen) == 2:
             writer.receive(
                 snapshotter.take_definitions(), (), [snapshotter.snapshot(long_span, is_open=True)]
             )
-            writer.write_opens()
-            finals_at_open.append(count(db_path, "SELECT count(*) FROM spans WHERE status != 'open'"))
+            writer.write_opens()  # inside the write: it commits them as between returns
 
     try:
         assert writer.write_pending(between) is None
     finally:
         writer.close()
-    assert finals_at_open == [_FINALS_CHUNK]  # committed after the first chunk of final rows, not after all
+    chunks = -(-2_000 // _FINALS_CHUNK)
+    assert len(seen) == chunks - 1  # after each chunk but the last
+    # Nothing committed during the first two chunks; then the open row, with those two chunks.
+    assert seen[:3] == [(0, 0), (0, 0), (2 * _FINALS_CHUNK, 1)]
+    assert set(seen[3:]) <= {(2 * _FINALS_CHUNK, 1)}  # the rest in one transaction, at the end
     assert count(db_path, "SELECT count(*) FROM spans WHERE name = 'long-tool' AND status = 'open'") == 1
     assert finished_rows(db_path) == 2_000
 
