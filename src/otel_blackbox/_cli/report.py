@@ -10,6 +10,7 @@ from otel_blackbox._atomic import atomic_text_writer
 from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import (
     ALLOW_UNVERIFIED,
+    carried_warning,
     checked_inputs,
     exactly_one,
     group_spans,
@@ -70,7 +71,7 @@ def report(
         page, what = _group_page(ctx, run_id, session_id)
     elif target.lower().endswith(".json") and Path(target).is_file():
         (cassette,) = checked_inputs([Path(target)], allow_unverified)
-        page = cassette_report(cassette)
+        page = cassette_report(cassette, unverified=carried_warning())
         what = f"cassette {safe(cassette.id)}, {counted(len(cassette.steps), 'step')}"
     else:
         with reader(ctx) as conn:

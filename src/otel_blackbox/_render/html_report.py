@@ -264,6 +264,10 @@ def group_report(
     return _page({**group_data(group, spans, last_seen_by_trace, span_done), "selectFailure": select_failure})
 
 
-def cassette_report(cassette: Cassette) -> str:
-    """The cassette page: the steps in order with type, description, short hash and tool round."""
-    return _page(cassette_data(cassette))
+def cassette_report(cassette: Cassette, *, unverified: str | None = None) -> str:
+    """The cassette page: the steps in order with type, description, short hash and tool round;
+    ``unverified``: why the cassette failed verify, shown first when it is used anyway."""
+    data = cassette_data(cassette)
+    if unverified is not None:
+        data["cassette"]["unverified"] = unverified
+    return _page(data)
