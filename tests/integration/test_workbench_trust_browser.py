@@ -19,8 +19,8 @@ from fake_llm import THOROUGH_MODEL, FakeLLMServer
 from helpers import CHROMIUM, REFUND_STUB, ROOT, RefundRun, open_page, record_refund_incident
 from workbench_client import workbench
 
+from otel_blackbox._web.job_pages import job_page
 from otel_blackbox._web.jobs import Job
-from otel_blackbox._web.workbench_pages import job_page
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make test installs it)")
 

@@ -9,15 +9,9 @@ from pathlib import Path
 
 from otel_blackbox._cassette.evals import AssertionResult
 from otel_blackbox._cassette.suite import Suite
+from otel_blackbox._web.job_pages import contract_results
 from otel_blackbox._web.jobs import Job
-from otel_blackbox._web.workbench_pages import (
-    _contract_results,
-    _cost_field,
-    _hidden,
-    _provider_select,
-    e,
-    shell,
-)
+from otel_blackbox._web.workbench_pages import cost_field, e, hidden_field, provider_select, shell
 
 __all__ = ["contract_page", "contracts_page"]
 
@@ -54,7 +48,7 @@ def contract_page(
         f"<code>otel-blackbox eval run-all {e(str(folder))}</code></p>"
         + note
         + '<form method="post" action="/contracts/save" class="panel" data-testid="contract">'
-        + _hidden(token, job=job.id)
+        + hidden_field(token, job=job.id)
         + f'<label>name<input type="text" name="name" value="{e(name)}" size="40"></label>'
         + f"<ol>{items}</ol>"
         + f'<button type="submit" data-testid="save-contract"{disabled}>Save contract</button></form>'
@@ -99,10 +93,10 @@ def contracts_page(
         + "<th>its model</th></tr></thead>"
         + f"<tbody>{rows}</tbody></table>"
         + '<form method="post" action="/contracts/run-all" class="panel">'
-        + _hidden(token)
-        + _provider_select(apis, None, own="each contract's own")
+        + hidden_field(token)
+        + provider_select(apis, None, own="each contract's own")
         + '<label>model<input type="text" name="model" size="18" placeholder="each contract\'s own"></label>'
-        + _cost_field()
+        + cost_field()
         + f'<button type="submit" data-testid="run-all"{disabled}>Run all</button>'
         + ('<span class="note"> read-only</span>' if read_only else "")
         + "</form>"
@@ -111,6 +105,6 @@ def contracts_page(
         state = last_run.state
         body += (
             f'<p>last run: <a href="/job/{e(last_run.id)}">{e(last_run.id)}</a> '
-            f'<span class="{e(state)}">{e(state)}</span></p>' + _contract_results(last_run.record()["events"])
+            f'<span class="{e(state)}">{e(state)}</span></p>' + contract_results(last_run.record()["events"])
         )
     return shell("contracts", body)

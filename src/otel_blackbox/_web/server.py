@@ -3,7 +3,10 @@
 Standard library only (``http.server``). It opens the database read-only (``mode=ro``) for each
 request, so traces a running agent writes appear without a restart and the workbench never changes
 the file; what it makes (incidents, children, contracts, job records) goes to its workspace
-(``workspace.py``). Who may read and who may act: ``guard.py``.
+(``workspace.py``). Who may read and who may act: ``guard.py``. This module is the server and its
+handler: the headers, the guard's checks, a form read whole, every failure made one answer; what
+each path answers is made in ``trace_routes.py`` (what was recorded) and ``job_routes.py`` (jobs,
+contracts, the actions).
 
 GET: ``/`` runs and traces (filters as query parameters), ``/api/traces`` the traces as JSON,
 ``/run/<id>`` and ``/trace/<id>`` the report opened on where it failed, with the rerun form (a unique
@@ -16,10 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
-import shlex
 import socket
-import sqlite3
 import sys
 from collections.abc import Callable
 from http import HTTPStatus
@@ -28,45 +28,27 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from otel_blackbox._cassette.diff.contract import CONTRACT_SUFFIX
-from otel_blackbox._cassette.suite import Suite, load_suite
-from otel_blackbox._cassette.trusted import checked_cassette
-from otel_blackbox._cost import llm_calls
-from otel_blackbox._playback.agent.incident import Incident
-from otel_blackbox._playback.agent.sdk import available_apis
-from otel_blackbox._render.html_report import SpanGroup, cassette_report, group_report, trace_report
-from otel_blackbox._store import queries, runs
-from otel_blackbox._store.connection import connect_reader, describe_sqlite_error
-from otel_blackbox._web.actions import (
-    BadForm,
-    child_contract,
-    job_verdict,
-    read_rerun_form,
-    save_contract,
-    start_blame,
-    start_rerun,
-    start_run_all,
-)
-from otel_blackbox._web.contract_pages import contract_page, contracts_page
-from otel_blackbox._web.filters import BadRequest, parse_filter
-from otel_blackbox._web.good_answers import KnownAnswer, known_answers
+from otel_blackbox._web.actions import BadForm
+from otel_blackbox._web.filters import BadRequest
 from otel_blackbox._web.guard import ACCESS_COOKIE, LOCAL_HOST, Guard, Refused
-from otel_blackbox._web.jobs import Job, JobBoard
-from otel_blackbox._web.masking import mask_page, mask_spans
-from otel_blackbox._web.pages import list_page, message_page, row_cells, summary_json
-from otel_blackbox._web.trace_list import find_traces
-from otel_blackbox._web.workbench_pages import (
-    BAR_CSS,
-    event_lines,
-    job_page,
-    rerun_panel,
-    runs_section,
+from otel_blackbox._web.job_routes import (
+    JOB_API,
+    JOB_PAGE,
+    act,
+    is_action,
+    job_progress,
+    job_view,
+    saved_contracts_page,
 )
-from otel_blackbox._web.workspace import Workspace, incident_of, stub_fields, target_spans
+from otel_blackbox._web.jobs import JobBoard
+from otel_blackbox._web.masking import mask_page
+from otel_blackbox._web.pages import message_page
+from otel_blackbox._web.request_context import NotFound
+from otel_blackbox._web.trace_routes import front_page, target_page, traces_json
+from otel_blackbox._web.workspace import Workspace
 from otel_blackbox.errors import (
     AmbiguousRunId,
     AmbiguousTraceId,
-    BlackboxError,
     CassetteError,
     ConfigError,
     RunNotFound,
@@ -79,14 +61,6 @@ __all__ = ["LOCAL_HOST", "ViewerServer", "make_server"]
 MAX_FORM_BYTES = 1 << 20
 IDLE_TIMEOUT_S = 30.0  # a connection that sends nothing for this long (between requests, or in one) is closed
 _CLIENT_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
-ACTIONS = frozenset({"/rerun", "/blame", "/contracts/save", "/contracts/run-all"})
-_JOB_PAGE = re.compile(r"/job/(?P<id>[\w-]+)(?:/(?P<what>child|incident|contract))?")
-_JOB_API = re.compile(r"/api/job/(?P<id>[\w-]+)")
-_JOB_CANCEL = re.compile(r"/job/(?P<id>[\w-]+)/cancel")
-
-
-class _NotFound(Exception):
-    """A page or a job that is not there: 404."""
 
 
 class _TooLarge(Exception):
@@ -100,13 +74,6 @@ class _ClientGone(Exception):
 def _last(fields: dict[str, list[str]], name: str) -> str | None:
     values = fields.get(name)
     return values[-1] if values else None
-
-
-def _contract_name(job: Job) -> str:
-    """A default name for a job's contract: its target, shortened."""
-    if job.target is None:
-        return f"contract-{job.id}"
-    return f"{job.target.kind}-{job.target.id[:12]}"
 
 
 _SECURITY_HEADERS = {
@@ -212,7 +179,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         path = urlsplit(self.path).path
-        if path not in ACTIONS and not _JOB_CANCEL.fullmatch(path):
+        if not is_action(path):
             self._refuse()
             return
         self._answer(path, lambda: self._post(path), as_json=False)
@@ -246,7 +213,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
         except _TooLarge as exc:
             self.close_connection = True
             self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, str(exc), as_json=as_json)
-        except (TraceNotFound, RunNotFound, _NotFound) as exc:
+        except (TraceNotFound, RunNotFound, NotFound) as exc:
             self._error(HTTPStatus.NOT_FOUND, str(exc), as_json=as_json)
         except StoreError as exc:
             self._error(HTTPStatus.SERVICE_UNAVAILABLE, str(exc), as_json=as_json)
@@ -264,131 +231,27 @@ class ViewerHandler(BaseHTTPRequestHandler):
             sys.stderr.write(f"otel-blackbox viewer: internal error on {self.path!r}: {reason}\n")
             self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error", as_json=as_json)
 
-    # -- GET -----------------------------------------------------------------------------------------
+    # -- GET: each body is made in trace_routes.py or job_routes.py ----------------------------------
 
     def _get(self, path: str, query: str) -> None:
         server = self.server
         if path in ("/", "/index.html"):
-            flt = parse_filter(query)
-            with self._reader() as conn:
-                traces = find_traces(conn, flt)
-                costs = llm_calls.trace_costs(conn, [t.trace_id for t in traces])
-                found = runs.recent_runs(conn, limit=flt.limit)
-                run_costs = llm_calls.run_costs(conn, found)
-            top = runs_section(found, run_costs)
-            self._send(HTTPStatus.OK, list_page(traces, flt, server.db_path, costs, top=top))
+            self._send(HTTPStatus.OK, front_page(server, query))
         elif path == "/favicon.ico":  # every browser asks; a 404 is an error in its console
             self._send(HTTPStatus.NO_CONTENT, "", "image/x-icon")
         elif path == "/api/traces":
-            flt = parse_filter(query)
-            with self._reader() as conn:
-                traces = find_traces(conn, flt)
-                costs = llm_calls.trace_costs(conn, [t.trace_id for t in traces])
-            payload = {
-                "traces": [
-                    {**summary_json(t, costs[t.trace_id]), "cells": row_cells(t, costs[t.trace_id])}
-                    for t in traces
-                ]
-            }
-            self._send(HTTPStatus.OK, json.dumps(payload, default=str), "application/json")
+            self._send(HTTPStatus.OK, traces_json(server, query), "application/json")
         elif path.startswith(("/trace/", "/run/")):
             kind, _, ident = path[1:].partition("/")
-            self._send(HTTPStatus.OK, self._target_page(kind, unquote(ident)))
+            self._send(HTTPStatus.OK, target_page(server, kind, unquote(ident)))
         elif path == "/contracts":
-            self._send(HTTPStatus.OK, self._contracts_page())
-        elif match := _JOB_PAGE.fullmatch(path):
-            self._job_get(self._job(match["id"]), match["what"])
-        elif match := _JOB_API.fullmatch(path):
-            job = self._job(match["id"])
-            record = job.record()
-            lines = event_lines(record["events"])
-            progress = {"state": record["state"], "seconds": record["seconds"], "lines": lines}
-            self._send(HTTPStatus.OK, json.dumps(progress), "application/json")
+            self._send(HTTPStatus.OK, saved_contracts_page(server))
+        elif match := JOB_PAGE.fullmatch(path):
+            self._send(HTTPStatus.OK, job_view(server, match["id"], match["what"]))
+        elif match := JOB_API.fullmatch(path):
+            self._send(HTTPStatus.OK, job_progress(server, match["id"]), "application/json")
         else:
-            raise _NotFound(f"no such page: {path}")
-
-    def _job(self, job_id: str) -> Job:
-        job = self.server.board.get(job_id)
-        if job is None:
-            raise _NotFound(f"no job {job_id!r} in this workbench (jobs live as long as ui runs; records in "
-                            f"{self.server.workspace.jobs})")  # fmt: skip
-        return job
-
-    def _job_get(self, job: Job, what: str | None) -> None:
-        guard = self.server.guard
-        if what is None:
-            report, completed = job_verdict(job)
-            page = job_page(job, report, token=guard.action_token, read_only=guard.read_only,
-                            child_completed=completed)  # fmt: skip
-            self._send(HTTPStatus.OK, page)
-        elif what in ("child", "incident"):
-            path = job.child if what == "child" else job.incident
-            if path is None or not path.is_file():
-                raise _NotFound(f"job {job.id} has no {what} cassette")
-            self._send(HTTPStatus.OK, cassette_report(checked_cassette(path)))  # broken: 400, its line
-        else:  # contract
-            _, results = child_contract(job)
-            name = _contract_name(job)
-            page = contract_page(job, results, name, self.server.workspace.contracts,
-                                 token=guard.action_token, read_only=guard.read_only)  # fmt: skip
-            self._send(HTTPStatus.OK, page)
-
-    def _target_page(self, kind: str, ident: str) -> str:
-        """A run's or a trace's report, opened on where it failed, under the workbench's bar."""
-        incident: Incident | None = None
-        unusable = None
-        known: dict[str, KnownAnswer] = {}
-        with self._reader() as conn:
-            target, spans = target_spans(conn, kind, ident)
-            spans = mask_spans(spans)  # a secret of this process already in the database: not shown
-            if kind == "run":
-                summary = runs.run_summary(conn, target.id)
-                status = summary.status
-                last_seen = runs.last_seen_by_traces(conn, spans)
-                page = group_report(
-                    SpanGroup("run", target.id, spans[0].pid), spans, last_seen, select_failure=True
-                )
-            else:
-                (trace,) = queries.summarize(conn, [target.id])
-                status = trace.status
-                seen = queries.last_seen_by_trace(conn, target.id).get(target.id, trace.end_ns)
-                page = trace_report(trace, spans, seen, select_failure=True)
-            try:
-                incident = incident_of(spans, target)
-            except BlackboxError as exc:  # spans no built-in agent can follow (no model call)
-                unusable = str(exc)
-            if incident is not None and status in ("error", "open"):  # the stubs' good answers, if known
-                failing = [f.tool for f in stub_fields(incident) if f.failed]
-                known = known_answers(conn, incident, failing, exclude={s.trace_id for s in spans})
-        guard = self.server.guard
-        server_program = None if self.server.program is None else shlex.join(self.server.program)
-        jobs = [j for j in self.server.board.all() if j.target == target]
-        if incident is None:
-            panel = rerun_panel(target, status, [], [], api=None, model=None, token=guard.action_token,
-                                read_only=guard.read_only, jobs=jobs, program=server_program,
-                                unusable=unusable)  # fmt: skip
-        else:
-            apis = available_apis()
-            api = incident.api if incident.api in apis else (apis[0] if apis else None)
-            panel = rerun_panel(target, status, stub_fields(incident), apis, api=api, model=incident.model,
-                                token=guard.action_token, read_only=guard.read_only, jobs=jobs,
-                                program=server_program, known=known)  # fmt: skip
-        head, _, rest = page.partition("</head>")
-        rest, body, after = rest.partition("<body>")
-        return f"{head}<style>{BAR_CSS}</style></head>{rest}{body}{panel}{after}"
-
-    def _contracts_page(self, problem: str | None = None) -> str:
-        workspace, guard = self.server.workspace, self.server.guard
-        suite = Suite([], [])
-        if workspace.contracts.is_dir() and any(workspace.contracts.glob(f"*{CONTRACT_SUFFIX}")):
-            try:
-                suite = load_suite(workspace.contracts)
-            except BlackboxError as exc:
-                problem = str(exc)
-        runs_all = [j for j in self.server.board.all() if j.kind == "run-all"]
-        return contracts_page(suite, workspace.contracts, available_apis(), token=guard.action_token,
-                              read_only=guard.read_only, last_run=runs_all[-1] if runs_all else None,
-                              problem=problem)  # fmt: skip
+            raise NotFound(f"no such page: {path}")
 
     # -- POST ----------------------------------------------------------------------------------------
 
@@ -416,54 +279,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
     def _post(self, path: str) -> None:
         form = self._form()
         self.server.guard.check_action(self.headers, _last(form, "token"))
-        board = self.server.board
-        if path in ("/rerun", "/blame"):
-            kind = (form.get("target_kind") or [""])[-1]
-            if kind not in ("run", "trace"):
-                raise BadForm("target_kind: run or trace")
-            with self._reader() as conn:
-                target, spans = target_spans(conn, kind, (form.get("target_id") or [""])[-1].strip())
-            spans = mask_spans(spans)  # the incident written to the workspace holds no secret either
-            if path == "/blame":
-                job = start_blame(board, form, target, spans, available_apis())
-            else:
-                asked = read_rerun_form(form, target, spans, available_apis(), self.server.program)
-                job = start_rerun(board, asked, spans)
-            self._redirect(f"/job/{job.id}")
-        elif path == "/contracts/save":
-            job = self._job((form.get("job") or [""])[-1])
-            save_contract(self.server.workspace, job, form)
-            self._redirect("/contracts")
-        elif path == "/contracts/run-all":
-            job = start_run_all(board, form, available_apis())
-            self._redirect(f"/job/{job.id}")
-        else:
-            match = _JOB_CANCEL.fullmatch(path)
-            assert match is not None
-            job = self._job(match["id"])
-            board.cancel(job)
-            self._redirect(f"/job/{job.id}")
-
-    def _reader(self) -> _Reader:
-        return _Reader(self.server.db_path)
-
-
-class _Reader:
-    """A read-only connection for one request; sqlite3 errors become one-line StoreErrors."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.conn: sqlite3.Connection | None = None
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.conn = connect_reader(self.path)
-        return self.conn
-
-    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        if self.conn is not None:
-            self.conn.close()
-        if isinstance(exc, sqlite3.Error):
-            raise describe_sqlite_error(self.path, exc) from None
+        self._redirect(act(self.server, path, form))
 
 
 def make_server(

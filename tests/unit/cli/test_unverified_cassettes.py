@@ -144,7 +144,9 @@ def test_allow_unverified_goes_on_with_the_warning_on_every_line(
     report = run_cli("report", str(edited), "-o", str(page), allow)
     assert report.returncode == 0 and page.is_file()
     assert _carried(report.stdout, report.stderr, edited)[0].startswith(f"wrote {page}")
-    assert f'"unverified":"{edited} {WHY}' in page.read_text().replace('": "', '":"')  # the page says it first
+    assert f'"unverified":"{edited} {WHY}' in page.read_text().replace(
+        '": "', '":"'
+    )  # the page says it first
 
 
 def test_a_contract_generated_unverified_stays_json_and_says_so(tmp_path: Path, edited: Path) -> None:

@@ -26,8 +26,8 @@ from fake_llm import THOROUGH_MODEL, FakeLLMServer
 from helpers import EXAMPLES, REFUND_QUESTION, REFUND_STUB, RefundRun, record_refund_incident
 from workbench_client import Client, workbench
 
+from otel_blackbox._web.job_pages import event_lines, job_page
 from otel_blackbox._web.jobs import Job, JobBoard, failure_line
-from otel_blackbox._web.workbench_pages import event_lines, job_page
 from otel_blackbox._web.workspace import Workspace
 
 STUB = REFUND_STUB.split("=", 1)[1]
