@@ -240,8 +240,8 @@ def run_all(
     if allow_unverified:  # the warnings, before the first line (without it, check_suite refuses one)
         checked_inputs([entry.incident for entry in entries], allow_unverified)
     check_suite(entries, **options)
-    # No entry to run (every one broken): no folder is made for children there will not be.
-    where = _children(children, folder) if entries else None
+    # No entry to run (every one broken): no temporary folder for children there will not be.
+    where = _children(children, folder) if entries or children is not None else None
     if not as_json:
         for broken in suite.broken:
             _echo_broken(broken)
