@@ -68,17 +68,40 @@ def install_writer() -> None:
 
     SpanWriter.receive = receive  # type: ignore[method-assign]
 
-    def write_began(_self: Any, finals: Any, opens: Any) -> None:
-        _log("W0", time.time_ns(), len(finals), len(opens))
+    if not hasattr(SpanWriter, "_write_run"):  # an older writer (--baseline-src): a transaction a call
+        _around(SpanWriter, "_write", _write_began, _write_ended)
+        _around(
+            SpanWriter,
+            "maintain",
+            lambda *a: _log("M0", time.time_ns()),
+            lambda *a: _log("M1", time.time_ns()),
+        )
+        return
 
-    def write_ended(error: Any, _self: Any, finals: Any, opens: Any) -> None:
-        committed = [s for k, s in opens.items() if k not in finals] if error is None else []
-        _log("W1", time.time_ns(), len(finals), len(committed), *_keys(committed))
+    def write_began(_self: Any, items: Any, first: int, opens: Any, _between: Any) -> None:
+        _log("W0", time.time_ns(), len(items) - first, len(opens))
 
-    _around(SpanWriter, "_write", write_began, write_ended)
+    def write_ended(result: Any, _self: Any, items: Any, first: int, _opens: Any, _between: Any) -> None:
+        # One transaction: the final rows items[first:end], and the open rows it held (those it
+        # was given, and those that came in between two of its steps).
+        error, end, held = result
+        ended = {key for key, _ in items[first:end]}
+        committed = [s for k, s in held.items() if k not in ended] if error is None else []
+        _log("W1", time.time_ns(), end - first, len(committed), *_keys(committed))
+
+    _around(SpanWriter, "_write_run", write_began, write_ended)
     _around(
         SpanWriter, "maintain", lambda *a: _log("M0", time.time_ns()), lambda *a: _log("M1", time.time_ns())
     )
+
+
+def _write_began(_self: Any, finals: Any, opens: Any) -> None:
+    _log("W0", time.time_ns(), len(finals), len(opens))
+
+
+def _write_ended(error: Any, _self: Any, finals: Any, opens: Any) -> None:
+    committed = [s for k, s in opens.items() if k not in finals] if error is None else []
+    _log("W1", time.time_ns(), len(finals), len(committed), *_keys(committed))
 
 
 def install_agent() -> None:
