@@ -18,6 +18,17 @@ from urllib.parse import urlencode
 from otel_blackbox._web.server import ViewerServer, make_server
 
 TOKEN_FIELD = re.compile(r'name="token" value="([^"]+)"')
+OTHER_PROVIDERS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "GEMINI_API_KEY",
+                   "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI")  # fmt: skip
+
+
+def only_openai(monkeypatch: Any, openai_base_url: str) -> None:
+    """openai reachable (the fake provider at ``openai_base_url``), no other provider: what the
+    workbench's form then offers."""
+    for name in OTHER_PROVIDERS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-workbench-not-a-real-key")
 
 
 @dataclass

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from fake_llm import THOROUGH_MODEL, FakeLLMServer
 from helpers import CHROMIUM, REFUND_STUB, ROOT, RefundRun, open_page, record_refund_incident
-from workbench_client import workbench
+from workbench_client import only_openai, workbench
 
 from otel_blackbox._web.job_pages import job_page
 from otel_blackbox._web.jobs import Job
@@ -42,11 +42,7 @@ def incident(tmp_path_factory: pytest.TempPathFactory, llm: FakeLLMServer) -> Re
 
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch, llm: FakeLLMServer) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "GEMINI_API_KEY",
-                 "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI"):  # fmt: skip
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-workbench-not-a-real-key")
+    only_openai(monkeypatch, llm.openai_base_url)
 
 
 def test_the_stub_must_be_written_and_the_diff_reads_in_sections(

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from fake_llm import FAIL_MODEL, SLOW_MODEL, THOROUGH_MODEL, FakeLLMServer
 from helpers import EXAMPLES, REFUND_QUESTION, REFUND_STUB, RefundRun, record_refund_incident
-from workbench_client import Client, workbench
+from workbench_client import Client, only_openai, workbench
 
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import terminal_outcome
@@ -41,11 +41,7 @@ def refund(tmp_path_factory: pytest.TempPathFactory, llm: FakeLLMServer) -> Refu
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch, llm: FakeLLMServer) -> None:
     """openai reachable (the fake provider), no other provider: what the form offers."""
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "GEMINI_API_KEY",
-                 "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI"):  # fmt: skip
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-workbench-not-a-real-key")
+    only_openai(monkeypatch, llm.openai_base_url)
 
 
 def rerun_form(client: Client, refund: RefundRun, **fields: Any) -> dict[str, Any]:

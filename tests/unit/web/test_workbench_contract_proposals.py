@@ -16,7 +16,7 @@ import pytest
 from fake_llm import THOROUGH_MODEL, FakeLLMServer
 from helpers import REFUND_STUB, RefundRun, record_refund_incident, run_cli
 from test_contract_answers import answered
-from workbench_client import workbench
+from workbench_client import only_openai, workbench
 
 from otel_blackbox._cassette.io import load_cassette, save_cassette
 from otel_blackbox._cassette.suite import save_entry, stubs_of, with_rerun
@@ -89,11 +89,7 @@ def refund(tmp_path_factory: pytest.TempPathFactory, llm: FakeLLMServer) -> Refu
 
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch, llm: FakeLLMServer) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "GEMINI_API_KEY",
-                 "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI"):  # fmt: skip
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-workbench-not-a-real-key")
+    only_openai(monkeypatch, llm.openai_base_url)
 
 
 def test_a_broken_entry_is_listed_and_run_all_runs_the_others(

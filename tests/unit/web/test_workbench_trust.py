@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from fake_llm import THOROUGH_MODEL, FakeLLMServer
 from helpers import EXAMPLES, REFUND_QUESTION, REFUND_STUB, RefundRun, record_refund_incident
-from workbench_client import Client, workbench
+from workbench_client import Client, only_openai, workbench
 
 from otel_blackbox._web.job_pages import event_lines, job_page
 from otel_blackbox._web.jobs import Job, JobBoard, failure_line
@@ -71,11 +71,7 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory, llm: FakeLLMServer) -> tu
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch, llm: FakeLLMServer) -> None:
     """openai reachable (the fake provider), no other provider."""
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "GEMINI_API_KEY",
-                 "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI"):  # fmt: skip
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-workbench-not-a-real-key")
+    only_openai(monkeypatch, llm.openai_base_url)
 
 
 def _stub_input(page: str) -> str:
