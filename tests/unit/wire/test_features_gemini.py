@@ -28,6 +28,7 @@ from helpers import CannedProvider, Raw, blocked_network
 
 import otel_blackbox
 from otel_blackbox._cassette.io import load_cassette, save_cassette
+from otel_blackbox._cassette.trusted import resealed
 from otel_blackbox._cassette.verify import verify_cassette
 from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds
@@ -634,9 +635,8 @@ def test_a_malformed_extra_in_a_cassette_is_one_clear_error_naming_the_step(tmp_
         cassette = load_cassette(path)
         output = next(s for s in cassette.steps if s.type == "model_output")
         output.payload.update(bad)
-        output.hash = output.expected_hash()  # a well-formed chain: only the field is wrong
         broken = tmp_path / "broken.json"
-        save_cassette(cassette, broken)
+        save_cassette(resealed(cassette), broken)  # a well-formed chain: only the field is wrong
         with pytest.raises(CassetteError) as refused, otel_blackbox.session(mode="replay", cassette=broken):
             ask(base_url, "Say hi")
         assert str(refused.value) == f"{broken}: step {output.index} (model_output): {message}"
@@ -645,9 +645,8 @@ def test_a_malformed_extra_in_a_cassette_is_one_clear_error_naming_the_step(tmp_
     cassette = load_cassette(path)
     output = next(s for s in cassette.steps if s.type == "model_output")
     output.payload["hostedTools"] = [{"toolName": "code_execution", "toolInput": "print(1)"}]
-    output.hash = output.expected_hash()
     broken = tmp_path / "unsendable.json"
-    save_cassette(cassette, broken)
+    save_cassette(resealed(cassette), broken)
     with (
         pytest.raises(ReplayDivergence) as diverged,
         blocked_network(),

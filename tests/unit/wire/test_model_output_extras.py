@@ -32,6 +32,7 @@ from otel_blackbox._cassette.output import (
     sequence_of,
     with_extras,
 )
+from otel_blackbox._cassette.trusted import resealed
 from otel_blackbox._cassette.verify import verify_cassette
 from otel_blackbox._playback.script import check_replies
 from otel_blackbox.errors import CassetteError, ReplayDivergence, SessionError
@@ -142,8 +143,7 @@ def test_a_cassette_with_a_malformed_field_is_refused_naming_the_step(tmp_path: 
     cassette = load_cassette(path)
     output = next(s for s in cassette.steps if s.type == "model_output")
     output.payload["reasoning"] = [{"text": ["not", "a", "string"]}]
-    output.hash = output.expected_hash()  # a well-formed chain: only the field is wrong
-    save_cassette(cassette, path)
+    save_cassette(resealed(cassette), path)  # a well-formed chain: only the field is wrong
 
     with pytest.raises(CassetteError) as refused, otel_blackbox.session(mode="replay", cassette=path):
         pass
@@ -204,16 +204,14 @@ def test_a_replay_whose_json_tool_result_changed_still_diverges(tmp_path: Path) 
                if p.get("type") == "tool_result"]  # fmt: skip
     original = json.loads(results[0]["result"])
     results[0]["result"] = json.dumps(original, indent=2)  # the same value, spelt otherwise
-    _rechain(cassette, second.index)
-    save_cassette(cassette, path)
+    save_cassette(resealed(cassette), path)  # the chain rehashed: only the text differs
     with FakeLLMServer() as server:
         base_url = server.openai_base_url
     with blocked_network(), otel_blackbox.session(mode="replay", cassette=path):
         _run(base_url)
 
     results[0]["result"] = json.dumps({**original, "temperature_c": 99})
-    _rechain(cassette, second.index)
-    save_cassette(cassette, path)
+    save_cassette(resealed(cassette), path)  # the chain rehashed: only the text differs
     with (
         pytest.raises(
             ReplayDivergence, match=r"differs at \$\.messages\[2\]\.content\[0\]\.result"
@@ -223,12 +221,6 @@ def test_a_replay_whose_json_tool_result_changed_still_diverges(tmp_path: Path) 
     ):
         _run(base_url)
     assert "99" in str(diverged.value) and "11" in str(diverged.value)
-
-
-def _rechain(cassette: Any, start: int) -> None:
-    for step in cassette.steps[start:]:
-        step.prev_hash = cassette.steps[step.index - 1].hash if step.index else None
-        step.hash = step.expected_hash()
 
 
 def test_a_cassette_from_spans_does_not_compare_the_parts_spans_never_record() -> None:
