@@ -16,7 +16,7 @@ processor's bounded queue sheds what the agent makes meanwhile.
 Open rows are the promise, final rows the load. Open snapshots go first: with the batch of final
 rows that goes at once (the writer commits them ahead of it), or in a delivery of their own before
 the share's rest or while final rows wait; final rows wait in the queue while the writer process
-is two batches behind (``backed_up``), so the shipper never blocks on a full pipe; and
+is a batch behind (``backed_up``), so the shipper never blocks on a full pipe; and
 until the writer process is ready (a Python starting: 100 to 500 ms on a busy host), open rows
 are written from this thread, so the first spans of a run are on disk within the flush interval
 too.

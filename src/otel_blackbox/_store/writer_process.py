@@ -73,7 +73,7 @@ def main() -> None:
 class _Inbox:
     """What the agent sent, read off the pipe as it comes by a thread of its own: the pipe never
     backs up behind a long transaction. Bounded by the shipper, which sends no more final rows
-    while two batches' worth are unconfirmed (_recorder.process_sink)."""
+    while a batch's worth is unconfirmed (_recorder.process_sink)."""
 
     def __init__(self) -> None:
         self.messages: deque[tuple[Any, ...]] = deque()
