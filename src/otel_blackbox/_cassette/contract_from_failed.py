@@ -23,33 +23,16 @@ from typing import Any
 
 from otel_blackbox._cassette.answer_checks import parse_answer
 from otel_blackbox._cassette.contract_checks import facts_of
-from otel_blackbox._cassette.diff.outcome import run_failure
+from otel_blackbox._cassette.diff.outcome import answer_before_failure, run_failure
 from otel_blackbox._cassette.evals import new_contract
-from otel_blackbox._cassette.model import Cassette, terminal_outcome
+from otel_blackbox._cassette.model import Cassette
 from otel_blackbox.errors import BadArgument
 
-__all__ = ["MAX_NEGATED_ANSWER", "answer_failed_on", "contract_from_failed"]
+__all__ = ["MAX_NEGATED_ANSWER", "contract_from_failed"]
 
 MAX_NEGATED_ANSWER = 200
 
 Contract = dict[str, Any]
-
-
-def answer_failed_on(cassette: Cassette) -> str | None:
-    """The model's final answer of a run that then ended in an error (the program raised on it),
-    else None: nothing but metadata after it, every tool call before it."""
-    if terminal_outcome(cassette).status != "error":
-        return None
-    for step in reversed(cassette.steps):
-        if step.type in ("tool_call", "tool_result"):
-            return None
-        if step.type == "model_output":
-            payload = step.payload if isinstance(step.payload, dict) else {}
-            text = payload.get("text")
-            if payload.get("type") == "final_answer" and isinstance(text, str) and text.strip():
-                return text
-            return None
-    return None
 
 
 def contract_from_failed(cassette: Cassette, name: str | None = None, *, source: str = "the run") -> Contract:
@@ -74,8 +57,8 @@ def contract_from_failed(cassette: Cassette, name: str | None = None, *, source:
                         "proposed": True,
                     }
                 )
-    answer = answer_failed_on(cassette)
-    if answer is not None:
+    answer = answer_before_failure(cassette)  # the program raised on this answer
+    if answer is not None and answer.strip():
         assertions.append({"kind": "answer_not_contains", "text": answer.strip()[:MAX_NEGATED_ANSWER]})
         parsed, value = parse_answer(answer)
         if parsed and isinstance(value, dict) and "error" in value:

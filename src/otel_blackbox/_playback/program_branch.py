@@ -17,6 +17,7 @@ from typing import Any
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import Cassette, terminal_outcome
 from otel_blackbox._playback.agent.branch import Branch, BranchPoint
+from otel_blackbox._playback.budget import MAX_COST
 from otel_blackbox._playback.launch import run_program
 from otel_blackbox.errors import ResultKept, SessionError
 
@@ -56,7 +57,7 @@ def run_program_branch(
             raise SessionError(f"the branch from step {point.index} wrote no child: {exc}") from None
     child = load_cassette(output)
     outcome = terminal_outcome(child)
-    stopped = outcome.failure_reason if outcome.failure_reason in ("max_cost",) else None
+    stopped = MAX_COST if outcome.failure_reason == MAX_COST else None  # the budget stopped it
     return Branch(point, output, stopped, _live_from(child, point.turn))
 
 

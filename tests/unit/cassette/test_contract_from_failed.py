@@ -12,9 +12,9 @@ from test_contract_answers import answered
 
 from otel_blackbox._cassette.contract_from_failed import (
     MAX_NEGATED_ANSWER,
-    answer_failed_on,
     contract_from_failed,
 )
+from otel_blackbox._cassette.diff.outcome import answer_before_failure
 from otel_blackbox._cassette.evals import dump_contract, format_results, run_contract, validate_contract
 from otel_blackbox._cassette.model import Cassette
 from otel_blackbox.errors import BadArgument
@@ -32,7 +32,7 @@ def test_the_sensor_offline_incident_failed_on_its_answer() -> None:
     """The program raised after the model's answer: the contract says the run completes and never
     gives that answer again. The built-in rerun that gives the same answer and "succeeds" fails it."""
     incident = answered(SENSOR, status="error", calls=[LOOKUP])
-    assert answer_failed_on(incident) == SENSOR
+    assert answer_before_failure(incident) == SENSOR
     contract = contract_from_failed(incident, name="weather")
     assert contract["name"] == "weather" and contract["source"]["cassetteId"] == "answered"
     assert contract["assertions"] == [
@@ -63,7 +63,7 @@ def test_the_refund_incident_never_requires_its_malformed_amount() -> None:
     incident = answered(
         "I could not refund the order.", calls=[("lookup", {"order": "Alpha"}, False), bad_call]
     )
-    assert answer_failed_on(incident) is None  # it completed: the failure is the tool's, not the answer
+    assert answer_before_failure(incident) is None  # it completed: the failure is the tool's, not the answer
     contract = contract_from_failed(incident)
     assert contract["assertions"] == [
         {"kind": "status", "status": "success"},
@@ -135,4 +135,4 @@ def test_a_run_that_did_not_fail_is_refused() -> None:
         contract_from_failed(answered(GOOD_WEATHER), source="good.json")
     assert str(refused.value) == "good.json: the run did not fail: a contract from it needs no --from-failed"
     # The answer before a failure that came on a tool is not an answer the run failed on.
-    assert answer_failed_on(answered(None, status="error", calls=[LOOKUP])) is None
+    assert answer_before_failure(answered(None, status="error", calls=[LOOKUP])) is None
