@@ -204,6 +204,27 @@ def field_doc(name: str) -> str:
     return FIELD_DOCS[name]
 
 
+# The OpenTelemetry SDK's span limits decide what reaches the recorder at all (issue 49).
+_SPAN_LIMITS = (
+    "",
+    "The SDK's span limits decide what reaches the recorder at all ([recording](recording.md#span-limits)):",
+    "",
+    "| variable | SDK default | for agents |",
+    "| --- | --- | --- |",
+    "| `OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT` (else `OTEL_ATTRIBUTE_COUNT_LIMIT`) | 128 | `100000`: "
+    "OpenInference's flattened messages pass 128 after about 40 messages; the zero-code hook sets this "
+    "when neither is set |",
+    "| `OTEL_SPAN_EVENT_COUNT_LIMIT` | 128 | `100000` (GenAI's per-message events); the zero-code hook "
+    "sets this when it is unset |",
+    "| `OTEL_SPAN_LINK_COUNT_LIMIT` | 128 | left as it is |",
+    "| `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`, `OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT` | none | leave unset: "
+    "a longer value is cut and nothing counts it (the zero-code hook warns once when set) |",
+    "",
+    "A span they cut is stored with `blackbox.otlp.dropped_*_count` and shown as cut "
+    "([schema](schema.md#reserved-keys-in-attributes)).",
+)
+
+
 def render_configuration() -> str:
     from otel_blackbox._config import ENV_VARS
 
@@ -273,6 +294,7 @@ def render_configuration() -> str:
         "off, `OTEL_TRACES_EXPORTER=blackbox` names the end-only exporter under "
         "`opentelemetry-instrument`, and `push` follows the `OTEL_EXPORTER_OTLP_*` settings for headers, "
         "compression and certificates.",
+        *_SPAN_LIMITS,
         "",
         "## Set by the launcher",
         "",

@@ -36,6 +36,7 @@ from otel_blackbox._render.text import (
     status_marker,
 )
 from otel_blackbox._render.words import counted
+from otel_blackbox._spans.sdk_limits import ATTRIBUTES_SETTING, EVENTS_SETTING, GLOBAL_ATTRIBUTES_SETTING
 from otel_blackbox._store import queries
 from otel_blackbox._store.trace_logs import load_trace
 
@@ -248,6 +249,9 @@ def stats(ctx: click.Context, price_model: str | None, as_json: bool) -> None:
     click.echo(f"traces         {info['traces']}")
     click.echo(f"spans          {info['spans']}  ({info['open_spans']} open, {info['error_spans']} failed)")
     click.echo(f"spans dropped  {info['spans_dropped']}  (queue full)   write errors {info['write_errors']}")
+    cut = info["spans_cut_by_sdk_limits"]  # the SDK dropped part of these before any processor saw them
+    lift = f": raise {ATTRIBUTES_SETTING} (or {GLOBAL_ATTRIBUTES_SETTING}), {EVENTS_SETTING}" if cut else ""
+    click.echo(f"spans cut      {cut}  (by the OpenTelemetry SDK's span limits{lift})")
     click.echo(f"time range     {fmt_time(info['oldest_span_ns'])} .. {fmt_time(info['newest_span_ns'])}")
     if info["tokens_by_model"]:
         priced_as = f", priced as {safe(price_model)}" if price_model else ""

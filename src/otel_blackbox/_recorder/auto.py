@@ -31,14 +31,21 @@ from pathlib import Path
 
 from opentelemetry import trace
 from opentelemetry.environment_variables import OTEL_TRACES_EXPORTER
-from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
+from opentelemetry.sdk.environment_variables import (
+    OTEL_ATTRIBUTE_COUNT_LIMIT,
+    OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT,
+    OTEL_SDK_DISABLED,
+    OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT,
+    OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT,
+    OTEL_SPAN_EVENT_COUNT_LIMIT,
+)
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 from otel_blackbox._config import ENV_VARS, BlackboxConfig
 from otel_blackbox._recorder.processor import BlackboxSpanProcessor
 from otel_blackbox.errors import ConfigError
 
-__all__ = ["ENV_ENABLED", "install", "installed", "pre_instrument"]
+__all__ = ["AGENT_SPAN_LIMIT", "ENV_ENABLED", "install", "installed", "pre_instrument"]
 
 logger = logging.getLogger("otel_blackbox")
 
@@ -46,6 +53,11 @@ ENV_ENABLED = "OTEL_BLACKBOX_ENABLED"
 ENV_DB = "OTEL_BLACKBOX_DB"
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
+# The SDK keeps 128 attributes and 128 events a span by default and drops the oldest past that: an
+# OpenInference model call passes 128 attributes after about 40 messages. Unless the user set the
+# limit, the zero-code setup raises each to this (a span's stored attributes are bounded apart, by
+# the writer: docs/recording.md, "Size of a span").
+AGENT_SPAN_LIMIT = 100_000
 # BlackboxConfig names a field when the value parsed but is out of range: map it back to its variable.
 _VAR_OF_FIELD = {field: var for var, (field, _doc) in ENV_VARS.items()}
 
@@ -120,6 +132,7 @@ def _install(
             type(provider).__name__,
         )
         return None
+    _fit_span_limits(provider, env)
     with _lock:
         auto = _by_provider.get(provider)
         if auto is not None:  # called twice: one recorder is enough
@@ -135,6 +148,34 @@ def _install(
         processor.shutdown()  # its writer thread must not outlive a failed install
         raise
     return processor
+
+
+def _fit_span_limits(provider: TracerProvider, env: Mapping[str, str]) -> None:
+    """Raise the SDK's attribute and event limits to AGENT_SPAN_LIMIT where the user set none; say
+    once when a value length limit is set (it cuts values and counts nothing).
+
+    The provider read its limits from the environment when the distro created it, before this hook
+    runs: its SpanLimits object, which every tracer it hands out shares, is changed in place, so the
+    spans started from now on get the new limits.
+    """
+    limits = getattr(provider, "_span_limits", None)
+    if limits is None:  # not the SDK's TracerProvider as we know it: leave it as it is
+        return
+    for field, settings in (
+        ("max_span_attributes", (OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT, OTEL_ATTRIBUTE_COUNT_LIMIT)),
+        ("max_events", (OTEL_SPAN_EVENT_COUNT_LIMIT,)),
+    ):
+        value = getattr(limits, field, None)  # None: no limit at all
+        if not any(name in env for name in settings) and isinstance(value, int) and value < AGENT_SPAN_LIMIT:
+            setattr(limits, field, AGENT_SPAN_LIMIT)
+    if getattr(limits, "max_span_attribute_length", None) is not None:
+        logger.warning(
+            "otel-blackbox: %s / %s is %s: the SDK cuts longer attribute values (messages among "
+            "them) and counts nothing; unset it to record them whole",
+            OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT,
+            OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT,
+            limits.max_span_attribute_length,
+        )
 
 
 def _wanted(env: Mapping[str, str]) -> bool:

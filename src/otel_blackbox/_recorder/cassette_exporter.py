@@ -26,6 +26,7 @@ from otel_blackbox._spans.redact import redactor_for
 from otel_blackbox._store.queries import SpanRecord
 from otel_blackbox._store.rows import RowBuilder
 from otel_blackbox._store.schema import SPAN_COLUMNS
+from otel_blackbox.errors import CassetteError
 
 __all__ = ["CassetteSpanExporter"]
 
@@ -90,9 +91,14 @@ class CassetteSpanExporter(SpanExporter):
         self._buffered -= len(spans)
         if not spans:
             return
+        try:
+            cassette = cassette_from_spans(spans)
+        except CassetteError as exc:  # a trace no cassette can be built from (cut by the SDK's limits...)
+            logger.warning("otel-blackbox: no cassette for trace %s: %s", trace_id, exc)
+            return
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{trace_id}.json"
-        save_cassette(cassette_from_spans(spans), path)
+        save_cassette(cassette, path)
         self.written.append(path)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:

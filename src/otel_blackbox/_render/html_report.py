@@ -22,6 +22,7 @@ from otel_blackbox._cassette.model import Cassette, terminal_outcome, tool_calls
 from otel_blackbox._cost.spans import spans_cost
 from otel_blackbox._render.cassette_text import describe_step
 from otel_blackbox._render.report_spans import iso, span_entries
+from otel_blackbox._spans.sdk_limits import cut_summary
 from otel_blackbox._spans.view.registry import view_of
 from otel_blackbox._spans.view.trace import content_missing
 from otel_blackbox._store.queries import SpanRecord, TraceSummary
@@ -107,6 +108,7 @@ def _counts(spans: list[SpanRecord]) -> dict[str, Any]:
         "tokensByModel": _tokens_by_model(spans),
         "users": _distinct([s.user_id for s in spans]),
         "noContent": content_missing(spans),  # model calls that recorded no messages, and why
+        "sdkCut": cut_summary(spans),  # spans the SDK's span limits cut, and what lifts them
     }
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from otel_blackbox._cost.prices import format_usd
 from otel_blackbox._cost.spans import span_price
 from otel_blackbox._spans.messages import Message, tool_name
+from otel_blackbox._spans.sdk_limits import sdk_cut
 from otel_blackbox._spans.view.model import Tokens
 from otel_blackbox._spans.view.registry import view_of
 from otel_blackbox._spans.view.trace import read_trace
@@ -131,6 +132,7 @@ def span_entries(
                 "totalTokens": tokens.sum,
                 "sameCallAs": view.same_call_as,
                 "noContent": view.no_content,
+                "sdkCut": cut.text() if (cut := sdk_cut(attrs)) else None,  # the SDK's span limits
                 **_span_cost(span),
                 "toolName": tool.name if tool is not None else None,
                 "sessionId": span.session_id,

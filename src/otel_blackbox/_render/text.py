@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from otel_blackbox._cost.prices import Price, format_usd
 from otel_blackbox._cost.spans import is_priced_call, span_price, spans_cost
 from otel_blackbox._render.words import counted
+from otel_blackbox._spans.sdk_limits import cut_summary, sdk_cut
 from otel_blackbox._spans.view.model import Tokens
 from otel_blackbox._spans.view.registry import view_of
 from otel_blackbox._spans.view.trace import content_missing, read_trace
@@ -141,6 +142,9 @@ def _span_line(span: SpanRecord, last_seen_ns: int, price_model: str | None = No
     if is_priced_call(span):
         price = _llm_price(span, price_model)
         parts.append(f"cost {format_usd(price.usd if price else None)}")
+    cut = sdk_cut(span.attributes)
+    if cut:  # the SDK's span limits dropped part of it before it was recorded (-v says what lifts them)
+        parts.append(f"CUT BY SDK LIMITS ({cut.counts()})")
     return "  ".join(parts)
 
 
@@ -170,6 +174,9 @@ def _details(span: SpanRecord, limit: int | None) -> list[str]:
 
     view = view_of(span)
     lines: list[str] = []
+    cut = sdk_cut(span.attributes)
+    if cut:
+        lines.append(cut.text())
     if view.no_content:
         lines.append(f"no content recorded: {safe(view.no_content)}")
     if view.not_a_call:
@@ -252,6 +259,9 @@ def render_tree(
     missing = content_missing(spans)
     if missing is not None:
         lines.append(f"no content: {safe(missing)}")
+    cut_spans = cut_summary(spans)
+    if cut_spans is not None:
+        lines.append(f"cut: {cut_spans}")
 
     # Depth-first with an explicit stack: a deeply nested trace must not hit the recursion limit.
     roots = children.get(None, [])
@@ -279,6 +289,8 @@ def span_to_json(span: SpanRecord, price_model: str | None = None) -> dict[str, 
     value: dict[str, Any] = json.loads(json.dumps(fields, default=str))
     price = _llm_price(span, price_model)
     value["cost_usd"] = price.dollars if price is not None else None
+    cut = sdk_cut(span.attributes)  # what the SDK's span limits dropped, and the setting that lifts them
+    value["sdk_limits"] = cut.json() if cut else None
     if span.logs:  # the log records that carry its content
         value["logs"] = json.loads(json.dumps(span.logs, default=str))
     return value

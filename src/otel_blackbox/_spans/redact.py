@@ -102,6 +102,10 @@ _TRIGGERS = (
     "ANVA", "AIPA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "key=",
 )  # fmt: skip
 _FIELD_CACHE_MAX = 10_000
+# Texts this long are redacted once and remembered (a conversation repeats its messages on every
+# model call), up to _MEMO_MAX_CHARS characters remembered at a time.
+_MEMO_MIN_CHARS = 256
+_MEMO_MAX_CHARS = 16 * 1024 * 1024
 
 
 class Redactor:
@@ -131,6 +135,8 @@ class Redactor:
         # What any secret's name contains, spelt as is_secret_field reads it: text without one has none.
         self._name_needles = tuple(sorted({*self._fields, *_SECRET_SUFFIXES}))
         self._field_cache: dict[str, bool] = {}
+        self._memo: dict[str, str] = {}  # long texts redacted, as a conversation repeats them
+        self._memo_chars = 0
         # Each needle contains one of these (lower-cased): JSON text without any skips the pair scan.
         self._field_fragments = tuple(sorted({_fragment(f) for f in self._name_needles}))
         self._trigger = re.compile("|".join(re.escape(t) for t in _TRIGGERS))
@@ -146,6 +152,20 @@ class Redactor:
         return f"[REDACTED:{kind}]"
 
     def redact_text(self, text: str) -> str:
+        if len(text) < _MEMO_MIN_CHARS:
+            return self._redact_text(text)
+        # A long conversation sends its messages again on every model call: each is read once.
+        done = self._memo.get(text)
+        if done is None:
+            done = self._redact_text(text)
+            self._memo_chars += len(text)
+            if self._memo_chars > _MEMO_MAX_CHARS:
+                self._memo.clear()
+                self._memo_chars = len(text)
+            self._memo[text] = done
+        return done
+
+    def _redact_text(self, text: str) -> str:
         if not self.enabled or len(text) < _MIN_SECRET_LEN:
             return text if self._pii is None else self._pii.mask(text)
         if self._custom is not None:

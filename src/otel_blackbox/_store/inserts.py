@@ -8,27 +8,37 @@ the GIL is handed back once per chunk, and SQLite does the B-tree work in parall
 A row arrives with its resource and scope as JSON text (the last two items, in SPAN_COLUMNS order)
 and is stored with their ids in ``resources`` and ``scopes`` (schema version 3). The ids a
 connection has looked up are kept in memory: a process has a handful of resources and scopes, so
-after the first rows no statement is spent on them.
+after the first rows no statement is spent on them. Attributes or events of ``APART_CHARS`` or more
+go to ``contents`` (schema version 6, ``_store.contents``), the row keeping the root's id.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from otel_blackbox._store.contents import APART_CHARS, ContentWriter
 from otel_blackbox._store.schema import SPAN_COLUMNS
 
-__all__ = ["ROWS_PER_STATEMENT", "SpanInserter"]
+__all__ = ["ROWS_PER_STATEMENT", "STORED_APART", "SpanInserter"]
 
 # The columns of span_rows written for each span: the row tuple's, with the ids of its resource
-# and scope in place of their JSON.
+# and scope in place of their JSON, and the roots of its attributes and events when stored apart.
 _TEXTS = len(SPAN_COLUMNS) - 2  # the row items written as they are
-_STORED = (*SPAN_COLUMNS[:_TEXTS], "resource_id", "scope_id")
+_STORED = (*SPAN_COLUMNS[:_TEXTS], "resource_id", "scope_id", "attributes_content", "events_content")
 assert SPAN_COLUMNS[_TEXTS:] == ("resource", "scope")
+_ATTRIBUTES, _EVENTS = SPAN_COLUMNS.index("attributes"), SPAN_COLUMNS.index("events")
+# What the row's own column holds when the text is stored apart: readers take the root instead.
+STORED_APART = {"attributes": '{"blackbox.stored_apart":true}', "events": "[]"}
 
-# 256 rows x 25 columns = 6,400 parameters, well under SQLite's default limit of 32,766.
+# The SDK's dropped counts (_spans/sdk_limits.py) as members of the attributes' JSON (inside a
+# string value the quotes would be escaped, and the pattern cannot match there).
+_DROPPED_COUNT = re.compile(r'"blackbox\.otlp\.dropped_(?:attributes|events|links)_count":[0-9]+')
+
+# 256 rows x 27 columns = 6,912 parameters, well under SQLite's default limit of 32,766.
 ROWS_PER_STATEMENT = _CHUNK = 256
 _COLUMNS = ", ".join(_STORED)
 _ONE_ROW = "(" + ", ".join("?" * len(_STORED)) + ")"
@@ -39,6 +49,13 @@ _ON_FINAL = "ON CONFLICT (trace_id, span_id) DO UPDATE SET " + ", ".join(
 _ON_OPEN = "ON CONFLICT (trace_id, span_id) DO NOTHING"
 # Past this many distinct texts (a program making tracers by the thousand), start over.
 _MAX_CACHED = 4096
+
+
+def _placeholder(attributes: str) -> str:
+    """The row's own text for attributes stored apart: the marker, and the counts of what the
+    sender's SDK dropped (stats counts them from the rows' text: spans_cut_by_sdk)."""
+    carried = ",".join(m.group(0) for m in _DROPPED_COUNT.finditer(attributes))
+    return f'{{"blackbox.stored_apart":true,{carried}}}' if carried else STORED_APART["attributes"]
 
 
 @lru_cache(maxsize=32)
@@ -74,6 +91,7 @@ class SpanInserter:
         self._conn = conn
         self._resource_ids: dict[str, int] = {}
         self._scope_ids: dict[str, int] = {}
+        self._contents = ContentWriter(conn)
 
     def insert(self, rows: Sequence[tuple[Any, ...]], *, final: bool) -> None:
         """Final rows replace whatever is stored for their span; open rows are written only where none is."""
@@ -82,15 +100,31 @@ class SpanInserter:
         except BaseException:
             self._resource_ids.clear()
             self._scope_ids.clear()
+            self._contents.forget()
             raise
 
     def _insert(self, rows: Sequence[tuple[Any, ...]], final: bool) -> None:
         resource_ids, scope_ids = self._resource_ids, self._scope_ids
+        began = False
         start = 0
         for size in _chunk_sizes(len(rows)):
             params: list[Any] = []
             for row in rows[start : start + size]:
-                params += row[:_TEXTS]
+                attributes, events = row[_ATTRIBUTES], row[_EVENTS]
+                if len(attributes) < APART_CHARS and len(events) < APART_CHARS:
+                    params += row[:_TEXTS]
+                    attributes_root = events_root = None
+                else:
+                    if not began:
+                        self._contents.begin()
+                        began = True
+                    attributes_root, events_root = self._apart(attributes), self._apart(events)
+                    texts = list(row[:_TEXTS])
+                    if attributes_root is not None:
+                        texts[_ATTRIBUTES] = _placeholder(attributes)
+                    if events_root is not None:
+                        texts[_EVENTS] = STORED_APART["events"]
+                    params += texts
                 resource, scope = row[_TEXTS], row[_TEXTS + 1]
                 resource_id = resource_ids.get(resource)
                 if resource_id is None:
@@ -100,8 +134,13 @@ class SpanInserter:
                     scope_id = self._id("scopes", scope_ids, scope)
                 params.append(resource_id)
                 params.append(scope_id)
+                params.append(attributes_root)
+                params.append(events_root)
             self._conn.execute(_statement(size, final), params)
             start += size
+
+    def _apart(self, text: str) -> int | None:
+        return self._contents.store(text) if len(text) >= APART_CHARS else None
 
     def _id(self, table: str, cache: dict[str, int], text: str) -> int:
         """The id of this JSON text in ``resources`` or ``scopes``, the row added if it is new."""

@@ -9,15 +9,17 @@ import json
 import os
 import re
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from otel_blackbox._store.contents import ContentReader
 from otel_blackbox._store.schema import SCHEMA_VERSION
 from otel_blackbox.errors import AmbiguousTraceId, MalformedTraceId, TraceNotFound
 
 __all__ = [
+    "CUT_BY_SDK",
     "NOT_OK",
     "SpanRecord",
     "TraceSummary",
@@ -29,6 +31,7 @@ __all__ = [
     "recorder_of_span",
     "resolve_trace_id",
     "select_traces",
+    "span_records",
     "stats",
     "summarize",
     "trace_spans",
@@ -59,6 +62,9 @@ _COUNTED_CALL = """(oi_span_kind = 'LLM' OR oi_span_kind IS NULL) AND NOT EXISTS
     AND parent_row.span_id = spans.parent_span_id AND parent_row.oi_span_kind = 'LLM'
     AND parent_row.total_tokens IS NOT NULL)"""
 _HEX = re.compile(r"^[0-9a-f]{1,32}$")
+# A row's columns that are not fields: its id, and the roots of what is stored apart (_store.contents).
+_APART = {"attributes": "attributes_content", "events": "events_content"}
+_NOT_FIELDS = frozenset(("id", *_APART.values()))
 _JSON_COLUMNS: dict[str, Any] = {
     "attributes": dict,
     "events": list,
@@ -103,9 +109,18 @@ class SpanRecord:
     view: object = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row | Mapping[str, Any]) -> SpanRecord:
-        """From a stored row, or from the column -> value mapping of a row about to be stored."""
-        values = {k: row[k] for k in row.keys() if k != "id"}  # noqa: SIM118 (sqlite3.Row)
+    def from_row(
+        cls, row: sqlite3.Row | Mapping[str, Any], contents: ContentReader | None = None
+    ) -> SpanRecord:
+        """From a stored row, or from the column -> value mapping of a row about to be stored;
+        attributes and events stored apart (schema version 6) are read through ``contents``."""
+        values = {k: row[k] for k in row.keys() if k not in _NOT_FIELDS}  # noqa: SIM118 (sqlite3.Row)
+        for key, root_column in _APART.items():
+            root = row[root_column] if root_column in row.keys() else None  # noqa: SIM118
+            if root is not None:
+                if contents is None:
+                    raise ValueError(f"span {values.get('span_id')}: its {key} are stored apart")
+                values[key] = contents.text(int(root))
         for key, empty in _JSON_COLUMNS.items():
             try:
                 values[key] = json.loads(values[key] or "null") or empty()
@@ -223,12 +238,18 @@ def resolve_trace_id(conn: sqlite3.Connection, prefix: str) -> str:
 
 def trace_spans(conn: sqlite3.Connection, trace_id: str) -> list[SpanRecord]:
     rows = conn.execute("SELECT * FROM spans WHERE trace_id = ? ORDER BY start_ns, id", (trace_id,))
-    return [SpanRecord.from_row(r) for r in rows]
+    return span_records(conn, rows)
+
+
+def span_records(conn: sqlite3.Connection, rows: Iterable[sqlite3.Row]) -> list[SpanRecord]:
+    """The records of rows read through ``conn`` (which reads what they store apart)."""
+    contents = ContentReader(conn)
+    return [SpanRecord.from_row(r, contents) for r in rows]
 
 
 def error_spans(conn: sqlite3.Connection, *, limit: int = 20) -> list[SpanRecord]:
     rows = conn.execute(f"SELECT * FROM spans WHERE {_ERRORS} ORDER BY start_ns DESC LIMIT ?", (limit,))
-    return [SpanRecord.from_row(r) for r in rows]
+    return span_records(conn, rows)
 
 
 def writable(path: Path) -> bool:
@@ -256,6 +277,7 @@ def stats(conn: sqlite3.Connection, path: str | Path) -> dict[str, Any]:
     # Apart, each is one seek of the start index; together they scan it.
     (oldest,) = conn.execute("SELECT min(start_ns) FROM spans").fetchone()
     (newest,) = conn.execute("SELECT max(start_ns) FROM spans").fetchone()
+    (cut,) = conn.execute(_CUT_BY_SDK).fetchone()  # issue 49: spans the SDK's span limits cut
     return {
         "database": str(path),
         "size_bytes": size,
@@ -267,12 +289,20 @@ def stats(conn: sqlite3.Connection, path: str | Path) -> dict[str, Any]:
         "open_spans": open_spans,
         "error_spans": errors,
         "spans_dropped": dropped,
+        "spans_cut_by_sdk_limits": cut,
         **_log_counts(conn),
         "write_errors": write_errors,
         "recording_processes": recorders,
         "oldest_span_ns": oldest,
         "newest_span_ns": newest,
     }
+
+
+# Spans whose stored attributes carry the counts the SDK's span limits dropped (_spans/sdk_limits.py;
+# set only when above 0, and kept in the row's own text when the rest is stored apart): the partial
+# index spans_cut_by_sdk (schema version 6) holds exactly these rows, so the count reads only them.
+CUT_BY_SDK = "instr(attributes, '\"blackbox.otlp.dropped_') > 0"
+_CUT_BY_SDK = f"SELECT count(*) FROM spans WHERE {CUT_BY_SDK}"
 
 
 def _log_counts(conn: sqlite3.Connection) -> dict[str, int]:
@@ -290,8 +320,9 @@ def iter_spans(conn: sqlite3.Connection, trace_id: str | None = None) -> Iterato
         rows = conn.execute("SELECT * FROM spans ORDER BY start_ns, id")
     else:
         rows = conn.execute("SELECT * FROM spans WHERE trace_id = ? ORDER BY start_ns, id", (trace_id,))
+    contents = ContentReader(conn)
     for row in rows:
-        yield SpanRecord.from_row(row)
+        yield SpanRecord.from_row(row, contents)
 
 
 def last_seen_by_trace(conn: sqlite3.Connection, trace_id: str | None = None) -> dict[str, int]:

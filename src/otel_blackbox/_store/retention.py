@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from otel_blackbox._store.contents import has_contents, sweep
+
 __all__ = [
     "CLEANUP_STEPS",
     "CleanupResult",
@@ -45,12 +47,27 @@ def database_bytes(conn: sqlite3.Connection) -> int:
 
 
 def delete_traces(conn: sqlite3.Connection, trace_ids: list[str]) -> None:
-    """Delete every span of these traces, and their log records (in the caller's transaction)."""
+    """Delete every span of these traces, their log records, and the content only they reached
+    (in the caller's transaction)."""
+    apart = False
     for i in range(0, len(trace_ids), 500):
         chunk = trace_ids[i : i + 500]
         marks = ",".join("?" * len(chunk))
+        if not apart and has_contents(conn):
+            apart = _holds_content(conn, marks, chunk)
         conn.execute(f"DELETE FROM span_rows WHERE trace_id IN ({marks})", chunk)
         conn.execute(f"DELETE FROM logs WHERE trace_id IN ({marks})", chunk)
+    if apart:
+        sweep(conn)
+
+
+def _holds_content(conn: sqlite3.Connection, marks: str, trace_ids: list[str]) -> bool:
+    row = conn.execute(
+        f"""SELECT 1 FROM span_rows WHERE trace_id IN ({marks})
+        AND (attributes_content IS NOT NULL OR events_content IS NOT NULL) LIMIT 1""",
+        trace_ids,
+    ).fetchone()
+    return row is not None
 
 
 def apply_retention(conn: sqlite3.Connection, max_age_s: float, now_ns: int | None = None) -> int:
@@ -134,6 +151,17 @@ def evict_oldest(
     return evicted, True
 
 
+def _sweep_now(conn: sqlite3.Connection) -> int:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        swept = sweep(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return swept
+
+
 def size_cap_target(max_bytes: int) -> int:
     return int(max_bytes * _LOW_WATER)
 
@@ -176,7 +204,8 @@ def cleanup(
     if max_bytes:
         result.traces_evicted = enforce_size_cap(conn, max_bytes)
     step_done(1)
-    if result.traces_expired or result.traces_evicted:
+    swept = _sweep_now(conn)  # what replaced open rows left behind, when nothing was deleted
+    if result.traces_expired or result.traces_evicted or swept:
         give_space_back(conn)
     step_done(1)
     result.bytes_after = database_bytes(conn)

@@ -20,7 +20,7 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
-from otel_blackbox._store.queries import SpanRecord, last_seen_by_trace, recorder_of_span
+from otel_blackbox._store.queries import SpanRecord, last_seen_by_trace, recorder_of_span, span_records
 from otel_blackbox.errors import AmbiguousRunId, MalformedRunId, RunNotFound, SessionIdNotFound, StoreError
 
 __all__ = [
@@ -200,7 +200,7 @@ def run_spans(conn: sqlite3.Connection, run_id: str) -> list[SpanRecord]:
             ORDER BY start_ns, id""",
         (run.started_ns - START_SLACK_NS, run.last_seen_ns, run.pid, run.id),
     )
-    return [SpanRecord.from_row(r) for r in rows]
+    return span_records(conn, rows)
 
 
 def session_spans(conn: sqlite3.Connection, session_id: str) -> list[SpanRecord]:
@@ -214,7 +214,7 @@ def session_spans(conn: sqlite3.Connection, session_id: str) -> list[SpanRecord]
     ).fetchall()
     if not rows:
         raise SessionIdNotFound(f"no span with session id {session_id!r}")
-    return [SpanRecord.from_row(r) for r in rows]
+    return span_records(conn, rows)
 
 
 def last_seen_by_traces(conn: sqlite3.Connection, spans: list[SpanRecord]) -> dict[str, int]:

@@ -191,8 +191,41 @@ ALTER TABLE recorders ADD COLUMN logs_skipped INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE recorders ADD COLUMN logs_write_errors INTEGER NOT NULL DEFAULT 0;
 """
 
+# A long conversation's spans repeat it: a span's attributes or events of 8,192 characters or more
+# of JSON are stored apart, cut at their JSON boundaries into nodes stored once by the hash of
+# their content (_store.contents); the row keeps the root's id and a marker in its own column.
+# The view gains the two ids; rows written before keep their text, read as they were. Spans the
+# sender's SDK cut (its dropped counts in their attributes, kept in the row's text) get an index.
+_V6 = """
+CREATE TABLE contents (
+    id                INTEGER PRIMARY KEY,
+    hash              BLOB    NOT NULL UNIQUE,     -- blake2b-128 of the node's content
+    kind              TEXT    NOT NULL CHECK (kind IN ('t', 'z', 'l')),  -- text, zlib text, list
+    children          TEXT,                        -- a list: JSON array of content ids, in order
+    data              BLOB                         -- a text: UTF-8 bytes (zlib-compressed for 'z')
+);
+CREATE TABLE content_sweeps (
+    n                 INTEGER NOT NULL             -- passes of the sweep that deleted a node
+);
+INSERT INTO content_sweeps (n) VALUES (0);
+ALTER TABLE span_rows ADD COLUMN attributes_content INTEGER;  -- root in contents, else NULL
+ALTER TABLE span_rows ADD COLUMN events_content INTEGER;
+CREATE INDEX spans_attributes_apart ON span_rows (attributes_content) WHERE attributes_content IS NOT NULL;
+CREATE INDEX spans_events_apart ON span_rows (events_content) WHERE events_content IS NOT NULL;
+CREATE INDEX spans_cut_by_sdk ON span_rows (start_ns) WHERE instr(attributes, '"blackbox.otlp.dropped_') > 0;
+DROP VIEW spans;
+CREATE VIEW spans AS
+SELECT id, trace_id, span_id, parent_span_id, name, span_kind, oi_span_kind, status, status_message,
+       start_ns, end_ns, duration_ns, written_ns, session_id, user_id, model, prompt_tokens,
+       completion_tokens, total_tokens, tool_name, pid, attributes, events, links,
+       coalesce((SELECT json FROM resources WHERE resources.id = span_rows.resource_id), '{}') AS resource,
+       coalesce((SELECT json FROM scopes WHERE scopes.id = span_rows.scope_id), '{}') AS scope,
+       attributes_content, events_content
+FROM span_rows;
+"""
+
 # MIGRATIONS[i] upgrades a database from user_version i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -9,10 +9,19 @@ No OpenTelemetry import at run time: the writer process reads snapshots without 
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import sys
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+from otel_blackbox._spans.sdk_limits import (
+    ATTR_DROPPED_ATTRIBUTES,
+    ATTR_DROPPED_EVENTS,
+    ATTR_DROPPED_LINKS,
+    SdkCut,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -47,6 +56,8 @@ Snapshot = tuple[Any, ...]
 ) = range(14)  # fmt: skip
 # ("resource", ref, attributes) or ("scope", ref, {name, version, schema_url})
 Definition = tuple[str, int, dict[str, Any]]
+
+logger = logging.getLogger("otel_blackbox")
 
 _STATUS_NAMES = {"OK": "ok", "ERROR": "error", "UNSET": "unset"}
 _MAX_SHARED = 256  # distinct resources or scopes remembered; past it, numbering starts over
@@ -92,18 +103,35 @@ class Snapshotter:
             start_ns, end_ns, status = span._start_time, span._end_time, span._status
             events, links = span._events, span._links
             resource, scope = span._resource, span._instrumentation_scope
-            storage = span._attributes._dict  # type: ignore[union-attr]  # AttributeError below if not
+            bounded = span._attributes
+            storage = bounded._dict  # type: ignore[union-attr]  # AttributeError below if not
+            # What the SDK's span limits dropped: a plain int field of BoundedAttributes (the events'
+            # and links' counts are read below, only when there are events or links).
+            cut = bounded.dropped  # type: ignore[union-attr]
         except AttributeError:  # another ReadableSpan implementation: its public face
             context, parent, name, kind = span.context, span.parent, span.name, span.kind
             start_ns, end_ns, status = span.start_time, span.end_time, span.status
             events, links = span.events, span.links
             resource, scope = span.resource, span.instrumentation_scope
             storage = attribute_storage(span)
+            cut = 1  # the counts below, read through the public properties
         if context is None:
             raise ValueError(f"span {name!r} has no context")
         # A live span's attributes may change on another thread: copy them (dict() of a dict with
         # string keys runs without releasing the GIL). An ended span's never change.
         attributes = storage if not is_open and storage.__class__ is dict else dict(storage or {})
+        event_items = tuple((e.name, e.timestamp, dict(e.attributes or {})) for e in events) if events else ()
+        link_items = (
+            tuple((k.context.trace_id, k.context.span_id, dict(k.attributes or {})) for k in links)
+            if links
+            else ()
+        )
+        if (
+            cut
+            or (event_items and getattr(events, "dropped", 0))
+            or (link_items and getattr(links, "dropped", 0))
+        ):
+            attributes = _with_sdk_counts(span, attributes)  # rare: the SDK cut the span
         if is_open:
             status_name, message, end_ns = None, None, None
         else:
@@ -126,10 +154,8 @@ class Snapshotter:
             start_ns,
             end_ns,
             attributes,
-            tuple((e.name, e.timestamp, dict(e.attributes or {})) for e in events) if events else (),
-            tuple((k.context.trace_id, k.context.span_id, dict(k.attributes or {})) for k in links)
-            if links
-            else (),
+            event_items,
+            link_items,
             resource_ref,
             scope_ref,
         )
@@ -151,6 +177,50 @@ class Snapshotter:
             else:
                 self._last_scope = (obj, ref)
             return ref
+
+
+_warned_cut = False  # once per process: the first cut span says it, never each one
+
+
+def _with_sdk_counts(span: Any, attributes: dict[str, Any]) -> dict[str, Any]:
+    """The attributes with what the SDK's span limits dropped, first (so the writer's own size limit
+    never leaves the counts out); a new dict: the SDK's own is never changed. Warns once."""
+    found = SdkCut(
+        _sdk_count(span, "dropped_attributes"),
+        _sdk_count(span, "dropped_events"),
+        _sdk_count(span, "dropped_links"),
+    )
+    if not found:
+        return attributes
+    counts = {
+        key: n
+        for key, n in (
+            (ATTR_DROPPED_ATTRIBUTES, found.attributes),
+            (ATTR_DROPPED_EVENTS, found.events),
+            (ATTR_DROPPED_LINKS, found.links),
+        )
+        if n
+    }
+    global _warned_cut
+    if not _warned_cut:
+        _warned_cut = True
+        with contextlib.suppress(Exception):  # a broken log handler of the host's: never raised
+            logger.warning(
+                "otel-blackbox: span %r was cut by the OpenTelemetry SDK's span limits (%s, the oldest "
+                "first; said once, every such span is marked): %s",
+                getattr(span, "name", "?"),
+                found.counts(),
+                found.settings(),
+            )
+    return {**counts, **attributes}
+
+
+def _sdk_count(span: Any, name: str) -> int:
+    try:
+        value = getattr(span, name, 0)
+    except Exception:  # a ReadableSpan of another kind whose property fails
+        return 0
+    return value if isinstance(value, int) and value > 0 else 0
 
 
 def _definition(kind: str, ref: int, obj: Any) -> Definition:

@@ -56,7 +56,7 @@ def test_a_version_2_recording_is_upgraded_and_gets_the_logs_table(tmp_path: Pat
     shutil.copyfile(TESTS / "data" / "schema_v2.db", db)
     conn = connect_writer(db)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
         assert {"logs", "logs_by_span"} <= _objects(conn)
         columns = [r[1] for r in conn.execute("PRAGMA table_info(recorders)")]
         assert columns[-4:] == ["logs_written", "logs_dropped", "logs_skipped", "logs_write_errors"]
@@ -86,7 +86,7 @@ def test_a_version_4_file_is_upgraded_keeping_its_spans(tmp_path: Path) -> None:
     _write(db, _log(TRACE, SPAN, 5))
     conn = sqlite3.connect(db)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("SELECT count(*) FROM spans").fetchone()[0] == 1
         assert conn.execute("SELECT count(*) FROM logs").fetchone()[0] == 1
     finally:

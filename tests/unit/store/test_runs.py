@@ -37,7 +37,7 @@ from otel_blackbox._cassette.model import Cassette, terminal_outcome, tool_call_
 from otel_blackbox._cassette.verify import verify_cassette
 from otel_blackbox._store import runs
 from otel_blackbox._store.connection import connect_reader, connect_writer
-from otel_blackbox._store.schema import MIGRATIONS, SCHEMA_VERSION, _statements
+from otel_blackbox._store.schema import MIGRATIONS, SCHEMA_VERSION, SPAN_COLUMNS, _statements
 from otel_blackbox.errors import StoreError
 
 SESSION = "chat-1"
@@ -553,7 +553,11 @@ def _version_1_copy(source: Path, target: Path) -> None:
             conn.execute(statement)
         conn.execute("PRAGMA user_version = 1")
         conn.execute("ATTACH DATABASE ? AS source", (str(source),))
-        conn.execute("INSERT INTO spans SELECT * FROM source.spans")
+        columns = ", ".join(c for c in SPAN_COLUMNS if c not in ("resource", "scope"))
+        conn.execute(
+            f"INSERT INTO spans ({columns}, resource, scope) "
+            f"SELECT {columns}, resource, scope FROM source.spans"
+        )
         columns = "id, pid, started_ns, last_seen_ns, spans_written, spans_dropped, write_errors"
         conn.execute(f"INSERT INTO recorders ({columns}) SELECT {columns} FROM source.recorders")
         conn.execute("DETACH DATABASE source")
@@ -573,7 +577,7 @@ def _version(db: Path) -> int:
 def version_1(recorded: Recorded, tmp_path: Path) -> Iterator[Path]:
     db = tmp_path / "v1.db"
     _version_1_copy(recorded.db, db)
-    assert _version(db) == 1 and SCHEMA_VERSION == 5
+    assert _version(db) == 1 and SCHEMA_VERSION == 6
     yield db
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from otel_blackbox._cassette.captured import captured_exchange, captured_model_call
 from otel_blackbox._cassette.from_spans.builder import Builder, ms_of
+from otel_blackbox._cassette.from_spans.cut_input import refuse_if_cut
 from otel_blackbox._cassette.from_spans.order import (
     ancestors_of,
     around_calls,
@@ -77,6 +78,8 @@ def _refuse_without_content(
     for span in spans:
         view = view_of(span)
         key = (span.trace_id, span.span_id)
+        if view.is_model_call and view.same_call_as is None and key not in wire and key not in outer:
+            refuse_if_cut(span)  # first: what the SDK cut may be why no messages are left
         if (
             view.no_content
             and view.same_call_as is None

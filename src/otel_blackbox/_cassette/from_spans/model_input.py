@@ -14,6 +14,7 @@ from typing import Any
 from openinference.semconv.trace import SpanAttributes
 
 from otel_blackbox._cassette.from_spans.calls import CallNumbering, json_or_text
+from otel_blackbox._cassette.from_spans.cut_input import whole_input
 from otel_blackbox._cassette.from_spans.sources import (
     ECHOING_SCOPES,
     GOOGLE_GENAI_SCOPE,
@@ -144,13 +145,15 @@ def model_input_of(span: SpanRecord, calls: CallNumbering) -> dict[str, Any]:
     attrs = span.attributes
     view = view_of(span)
     gemini = span.scope.get("name") == GOOGLE_GENAI_SCOPE
-    messages, system = _neutral_messages(
-        with_arguments(span, view.input_messages), calls, function_responses=gemini
-    )
-    payload: dict[str, Any] = {"messages": messages, "tools": _neutral_tools(view.tools)}
-    if not messages and view.input_text is not None:
+    # Cut by the SDK's span limits: the request from a value kept whole (raises when none is).
+    whole = whole_input(span)
+    inputs = view.input_messages if whole is None else whole.messages
+    offered = whole.tools if whole is not None and whole.tools is not None else view.tools
+    messages, system = _neutral_messages(with_arguments(span, inputs), calls, function_responses=gemini)
+    payload: dict[str, Any] = {"messages": messages, "tools": _neutral_tools(offered)}
+    if not messages and view.input_text is not None and whole is None:
         payload["messages"] = [{"role": "user", "content": view.input_text}]
-    system = system if system is not None else view.system
+    system = system if system is not None else (view.system if whole is None else whole.system)
     if system is not None:
         payload["systemPrompt"] = system
     observed = ["messages", "systemPrompt"]

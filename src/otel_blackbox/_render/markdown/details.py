@@ -15,6 +15,7 @@ from otel_blackbox._render.markdown.tree import Numbered, exceptions_of, kind_la
 from otel_blackbox._render.md_escape import inline
 from otel_blackbox._render.text import fmt_duration, status_marker
 from otel_blackbox._spans.messages import Message, tool_name
+from otel_blackbox._spans.sdk_limits import sdk_cut
 from otel_blackbox._spans.view.registry import view_of
 from otel_blackbox._store.queries import SpanRecord
 
@@ -123,6 +124,8 @@ def _details(doc: Document, item: Numbered, heading: str) -> list[str]:
     tokens = _tokens_line(doc, span, item.price)
     if tokens:
         lines.append(tokens)
+    if cut := sdk_cut(attrs):
+        lines.append(f"- Cut: {doc.inline_value(cut.text())}")
     if view.no_content:
         lines.append(f"- No content recorded: {doc.inline_value(view.no_content)}")
     if view.not_a_call:

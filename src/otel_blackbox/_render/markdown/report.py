@@ -19,6 +19,7 @@ from otel_blackbox._render.markdown.tree import Numbered, errors_section, number
 from otel_blackbox._render.md_escape import inline
 from otel_blackbox._render.text import fmt_duration
 from otel_blackbox._render.words import counted
+from otel_blackbox._spans.sdk_limits import cut_summary
 from otel_blackbox._spans.view.registry import view_of
 from otel_blackbox._spans.view.trace import content_missing
 from otel_blackbox._store.queries import SpanRecord, TraceSummary
@@ -48,6 +49,9 @@ def _header(
     missing = content_missing(spans)
     if missing is not None:
         doc.add(f"- No content: {doc.inline_value(missing)}")
+    cut = cut_summary(spans)
+    if cut is not None:
+        doc.add(f"- Cut: {doc.inline_value(cut)}")
     llm = [i for i in items if view_of(i.span).counts]
     tokened = [t for i in llm if (t := view_of(i.span).tokens) is not None and t.sum is not None]
     if tokened:

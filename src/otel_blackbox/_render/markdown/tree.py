@@ -10,6 +10,7 @@ from otel_blackbox._cost.spans import span_price
 from otel_blackbox._render.markdown.document import Document
 from otel_blackbox._render.md_escape import inline
 from otel_blackbox._render.text import fmt_duration, status_marker
+from otel_blackbox._spans.sdk_limits import sdk_cut
 from otel_blackbox._spans.view.registry import view_of
 from otel_blackbox._spans.view.trace import read_trace
 from otel_blackbox._store.queries import SpanRecord
@@ -93,6 +94,9 @@ def _span_facts(doc: Document, item: Numbered) -> str:
         parts.append(f"{view.tokens.sum} tokens")
     if item.price is not None:
         parts.append(inline(format_usd(item.price.usd)))
+    cut = sdk_cut(span.attributes)
+    if cut:  # the details say which setting lifts the limit
+        parts.append(f"CUT BY SDK LIMITS ({cut.counts()})")
     return " · ".join(parts) + f" (span {item.number})"
 
 

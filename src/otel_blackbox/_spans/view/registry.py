@@ -32,6 +32,7 @@ from otel_blackbox._spans.conventions import (
     openllmetry,
     stored_columns,
 )
+from otel_blackbox._spans.sdk_limits import sdk_cut
 from otel_blackbox._spans.view.model import Reading, SpanView, ToolUse
 from otel_blackbox._store.queries import SpanRecord
 
@@ -107,6 +108,14 @@ def read_span(span: SpanRecord) -> SpanView:
         if reading is not None:
             readings.append((convention.NAME, reading))
     view = SpanView.merged(readings)
+    if (
+        view.kind is None
+        and (view.input_messages or view.output_messages)
+        and sdk_cut(span.attributes).attributes
+    ):
+        view.kind = (
+            "LLM"  # a model call whose kind, set first, was among the oldest attributes the SDK dropped
+        )
     if view.no_content is None and view.kind == "LLM" and span.status != "open" and not view.has_content:
         view.no_content = _why_empty(span)
     if view.tool is not None or view.kind == "TOOL":

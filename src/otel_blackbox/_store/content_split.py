@@ -1,0 +1,126 @@
+"""Splitting a large JSON text into the pieces its content is stored by (``_store.contents``).
+
+A conversation grows by appending: the model call after this one sends every message again, and
+one more. Cut at the JSON's own boundaries (the members of an object, the elements of an array),
+the repeated messages are pieces seen before, and only the new ones are stored.
+
+The pieces concatenate back to the text character for character: each item is the text from the
+end of the item before it (the comma and any whitespace included) to the end of its value, so no
+re-encoding is involved and any JSON layout survives. A string whose own content is JSON (OpenInference's
+``input.value``, GenAI's ``gen_ai.input.messages``) is split inside: its decoded text is cut the
+same way and each piece escaped again, kept only when the escaped pieces give back the original
+characters exactly.
+
+A piece is a ``str`` (stored as it is) or a ``Group`` (pieces stored one after the other).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from json.decoder import scanstring  # type: ignore[attr-defined]  # public, though untyped
+from typing import Union
+
+__all__ = ["SPLIT_CHARS", "Group", "Piece", "split_json"]
+
+# A value this long or longer is cut into its items; shorter ones are one piece (a message, a
+# tool's output). Small enough that a conversation's messages are pieces of their own.
+SPLIT_CHARS = 2048
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_DECODE = json.JSONDecoder(strict=False).raw_decode
+_ESCAPE = json.JSONEncoder(ensure_ascii=False).encode
+
+
+class Group(list["Piece"]):
+    """Pieces stored in order, one node of their own (a container's items, or the container)."""
+
+
+Piece = Union[str, Group]  # noqa: UP007 (a type alias, evaluated at run time on Python 3.10)
+
+
+def split_json(text: str) -> Piece:
+    """``text`` (a JSON value) as pieces: a Group when it was worth cutting, else the text itself."""
+    try:
+        return _value(text, 0, len(text), escaped=False)
+    except (ValueError, IndexError):  # not JSON after all (a hand-edited row): one piece
+        return text
+
+
+def _value(text: str, start: int, end: int, *, escaped: bool) -> Piece:
+    """The JSON value ``text[start:end]``, cut when long: a container into its items, a string
+    holding JSON into that JSON's items (``escaped``: the pieces are inside a JSON string already,
+    so a string inside them is not looked into again)."""
+    if end - start < SPLIT_CHARS:
+        return text[start:end]
+    first = text[start]
+    if first in "[{":
+        return _container(text, start, end, escaped=escaped)
+    if first == '"' and not escaped:
+        return _json_in_string(text, start, end)
+    return text[start:end]
+
+
+def _container(text: str, start: int, end: int, *, escaped: bool) -> Piece:
+    """An object or array: its opening, a Group of items, its closing."""
+    closing = "}" if text[start] == "{" else "]"
+    items = Group()
+    at = start + 1
+    item_start = at
+    while True:
+        at = _WHITESPACE.match(text, at).end()  # type: ignore[union-attr]  # * always matches
+        if text[at] == closing:
+            break
+        if items:
+            if text[at] != ",":
+                raise ValueError(f"expected ',' at {at}")
+            at = _WHITESPACE.match(text, at + 1).end()  # type: ignore[union-attr]
+        if closing == "}":
+            at = scanstring(text, at + 1)[1]  # the key
+            at = _WHITESPACE.match(text, at).end()  # type: ignore[union-attr]
+            if text[at] != ":":
+                raise ValueError(f"expected ':' at {at}")
+            at = _WHITESPACE.match(text, at + 1).end()  # type: ignore[union-attr]
+        value_start = at
+        at = _DECODE(text, at)[1]
+        if at - value_start >= SPLIT_CHARS:  # a long value is cut too, its lead-in a piece of its own
+            value = _value(text, value_start, at, escaped=escaped)
+            items.append(Group([text[item_start:value_start], value]))
+        else:
+            items.append(text[item_start:at])
+        item_start = at
+    if at + 1 > end:
+        raise ValueError("unterminated container")
+    if len(items) < 2 and not any(isinstance(i, Group) for i in items):
+        return text[start:end]
+    return Group([text[start : start + 1], items, text[item_start:end]])
+
+
+def _json_in_string(text: str, start: int, end: int) -> Piece:
+    """A JSON string whose content is itself a long JSON container: that container cut, each piece
+    escaped as it is inside the string; the whole string as one piece when escaping does not give
+    the same characters back (another encoder's escapes)."""
+    decoded, string_end = scanstring(text, start + 1)
+    if string_end != end or decoded[:1] not in ("{", "["):
+        return text[start:end]
+    try:
+        inner = _value(decoded, 0, len(decoded), escaped=True)
+    except (ValueError, IndexError):
+        return text[start:end]
+    if isinstance(inner, str):
+        return text[start:end]
+    escaped = _escaped(inner)
+    if _joined(escaped) != text[start + 1 : end - 1]:
+        return text[start:end]
+    return Group(['"', escaped, '"'])
+
+
+def _escaped(piece: Piece) -> Piece:
+    if isinstance(piece, str):
+        return _ESCAPE(piece)[1:-1]  # per character, so the pieces' escapes join into the whole's
+    return Group(_escaped(p) for p in piece)
+
+
+def _joined(piece: Piece) -> str:
+    if isinstance(piece, str):
+        return piece
+    return "".join(_joined(p) for p in piece)
