@@ -18,7 +18,7 @@ from otel_blackbox._spans.view.trace import read_trace
 from otel_blackbox._store.ingest import Importer
 from otel_blackbox._store.log_writer import LogWriter
 from otel_blackbox._store.otlp_logs import log_snapshots
-from otel_blackbox._store.queries import SpanRecord
+from otel_blackbox._store.queries import SpanRecord, span_records
 from otel_blackbox._store.trace_logs import attach_logs
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "conventions"
@@ -49,7 +49,7 @@ def stored_spans(path: Path, db: Path) -> list[SpanRecord]:
     conn.row_factory = sqlite3.Row
     try:
         rows = conn.execute("SELECT * FROM spans ORDER BY start_ns, id").fetchall()
-        spans = [SpanRecord.from_row(row) for row in rows]
+        spans = span_records(conn, rows)
         attach_logs(conn, spans)
     finally:
         conn.close()

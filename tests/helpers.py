@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,6 +29,7 @@ from otel_blackbox import BlackboxConfig, BlackboxSpanProcessor
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import Cassette
 from otel_blackbox._cassette.verify import verify_cassette
+from otel_blackbox._store.contents import ContentReader
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
@@ -81,11 +83,13 @@ class Recorder:
         self.provider.add_span_processor(self.processor)
         self.tracer = self.provider.get_tracer("tests")
 
-    def rows(self, query: str = "SELECT * FROM spans ORDER BY start_ns", *params: Any) -> list[sqlite3.Row]:
+    def rows(self, query: str = "SELECT * FROM spans ORDER BY start_ns", *params: Any) -> list[Any]:
+        """The rows of ``query`` (sqlite3.Row), attributes and events stored apart (_store.contents)
+        read back (a dict then)."""
         conn = sqlite3.connect(self.db_path)
         conn.row_factory = sqlite3.Row
         try:
-            return conn.execute(query, params).fetchall()
+            return _with_contents(conn, conn.execute(query, params).fetchall())
         finally:
             conn.close()
 
@@ -371,10 +375,29 @@ def import_transcript(db: Path, kind: str, *args: str | Path) -> dict[str, Any]:
     return summary
 
 
-def stored_rows(db: Path) -> list[sqlite3.Row]:
-    """Every span row of the database, in start order (none when there is no database)."""
+def stored_rows(db: Path) -> list[Any]:
+    """Every span row of the database, in start order (none when there is no database), attributes
+    and events stored apart (_store.contents) read back."""
     if not db.exists():
         return []
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn:
         conn.row_factory = sqlite3.Row
-        return list(conn.execute("SELECT * FROM span_rows ORDER BY start_ns"))
+        return _with_contents(conn, list(conn.execute("SELECT * FROM span_rows ORDER BY start_ns")))
+
+
+def _with_contents(conn: sqlite3.Connection, rows: list[sqlite3.Row]) -> list[Any]:
+    """The rows as they are, but those with attributes or events stored apart: dicts with the text."""
+    contents = ContentReader(conn)
+    out: list[Any] = []
+    for row in rows:
+        keys = row.keys()  # a sqlite3.Row: `in` would look at its values
+        roots = {c: row[f"{c}_content"] for c in ("attributes", "events") if f"{c}_content" in keys}
+        if not any(r is not None for r in roots.values()):
+            out.append(row)
+            continue
+        values = dict(row)
+        for column, root in roots.items():
+            if root is not None:
+                values[column] = contents.text(int(root))
+        out.append(values)
+    return out

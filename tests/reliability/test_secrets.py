@@ -25,7 +25,9 @@ import sqlite3
 import string
 import subprocess
 import sys
+import zlib
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -560,6 +562,14 @@ def test_the_scanner_finds_every_encoding_and_fragment(corpus: Corpus) -> None:
                 assert len(scanner.leaks) > found, f"{secret.kind} {how} not found"
 
 
+def _content_texts(conn: sqlite3.Connection) -> list[str]:
+    """The texts stored apart by content hash (_store.contents), zlib-compressed ones inflated."""
+    texts = []
+    for kind, data in conn.execute("SELECT kind, data FROM contents WHERE data IS NOT NULL"):
+        texts.append((zlib.decompress(data) if kind == "z" else bytes(data)).decode("utf-8", "replace"))
+    return texts
+
+
 def test_database_and_wal_hold_no_secret(corpus: Corpus, run: Run) -> None:
     scanner = Scanner.of(corpus)
     assert "blackbox.db-wal" in run.live_files  # the WAL held the rows before the checkpoint
@@ -572,7 +582,12 @@ def test_database_and_wal_hold_no_secret(corpus: Corpus, run: Run) -> None:
         tables = [
             r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
         ]
-        rows = {table: conn.execute(f"SELECT * FROM {table}").fetchall() for table in tables}
+        rows = {
+            table: conn.execute(f"SELECT * FROM {table}").fetchall()
+            for table in tables
+            if table != "contents"
+        }
+        rows["contents"] = _content_texts(conn)  # compressed on disk: the texts themselves are scanned
     finally:
         conn.close()
     scanner.scan("blackbox.db (checkpointed)", run.db.read_bytes())
@@ -592,6 +607,8 @@ def test_with_redaction_off_the_scanner_finds_every_secret(
     in_database, in_cassettes = Scanner.of(corpus), Scanner.of(corpus)
     for name, data in control.live_files.items():
         in_database.scan(name, data)
+    with closing(sqlite3.connect(control.db)) as conn:
+        in_database.scan_json("contents", json.dumps(_content_texts(conn)))
     for path in control.sessions:
         in_cassettes.scan(path.name, path.read_bytes())
     assert {leak.secret for leak in in_database.leaks} == set(corpus.all)

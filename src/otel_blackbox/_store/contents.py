@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from typing import Any
+from urllib.parse import quote
 
 from otel_blackbox._store.content_split import Piece, split_json
 
@@ -40,6 +43,7 @@ _TEXT, _ZLIB, _LIST = "t", "z", "l"
 _MAX_KNOWN = 200_000  # hashes of stored nodes a writer remembers (16 bytes each, and an id)
 _READ_CACHE_CHARS = 32 * 1024 * 1024  # texts a reader keeps, in characters
 _READ_CACHE_MAX_NODE = 1024 * 1024  # a node's text longer than this is rebuilt, not kept
+_PARSED_KEPT = 4  # parsed values a reader keeps: a long call's attributes parse to tens of MB
 
 
 def has_contents(conn: sqlite3.Connection) -> bool:
@@ -156,21 +160,36 @@ def _groups(level: list[tuple[bytes, int]]) -> Iterable[list[tuple[bytes, int]]]
 
 
 class ContentReader:
-    """Gives back the texts stored by ContentWriter, exactly; keeps recent ones (bounded)."""
+    """Gives back the texts stored by ContentWriter, exactly; keeps recent ones (bounded), and the
+    last few parsed (a reader asks for the same span's attributes many times in a row)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
+        # Records read through it may be read after their connection closed: reopen the file then.
+        self._path = str(conn.execute("PRAGMA database_list").fetchone()[2] or "")
         self._cache: OrderedDict[int, str] = OrderedDict()
         self._cached_chars = 0
+        self._parsed: OrderedDict[int, Any] = OrderedDict()
+
+    def parsed(self, node_id: int) -> Any:
+        """The JSON value of the text under ``node_id`` (the same object while it is kept: do not
+        change it)."""
+        value = self._parsed.get(node_id)
+        if value is None:
+            value = json.loads(self.text(node_id))
+            self._parsed[node_id] = value
+            if len(self._parsed) > _PARSED_KEPT:
+                self._parsed.popitem(last=False)
+        else:
+            self._parsed.move_to_end(node_id)
+        return value
 
     def text(self, node_id: int) -> str:
         cached = self._cache.get(node_id)
         if cached is not None:
             self._cache.move_to_end(node_id)
             return cached
-        row = self._conn.execute(
-            "SELECT kind, children, data FROM contents WHERE id = ?", (node_id,)
-        ).fetchone()
+        row = self._row(node_id)
         if row is None:
             raise LookupError(f"content node {node_id} is missing")
         kind, children, data = row[0], row[1], row[2]
@@ -182,6 +201,17 @@ class ContentReader:
             text = bytes(data).decode("utf-8", "surrogatepass")
         self._keep(node_id, text)
         return text
+
+    def _row(self, node_id: int) -> Any:
+        query = "SELECT kind, children, data FROM contents WHERE id = ?"
+        try:
+            return self._conn.execute(query, (node_id,)).fetchone()
+        except sqlite3.ProgrammingError:  # closed: a read-only connection of our own, kept
+            if not self._path:
+                raise
+            uri = f"file:{quote(os.fsencode(self._path))}?mode=ro"
+            self._conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            return self._conn.execute(query, (node_id,)).fetchone()
 
     def _keep(self, node_id: int, text: str) -> None:
         if len(text) > _READ_CACHE_MAX_NODE:

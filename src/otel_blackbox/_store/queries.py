@@ -5,17 +5,17 @@ Everything here reads through a connection from ``connect_reader``; nothing writ
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from otel_blackbox._store.contents import ContentReader
 from otel_blackbox._store.schema import SCHEMA_VERSION
+from otel_blackbox._store.span_record import SpanRecord
 from otel_blackbox.errors import AmbiguousTraceId, MalformedTraceId, TraceNotFound
 
 __all__ = [
@@ -62,75 +62,6 @@ _COUNTED_CALL = """(oi_span_kind = 'LLM' OR oi_span_kind IS NULL) AND NOT EXISTS
     AND parent_row.span_id = spans.parent_span_id AND parent_row.oi_span_kind = 'LLM'
     AND parent_row.total_tokens IS NOT NULL)"""
 _HEX = re.compile(r"^[0-9a-f]{1,32}$")
-# A row's columns that are not fields: its id, and the roots of what is stored apart (_store.contents).
-_APART = {"attributes": "attributes_content", "events": "events_content"}
-_NOT_FIELDS = frozenset(("id", *_APART.values()))
-_JSON_COLUMNS: dict[str, Any] = {
-    "attributes": dict,
-    "events": list,
-    "links": list,
-    "resource": dict,
-    "scope": dict,
-}
-
-
-@dataclass
-class SpanRecord:
-    """One stored span, JSON columns parsed."""
-
-    trace_id: str
-    span_id: str
-    parent_span_id: str | None
-    name: str
-    span_kind: str
-    oi_span_kind: str | None
-    status: str
-    status_message: str | None
-    start_ns: int
-    end_ns: int | None
-    duration_ns: int | None
-    written_ns: int
-    session_id: str | None
-    user_id: str | None
-    model: str | None
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    total_tokens: int | None
-    tool_name: str | None
-    pid: int | None
-    attributes: dict[str, Any] = field(default_factory=dict)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    links: list[dict[str, Any]] = field(default_factory=list)
-    resource: dict[str, Any] = field(default_factory=dict)
-    scope: dict[str, Any] = field(default_factory=dict)
-    # Read, not stored in this row: the log records that carry the span's content (joined by its ids),
-    # and what the span means (``_spans.view``), kept once read.
-    logs: list[dict[str, Any]] = field(default_factory=list, repr=False, compare=False)
-    view: object = field(default=None, repr=False, compare=False)
-
-    @classmethod
-    def from_row(
-        cls, row: sqlite3.Row | Mapping[str, Any], contents: ContentReader | None = None
-    ) -> SpanRecord:
-        """From a stored row, or from the column -> value mapping of a row about to be stored;
-        attributes and events stored apart (schema version 6) are read through ``contents``."""
-        values = {k: row[k] for k in row.keys() if k not in _NOT_FIELDS}  # noqa: SIM118 (sqlite3.Row)
-        for key, root_column in _APART.items():
-            root = row[root_column] if root_column in row.keys() else None  # noqa: SIM118
-            if root is not None:
-                if contents is None:
-                    raise ValueError(f"span {values.get('span_id')}: its {key} are stored apart")
-                values[key] = contents.text(int(root))
-        for key, empty in _JSON_COLUMNS.items():
-            try:
-                values[key] = json.loads(values[key] or "null") or empty()
-            except ValueError:  # a hand-edited row: keep the text visible rather than fail
-                values[key] = {"blackbox.unreadable": values[key]} if key == "attributes" else empty()
-        return cls(**values)
-
-    @property
-    def exception_events(self) -> list[dict[str, Any]]:
-        return [e for e in self.events if e.get("name") == "exception"]
 
 
 @dataclass

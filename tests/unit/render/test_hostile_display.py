@@ -40,8 +40,10 @@ TERMINAL = "\x1b[2J\x1b[31mred\r\x00\x07\u202eevil\x9b\ud800"  # clear screen, c
 
 
 def _rows(recorder: Recorder, name: str) -> list[Any]:
-    query = "SELECT length(CAST(attributes AS BLOB)) AS stored, attributes, model FROM spans WHERE name = ?"
-    return recorder.rows(query, name)
+    """The span's attributes as read back (stored apart when long: _store.contents), and their
+    size in bytes of JSON."""
+    query = "SELECT attributes, attributes_content, model FROM spans WHERE name = ?"
+    return [{**r, "stored": len(r["attributes"].encode())} for r in recorder.rows(query, name)]
 
 
 # --- 5. huge spans, stored bounded ------------------------------------------------------------------
@@ -105,10 +107,11 @@ def test_events_and_links_past_the_span_limit(make_recorder: Callable[..., Recor
             span.add_event(f"event-{n}", {"payload": big})
     recorder.flush()
     query = (
-        "SELECT length(CAST(events AS BLOB)) AS events_bytes, length(CAST(links AS BLOB)) AS links_bytes,"
-        " events, links, attributes FROM spans WHERE name = ?"
+        "SELECT length(CAST(links AS BLOB)) AS links_bytes,"
+        " events, links, attributes, attributes_content, events_content FROM spans WHERE name = ?"
     )
     (row,) = recorder.rows(query, "many-events")
+    row["events_bytes"] = len(row["events"].encode())  # read back: stored apart (_store.contents)
     limit = span_bytes_limit(MAX_ATTRIBUTE_BYTES)
     assert row["events_bytes"] <= limit and row["links_bytes"] <= limit
     events, stored_links = json.loads(row["events"]), json.loads(row["links"])

@@ -31,6 +31,7 @@ class Builder:
         self.pending: list[dict[str, Any]] = []  # calls of the last model output not yet executed
         self.final_answer: str | None = None
         self.model_calls = 0
+        self.last_messages: list[Any] = []  # the last model_input's: the next one repeats them
 
     def first_call(self, api: dict[str, Any] | None) -> None:
         """The API hint is the first model call's, or none when its span does not tell it."""
@@ -40,7 +41,7 @@ class Builder:
 
     def llm(self, span: SpanRecord) -> None:
         self.first_call(api_of_llm(span))
-        model_input = model_input_of(span, self.calls)
+        model_input = self.shared(model_input_of(span, self.calls))
         self.flush_pending(model_input["messages"], ms_of(span.start_ns))
         self.cassette.append("model_input", model_input, ms_of(span.start_ns))
         if span.status == "open":
@@ -50,10 +51,25 @@ class Builder:
     def wire(self, span: SpanRecord, model_input: dict[str, Any], output: dict[str, Any]) -> None:
         """A model call as HTTP capture saw it on the wire: the whole request, no `observed` needed."""
         self.first_call(api_of_wire(span))
-        model_input = renumbered(model_input, self.calls)
+        model_input = self.shared(renumbered(model_input, self.calls))
         self.flush_pending(model_input.get("messages", []), ms_of(span.start_ns))
         self.cassette.append("model_input", model_input, ms_of(span.start_ns))
         self.model_output(renumbered(output, self.calls), ms_of(span.end_ns))
+
+    def shared(self, model_input: dict[str, Any]) -> dict[str, Any]:
+        """``model_input`` holding the last one's message objects where it repeats them (equal
+        values, compared in order until the first that differs): a long run's requests each hold
+        the conversation before them, which kept apart is its square."""
+        messages = model_input.get("messages")
+        if isinstance(messages, list):
+            last = self.last_messages
+            for i in range(min(len(last), len(messages))):
+                if messages[i] is not last[i]:
+                    if messages[i] != last[i]:
+                        break
+                    messages[i] = last[i]
+            self.last_messages = messages
+        return model_input
 
     def model_output(self, output: dict[str, Any] | None, at: int) -> None:
         if output is None:

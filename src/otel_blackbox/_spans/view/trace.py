@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from otel_blackbox._spans.messages import Message
 from otel_blackbox._spans.view.model import SpanView
 from otel_blackbox._spans.view.registry import read_span, view_of
 from otel_blackbox._store.queries import SpanRecord
@@ -26,8 +27,11 @@ def read_trace(spans: list[SpanRecord]) -> list[SpanRecord]:
     """Every span's view (``span.view``), with the model calls two of these spans describe marked; the
     same list, for chaining. A span read before keeps its view (and what its whole trace told)."""
     fresh = [span for span in spans if not isinstance(span.view, SpanView)]
+    shared: dict[tuple[object, ...], Message] = {}
     for span in fresh:
-        span.view = read_span(span)
+        span.view = view = read_span(span)
+        view.input_messages = _shared(view.input_messages, shared)
+        view.output_messages = _shared(view.output_messages, shared)
     if fresh:
         _mark_same_calls(spans)
         for span in fresh:  # a repeat of a call says nothing of content: the counted span has it
@@ -35,6 +39,22 @@ def read_trace(spans: list[SpanRecord]) -> list[SpanRecord]:
             if view.same_call_as is not None:
                 view.no_content = None
     return spans
+
+
+def _shared(messages: list[Message], shared: dict[tuple[object, ...], Message]) -> list[Message]:
+    """The messages, each one seen before in the trace replaced by that first one: each model call
+    of a long run holds the conversation before it, which read call by call is its square."""
+    out = []
+    for message in messages:
+        try:
+            key = (
+                message.role, message.content, tuple(message.tool_calls), message.tool_call_id,
+                message.name, tuple(message.reasoning), message.finish_reason,
+            )  # fmt: skip
+            out.append(message if message.hosted else shared.setdefault(key, message))
+        except TypeError:  # a part that is no key (a tool input parsed to a dict): kept as it is
+            out.append(message)
+    return out
 
 
 def _weight(view: SpanView) -> tuple[bool, bool]:
