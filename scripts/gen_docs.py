@@ -65,7 +65,9 @@ OTHER_VARIABLES: tuple[tuple[str, str, str, str], ...] = (
         "OTEL_BLACKBOX_MAX_CASSETTE_MB",
         "every command that reads a cassette",
         "`32`",
-        "a larger cassette file is refused before it is read",
+        "a cassette holding more JSON text, once decompressed (a `.json.gz` is read no further than "
+        "that), is refused; a compact one may also rebuild at most 256 times it of v2 JSON "
+        "([compressed cassettes](cassette-format.md#compressed-and-compact-cassettes-jsongz))",
     ),
     (
         "OTEL_BLACKBOX_SERVE_TOKEN",

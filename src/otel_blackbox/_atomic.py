@@ -18,13 +18,26 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import IO, Any, BinaryIO, TextIO, cast
 
-__all__ = ["atomic_text_writer"]
+__all__ = ["atomic_binary_writer", "atomic_text_writer"]
 
 
 @contextlib.contextmanager
 def atomic_text_writer(path: str | Path) -> Iterator[TextIO]:
+    with _atomic_writer(path, binary=False) as handle:
+        yield cast(TextIO, handle)
+
+
+@contextlib.contextmanager
+def atomic_binary_writer(path: str | Path) -> Iterator[BinaryIO]:
+    """The same for bytes (a compressed file)."""
+    with _atomic_writer(path, binary=True) as handle:
+        yield cast(BinaryIO, handle)
+
+
+@contextlib.contextmanager
+def _atomic_writer(path: str | Path, *, binary: bool) -> Iterator[IO[Any]]:
     target = Path(path)
     try:
         replaced: os.stat_result | None = target.stat()
@@ -39,7 +52,8 @@ def atomic_text_writer(path: str | Path) -> Iterator[TextIO]:
         raise _naming(exc, target) from None
     try:
         os.fchmod(fd, mode)  # mkstemp makes 0600 files: give the usual mode instead
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+        opened = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+        with opened as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())

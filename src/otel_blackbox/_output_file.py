@@ -49,7 +49,7 @@ def check_output_file(path: str | Path, *, database: str | Path | None = None) -
     return target
 
 
-def write_keeping(write: Callable[[Path], None], target: Path, what: str) -> None:
+def write_keeping(write: Callable[[Path], object], target: Path, what: str) -> None:
     """``write(target)``; when it fails, ``write`` to a file of its own in the temporary folder (else
     the home folder) and ResultKept naming it. OutputError when no place takes it."""
     try:

@@ -149,11 +149,16 @@ class _Audit:
         self.string(key, path, step, user_data)
 
     def walk(
-        self, root: Any, root_path: str, step: int | None, forbidden: frozenset[str] = frozenset()
+        self,
+        root: Any,
+        root_path: str,
+        step: int | None,
+        forbidden: frozenset[str] = frozenset(),
+        user_data: bool = False,
     ) -> None:
         """Depth-first in document order, without recursion (a payload may be deeply nested)."""
         # Each task: (is_key, value, path, user_data); a key's task runs before its value's.
-        tasks: list[tuple[bool, Any, str, bool]] = [(False, root, root_path, False)]
+        tasks: list[tuple[bool, Any, str, bool]] = [(False, root, root_path, user_data)]
         while tasks:
             is_key, value, path, user_data = tasks.pop()
             if is_key:
@@ -179,6 +184,7 @@ def _dict_tasks(obj: dict[Any, Any], path: str, user_data: bool) -> Iterator[tup
 def audit_neutrality(cassette: Cassette) -> list[NeutralityFinding]:
     """Every provider-specific id, key or credential in the cassette, in document order."""
     audit = _Audit()
+    shared = _Clean()
     for field, value in (
         ("id", cassette.id),
         ("parentId", cassette.parent_id),
@@ -191,9 +197,44 @@ def audit_neutrality(cassette: Cassette) -> list[NeutralityFinding]:
         audit.string(step.id, f"{base}.id", position, user_data=False)
         audit.string(step.type, f"{base}.type", position, user_data=False)
         forbidden = MODEL_OUTPUT_KEYS if step.type == "model_output" else frozenset()
-        if _might_have_findings(step.payload, forbidden, audit.redactor):
+        if step.type == "model_input" and isinstance(step.payload, dict):
+            _walk_input(audit, step.payload, f"{base}.payload", position, shared)
+        elif _might_have_findings(step.payload, forbidden, audit.redactor):
             audit.walk(step.payload, f"{base}.payload", position, forbidden)
     return audit.findings
+
+
+def _walk_input(audit: _Audit, payload: dict[Any, Any], path: str, step: int, shared: _Clean) -> None:
+    """A model_input member by member, and its messages one by one: a value already found clean at
+    an earlier step (the same object: a compact cassette's shared messages, its tools) is not looked
+    at again, so a long run costs its messages once, not once per model call. Same findings, same
+    order as the walk of the whole payload."""
+    for key, value in payload.items():
+        key_text = str(key)
+        member = _child_path(path, key_text)
+        audit.key(key_text, member, step, False, frozenset())
+        user_data = key_text in USER_DATA_KEYS
+        if key_text == "messages" and isinstance(value, list):
+            for i, message in enumerate(value):
+                shared.walk(audit, message, f"{member}[{i}]", step, user_data)
+        else:
+            shared.walk(audit, value, member, step, user_data)
+
+
+class _Clean:
+    """Values walked without a finding, by identity (each kept alive, so that no id is reused)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[int, bool], Any] = {}
+
+    def walk(self, audit: _Audit, value: Any, path: str, step: int, user_data: bool) -> None:
+        if (id(value), user_data) in self.seen:
+            return
+        before = len(audit.findings)
+        if _might_have_findings(value, frozenset(), audit.redactor):
+            audit.walk(value, path, step, user_data=user_data)
+        if len(audit.findings) == before and isinstance(value, (dict, list, str)):
+            self.seen[(id(value), user_data)] = value
 
 
 # Every finding's text appears in the payload's JSON: a provider id's prefix, a provider key as a

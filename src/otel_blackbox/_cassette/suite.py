@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from otel_blackbox._atomic import atomic_text_writer
+from otel_blackbox._atomic import atomic_binary_writer, atomic_text_writer
 from otel_blackbox._cassette.diff.contract import CONTRACT_SUFFIX
 from otel_blackbox._cassette.evals import dump_contract, load_contract, validate_contract
-from otel_blackbox._cassette.io import loads_json, parse_cassette, read_text
+from otel_blackbox._cassette.io import document_of, is_gzip, parse_cassette, read_text
 from otel_blackbox._cassette.model import Cassette
 from otel_blackbox._cassette.trusted import load_checked_cassette
 from otel_blackbox.errors import BadArgument, CassetteError, OutputError
@@ -96,7 +96,7 @@ def load_suite(folder: Path, *, allow_unverified: bool = False) -> Suite:
         raise CassetteError(f"{folder}: no contract in the folder (NAME{CONTRACT_SUFFIX} beside NAME.json)")
     entries, broken = [], []
     for name in names:
-        contract_path, incident = folder / f"{name}{CONTRACT_SUFFIX}", folder / f"{name}.json"
+        contract_path, incident = folder / f"{name}{CONTRACT_SUFFIX}", incident_of(folder, name)
         try:
             contract = load_contract(contract_path)
         except CassetteError as exc:
@@ -142,11 +142,16 @@ def save_entry(
     does, so one cut short leaves no contract without its incident."""
     check_name(name)
     contract = validate_contract(contract)
-    text = read_text(incident)
-    parse_cassette(loads_json(text, str(incident)), str(incident))  # CassetteError: not a cassette
-    incident_out, contract_out = folder / f"{name}.json", folder / f"{name}{CONTRACT_SUFFIX}"
+    text = read_text(incident)  # decompressed; a compact cassette stays compact (read as such)
+    parse_cassette(document_of(text, str(incident)), str(incident))  # CassetteError: not a cassette
+    # A compressed incident stays compressed (NAME.json.gz, compact inside: a long run's); a plain
+    # one stays plain v2, the interchange format.
+    compressed = is_gzip(incident)
+    incident_out = folder / f"{name}{'.json.gz' if compressed else '.json'}"
+    contract_out = folder / f"{name}{CONTRACT_SUFFIX}"
+    other_form = folder / f"{name}{'.json' if compressed else '.json.gz'}"
     if not replace:
-        for path in (contract_out, incident_out):
+        for path in (contract_out, incident_out, other_form):
             if path.exists():
                 raise OutputError(
                     f"{path}: the suite already has an entry {name!r} (replace it, or choose a name)"
@@ -155,11 +160,23 @@ def save_entry(
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"{folder}: cannot create the suite folder ({exc.strerror or exc})") from None
-    with atomic_text_writer(incident_out) as handle:
-        handle.write(text)
+    if compressed:
+        with atomic_binary_writer(incident_out) as binary:
+            binary.write(incident.read_bytes())
+    else:
+        with atomic_text_writer(incident_out) as handle:
+            handle.write(text)
+    other_form.unlink(missing_ok=True)  # replaced by the new form: one incident an entry
     with atomic_text_writer(contract_out) as handle:
         handle.write(dump_contract(contract))
     return SuiteEntry(name, incident_out, contract_out, contract)
+
+
+def incident_of(folder: Path, name: str) -> Path:
+    """An entry's incident: NAME.json, else NAME.json.gz (a compressed one), else NAME.json (missing)."""
+    plain = folder / f"{name}.json"
+    compressed = folder / f"{name}.json.gz"
+    return compressed if not plain.exists() and compressed.exists() else plain
 
 
 def stubs_of(child: Cassette) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from otel_blackbox._cassette.canonical import CanonicalError
 from otel_blackbox._cassette.captured import HTTP_EXCHANGE_EVENT
-from otel_blackbox._cassette.io import loads_json, parse_cassette, read_text
+from otel_blackbox._cassette.io import parse_cassette, read_document
 from otel_blackbox._cassette.model import FORMAT_VERSION, Cassette, Step, choice_calls, terminal_outcome
 from otel_blackbox._cassette.neutrality import audit_neutrality
 from otel_blackbox._render.words import counted
@@ -362,7 +362,7 @@ def read_verified(
 
     Raises CassetteError when the file is not a structurally valid cassette (not JSON, a missing field).
     """
-    data = loads_json(read_text(path), str(path))
+    data = read_document(path)
     present, version = False, None
     if isinstance(data, dict):
         # Judged from the raw value: parsing would refuse a non-integer version or default a missing one.

@@ -12,7 +12,7 @@ from otel_blackbox._cassette.diff.outcome import outcome_label
 from otel_blackbox._cassette.diff.report import diff_cassettes
 from otel_blackbox._cassette.diff.text import format_diff
 from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans
-from otel_blackbox._cassette.io import save_cassette
+from otel_blackbox._cassette.io import is_gzip_name, max_file_bytes, save_cassette
 from otel_blackbox._cassette.trusted import resealed
 from otel_blackbox._cassette.verify import VerifyReport, check_before_writing, verify_cassette, verify_file
 from otel_blackbox._cli.app import cli
@@ -58,10 +58,14 @@ def cassette_command(
     A cassette that would fail `verify` (spans no replay can play: a tool span no model call asked
     for) is not written: exit 2, naming the step. --force writes it, with a warning naming the step.
 
+    An output named *.json.gz is written compressed and compact (each message stored once, a long
+    run's file in proportion to it); *.json is plain v2 JSON, whose model inputs each repeat the
+    conversation before them (a warning says when it is too big for commands to read).
+
     \b
     Example:
       otel-blackbox cassette 4bf92f35 -o incident.json
-      otel-blackbox cassette --run 3f9a0c1d -o run.json
+      otel-blackbox cassette --run 3f9a0c1d -o run.json.gz
       otel-blackbox cassette --session chat-42 -o session.json
     """
     exactly_one(ctx, {"TRACE_ID": trace_id, "--run": run_id, "--session": session_id})
@@ -75,9 +79,21 @@ def cassette_command(
             traces = len({s.trace_id for s in spans})
             source = f" from {counted(traces, 'trace')} of {kind} {safe(ident)}"
     warning = check_before_writing(cassette, force=force)
-    save_cassette(cassette, output)
+    written = save_cassette(cassette, output)
     if warning is not None:
         click.echo(f"otel-blackbox: warning: {safe(warning)}", err=True)
+    if written > max_file_bytes():  # a plain one of a long run, whose model inputs repeat the conversation
+        instead = (
+            "raise OTEL_BLACKBOX_MAX_CASSETTE_MB to read it"
+            if is_gzip_name(output)
+            else f"write it as {safe(output)}.gz instead (compressed and compact, read by every command)"
+        )
+        click.echo(
+            f"otel-blackbox: warning: {safe(output)} holds {written / 2**20:.1f} MB of JSON, over the"
+            f" {max_file_bytes() / 2**20:g} MB limit of commands that read it"
+            f" (OTEL_BLACKBOX_MAX_CASSETTE_MB); {instead}",
+            err=True,
+        )
     steps = f"{counted(len(cassette.steps), 'step')}{source}"
     click.echo(f"wrote {safe(output)}: {steps}, outcome {outcome_label(cassette)}, head {cassette.head}")
 

@@ -268,7 +268,7 @@ class _FailingHalfway:
     def __init__(self, handle: Any, directory: Path, target: Path) -> None:
         self.handle, self.directory, self.target = handle, directory, target
 
-    def write(self, text: str) -> int:
+    def write(self, text: bytes) -> int:
         self.handle.write(text[: len(text) // 2])
         self.handle.flush()
         temp = [p for p in self.directory.iterdir() if p != self.target]
@@ -282,14 +282,14 @@ def test_a_save_that_fails_midway_leaves_the_old_file_and_no_temporary(
     target = tmp_path / "run.json"
     save_cassette(vector("error-unknown-tool"), target)
     before = target.read_bytes()
-    real_writer = atomic.atomic_text_writer
+    real_writer = atomic.atomic_binary_writer
 
     @contextlib.contextmanager
     def failing_writer(path: str | Path) -> Iterator[Any]:
         with real_writer(path) as handle:
             yield _FailingHalfway(handle, tmp_path, target)
 
-    monkeypatch.setattr(cassette_io, "atomic_text_writer", failing_writer)
+    monkeypatch.setattr(cassette_io, "atomic_binary_writer", failing_writer)
     with pytest.raises(OSError, match="No space left"):
         save_cassette(vector("success-tool-use"), target)
     assert target.read_bytes() == before

@@ -10,6 +10,7 @@ import pytest
 from helpers import vector, vector_path
 
 from otel_blackbox._cassette.evals import contract_schema, generate_contract, load_contract
+from otel_blackbox._cassette.io import save_cassette
 from otel_blackbox._cassette.model import Cassette
 from otel_blackbox._cassette.suite import (
     BrokenEntry,
@@ -65,6 +66,23 @@ def test_an_entry_is_kept_unless_replaced(tmp_path: Path, contract: dict[str, An
     # Replacing an entry with its own incident keeps it whole.
     entry = save_entry(tmp_path, "refund", tmp_path / "refund.json", renamed, replace=True)
     assert entry.incident.read_bytes() == INCIDENT.read_bytes()
+
+
+def test_a_compressed_incident_stays_compressed_and_a_plain_one_replaces_it(
+    tmp_path: Path, contract: dict[str, Any]
+) -> None:
+    compressed = tmp_path / "long.json.gz"
+    save_cassette(vector("success-tool-use"), compressed)  # compact inside, as a long run's
+    folder = tmp_path / "suite"
+    entry = save_entry(folder, "long", compressed, contract)
+    assert entry.incident == folder / "long.json.gz" and not (folder / "long.json").exists()
+    assert entry.incident.read_bytes() == compressed.read_bytes()  # never expanded into plain JSON
+    assert load_suite(folder) == Suite([entry], [])
+    with pytest.raises(OutputError):  # the other form of the same name is the same entry
+        save_entry(folder, "long", INCIDENT, contract)
+    plain = save_entry(folder, "long", INCIDENT, contract, replace=True)
+    assert plain.incident == folder / "long.json" and not (folder / "long.json.gz").exists()
+    assert load_suite(folder) == Suite([plain], [])
 
 
 @pytest.mark.parametrize("name", ["", ".hidden", "..", "a/b", "a\\b", "a b", "x" * 81, "naïve"])

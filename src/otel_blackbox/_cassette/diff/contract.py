@@ -23,8 +23,9 @@ CONTRACT_SUFFIX = ".contract.json"
 
 
 def contract_beside(incident: Path) -> Path:
-    """Where an incident's own contract is kept: ``incident.json`` → ``incident.contract.json``."""
-    return incident.with_name(incident.name.removesuffix(".json") + CONTRACT_SUFFIX)
+    """Where an incident's own contract is kept: ``incident.json`` (or ``incident.json.gz``) →
+    ``incident.contract.json``."""
+    return incident.with_name(incident.name.removesuffix(".gz").removesuffix(".json") + CONTRACT_SUFFIX)
 
 
 @dataclass
