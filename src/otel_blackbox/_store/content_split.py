@@ -27,6 +27,9 @@ __all__ = ["SPLIT_CHARS", "Group", "Piece", "split_json"]
 # tool's output). Small enough that a conversation's messages are pieces of their own.
 SPLIT_CHARS = 2048
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+# split_json's summary: members this short, whose key has no ".3." (a flattened list's index).
+_SUMMARY_CHARS = 512
+_INDEXED = re.compile(r"\.[0-9]+(?:\.|$)")
 _DECODE = json.JSONDecoder(strict=False).raw_decode
 _ESCAPE = json.JSONEncoder(ensure_ascii=False).encode
 
@@ -38,11 +41,20 @@ class Group(list["Piece"]):
 Piece = Union[str, Group]  # noqa: UP007 (a type alias, evaluated at run time on Python 3.10)
 
 
-def split_json(text: str) -> Piece:
-    """``text`` (a JSON value) as pieces: a Group when it was worth cutting, else the text itself."""
+def split_json(text: str, summary: list[str] | None = None) -> Piece:
+    """``text`` (a JSON value) as pieces: a Group when it was worth cutting, else the text itself.
+
+    ``summary`` gets the short members of a top-level object whose key holds no index (``"key":
+    value``, as written): a span's model, provider and token counts, not its flattened messages
+    (``llm.input_messages.3.message.content``), which is what a row keeps of the text stored apart.
+    """
     try:
+        if summary is not None and text[:1] == "{" and len(text) >= SPLIT_CHARS:
+            return _container(text, 0, len(text), escaped=False, summary=summary)
         return _value(text, 0, len(text), escaped=False)
     except (ValueError, IndexError):  # not JSON after all (a hand-edited row): one piece
+        if summary is not None:
+            summary.clear()
         return text
 
 
@@ -60,8 +72,8 @@ def _value(text: str, start: int, end: int, *, escaped: bool) -> Piece:
     return text[start:end]
 
 
-def _container(text: str, start: int, end: int, *, escaped: bool) -> Piece:
-    """An object or array: its opening, a Group of items, its closing."""
+def _container(text: str, start: int, end: int, *, escaped: bool, summary: list[str] | None = None) -> Piece:
+    """An object or array: its opening, a Group of items, its closing (``summary``: split_json's)."""
     closing = "}" if text[start] == "{" else "]"
     items = Group()
     at = start + 1
@@ -75,7 +87,8 @@ def _container(text: str, start: int, end: int, *, escaped: bool) -> Piece:
                 raise ValueError(f"expected ',' at {at}")
             at = _WHITESPACE.match(text, at + 1).end()  # type: ignore[union-attr]
         if closing == "}":
-            at = scanstring(text, at + 1)[1]  # the key
+            key_start = at
+            key, at = scanstring(text, at + 1)
             at = _WHITESPACE.match(text, at).end()  # type: ignore[union-attr]
             if text[at] != ":":
                 raise ValueError(f"expected ':' at {at}")
@@ -87,6 +100,8 @@ def _container(text: str, start: int, end: int, *, escaped: bool) -> Piece:
             items.append(Group([text[item_start:value_start], value]))
         else:
             items.append(text[item_start:at])
+            if summary is not None and at - key_start <= _SUMMARY_CHARS and not _INDEXED.search(key):
+                summary.append(text[key_start:at])
         item_start = at
     if at + 1 > end:
         raise ValueError("unterminated container")

@@ -83,9 +83,9 @@ class ContentWriter:
             self._texts.clear()
             self._sweeps = sweeps
 
-    def store(self, text: str) -> int:
-        """The id of the root node holding ``text``."""
-        return self._piece(split_json(text))[1]
+    def store(self, text: str, summary: list[str] | None = None) -> int:
+        """The id of the root node holding ``text`` (``summary``: see ``split_json``)."""
+        return self._piece(split_json(text, summary))[1]
 
     def _piece(self, piece: Piece) -> tuple[bytes, int]:
         if isinstance(piece, str):

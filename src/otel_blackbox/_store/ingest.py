@@ -12,6 +12,10 @@ pid of their own, negative so that no process's spans are ever taken for it. The
 is when the source last saw them: the end of a span, or for an open span the latest moment of its
 trace in the file. So the run covers the time the spans happened, and ``runs``, ``cassette --run``
 and ``report --run`` find them as they find a recording's.
+
+In bounded memory: documents are decoded one at a time as they come and ended spans written in
+batches of at most _BATCH spans or _BATCH_BYTES (a long conversation's LLM spans each hold every
+message before it); only open spans, few in any file, are kept to the end.
 """
 
 from __future__ import annotations
@@ -37,12 +41,25 @@ from otel_blackbox._store.retention import delete_traces
 from otel_blackbox._store.rows import RowBuilder
 from otel_blackbox._store.runs import next_source_pid
 from otel_blackbox._store.schema import ROW_START_NS, ROW_WRITTEN_NS
-from otel_blackbox._store.snapshot import END_NS, EVENTS, SPAN_ID, START_NS, STATUS, TRACE_ID, Snapshot
+from otel_blackbox._store.snapshot import (
+    END_NS,
+    EVENTS,
+    SPAN_ID,
+    START_NS,
+    STATUS,
+    TRACE_ID,
+    Snapshot,
+    queued_bytes,
+)
 from otel_blackbox.errors import ImportInputError
 
 __all__ = ["ImportCounts", "Importer"]
 
-_BATCH = 512  # spans looked up and inserted together
+# Spans looked up and inserted together: at most this many, and a batch ends once their estimated
+# size (store.snapshot.queued_bytes: the attributes' text, mostly) reaches _BATCH_BYTES. A long
+# conversation's LLM spans each hold every message before it: 512 of them can be a gigabyte.
+_BATCH = 512
+_BATCH_BYTES = 16 * 1024 * 1024
 _SOURCE_CHARS = 200  # recorders.source is a label, not a list of every file
 
 
@@ -135,31 +152,32 @@ class Importer:
         rows = self._run(conn)
         inserter = SpanInserter(conn)
         trace_seen: dict[int, int] = {}  # trace id -> the latest moment the file shows it
-        opens: list[tuple[Snapshot, int | None]] = []  # written last, once every trace's latest is known
-        finals: list[Snapshot] = []
+        # Open spans are written last, once every trace's latest moment is known: a file holds few
+        # (the spans in flight when it was written). Ended spans are written in batches as they come,
+        # so what is held at once is one document and one batch.
+        opens: list[tuple[Snapshot, int | None]] = []
+        batch = _Batch()
         where = name
         try:
             for line, document in _named(documents, name):
                 where = name if line is None else f"{name}, {unit} {line}"
                 decoded = self._decoder.from_json(document, strict=True)
+                del document  # the snapshots hold what is stored of it
                 for definition in decoded.definitions:
                     rows.define(definition)
                 for snapshot in decoded.snapshots:
                     _note_times(trace_seen, snapshot)
                     if snapshot[STATUS] is None:  # open
                         opens.append((snapshot, decoded.seen_ns.get((snapshot[TRACE_ID], snapshot[SPAN_ID]))))
-                    else:
-                        finals.append(snapshot)
-                        if len(finals) >= _BATCH:
-                            self._write(
-                                conn, inserter, rows, [(s, s[END_NS]) for s in finals], counts, final=True
-                            )
-                            finals = []
+                    elif batch.add(snapshot, snapshot[END_NS]):
+                        self._write(conn, inserter, rows, batch.take(), counts, final=True)
+                del decoded
             where = name
-            self._write(conn, inserter, rows, [(s, s[END_NS]) for s in finals], counts, final=True)
-            for start in range(0, len(opens), _BATCH):
-                batch = [(s, seen or trace_seen[s[TRACE_ID]]) for s, seen in opens[start : start + _BATCH]]
-                self._write(conn, inserter, rows, batch, counts, final=False)
+            self._write(conn, inserter, rows, batch.take(), counts, final=True)
+            for snapshot, seen in opens:
+                if batch.add(snapshot, seen or trace_seen[snapshot[TRACE_ID]]):
+                    self._write(conn, inserter, rows, batch.take(), counts, final=False)
+            self._write(conn, inserter, rows, batch.take(), counts, final=False)
         except OtlpError as exc:
             raise ImportInputError(f"{where}: {exc}") from None
         except UnicodeDecodeError as exc:
@@ -249,6 +267,25 @@ class Importer:
         )
 
 
+class _Batch:
+    """Snapshots with their written_ns, kept until written: ``add`` says when the batch is full
+    (_BATCH spans, or _BATCH_BYTES of them estimated)."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[Snapshot, int]] = []
+        self.bytes = 0
+
+    def add(self, snapshot: Snapshot, written_ns: int) -> bool:
+        self.items.append((snapshot, written_ns))
+        self.bytes += queued_bytes(snapshot)
+        return len(self.items) >= _BATCH or self.bytes >= _BATCH_BYTES
+
+    def take(self) -> list[tuple[Snapshot, int]]:
+        """Every item, the batch left empty."""
+        items, self.items, self.bytes = self.items, [], 0
+        return items
+
+
 def _holds_nothing(conn: sqlite3.Connection) -> bool:
     """Whether a database holds no span, log record or run (False when that cannot be read)."""
     try:
@@ -278,6 +315,7 @@ def _named(documents: Iterable[tuple[int | None, object]], name: str) -> Iterabl
         except OtlpError as exc:
             raise ImportInputError(f"{name}, {exc}") from None
         yield item
+        del item  # not held while the next one is read
 
 
 def _replace(conn: sqlite3.Connection, traces: Mapping[str, Set[str]], own_pid: int | None) -> int:

@@ -14,7 +14,6 @@ go to ``contents`` (schema version 6, ``_store.contents``), the row keeping the 
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Sequence
 from functools import lru_cache
@@ -32,11 +31,12 @@ _STORED = (*SPAN_COLUMNS[:_TEXTS], "resource_id", "scope_id", "attributes_conten
 assert SPAN_COLUMNS[_TEXTS:] == ("resource", "scope")
 _ATTRIBUTES, _EVENTS = SPAN_COLUMNS.index("attributes"), SPAN_COLUMNS.index("events")
 # What the row's own column holds when the text is stored apart: readers take the root instead.
-STORED_APART = {"attributes": '{"blackbox.stored_apart":true}', "events": "[]"}
+STORED_APART = {"attributes": '{"blackbox.stored_apart":true}', "events": "[]"}  # at the least
 
-# The SDK's dropped counts (_spans/sdk_limits.py) as members of the attributes' JSON (inside a
-# string value the quotes would be escaped, and the pattern cannot match there).
-_DROPPED_COUNT = re.compile(r'"blackbox\.otlp\.dropped_(?:attributes|events|links)_count":[0-9]+')
+# What the row's own text keeps of attributes stored apart: this mark, and their short members whose
+# key holds no index (the model, the token counts, the SDK's dropped counts: what `stats`, cost and
+# users' SQL read with json_extract), not the flattened messages.
+_MARK = '"blackbox.stored_apart":true'
 
 # 256 rows x 27 columns = 6,912 parameters, well under SQLite's default limit of 32,766.
 ROWS_PER_STATEMENT = _CHUNK = 256
@@ -49,13 +49,6 @@ _ON_FINAL = "ON CONFLICT (trace_id, span_id) DO UPDATE SET " + ", ".join(
 _ON_OPEN = "ON CONFLICT (trace_id, span_id) DO NOTHING"
 # Past this many distinct texts (a program making tracers by the thousand), start over.
 _MAX_CACHED = 4096
-
-
-def _placeholder(attributes: str) -> str:
-    """The row's own text for attributes stored apart: the marker, and the counts of what the
-    sender's SDK dropped (stats counts them from the rows' text: spans_cut_by_sdk)."""
-    carried = ",".join(m.group(0) for m in _DROPPED_COUNT.finditer(attributes))
-    return f'{{"blackbox.stored_apart":true,{carried}}}' if carried else STORED_APART["attributes"]
 
 
 @lru_cache(maxsize=32)
@@ -118,10 +111,12 @@ class SpanInserter:
                     if not began:
                         self._contents.begin()
                         began = True
-                    attributes_root, events_root = self._apart(attributes), self._apart(events)
+                    summary: list[str] = []
+                    attributes_root = self._apart(attributes, summary)
+                    events_root = self._apart(events)
                     texts = list(row[:_TEXTS])
                     if attributes_root is not None:
-                        texts[_ATTRIBUTES] = _placeholder(attributes)
+                        texts[_ATTRIBUTES] = "{" + ",".join([_MARK, *summary]) + "}"
                     if events_root is not None:
                         texts[_EVENTS] = STORED_APART["events"]
                     params += texts
@@ -139,8 +134,8 @@ class SpanInserter:
             self._conn.execute(_statement(size, final), params)
             start += size
 
-    def _apart(self, text: str) -> int | None:
-        return self._contents.store(text) if len(text) >= APART_CHARS else None
+    def _apart(self, text: str, summary: list[str] | None = None) -> int | None:
+        return self._contents.store(text, summary) if len(text) >= APART_CHARS else None
 
     def _id(self, table: str, cache: dict[str, int], text: str) -> int:
         """The id of this JSON text in ``resources`` or ``scopes``, the row added if it is new."""

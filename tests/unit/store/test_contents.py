@@ -119,6 +119,7 @@ def _record(recorder: Recorder, rounds: int, *, tools: str) -> str:
                             f"{prefix}.tool_calls.{j}.tool_call.function.arguments", call["arguments"]
                         )
                 span.set_attribute("llm.output_messages.0.message.role", "assistant")
+                span.set_attribute("llm.token_count.prompt_details.cache_read", 7 * n)
                 span.add_event("sent", {"messages": json.dumps(sent)})
     recorder.flush()
     return format(root.get_span_context().trace_id, "032x")
@@ -169,12 +170,13 @@ def test_a_recorded_conversation_reads_back_whole_in_room_that_grows_with_its_le
         last = spans[-1]
         messages = _messages(rounds)
         assert last.attributes["llm.input_messages.0.message.content"] == messages[0]["content"]
+        assert last.attributes["llm.tools.0.tool.json_schema"] == tools
         assert (
             last.attributes[f"llm.input_messages.{len(messages) - 1}.message.content"]
             == messages[-1]["content"]
         )
         assert json.loads(last.events[0]["attributes"]["messages"]) == messages
-        assert len(last.attributes) == 4 + sum(2 if "content" in m else 3 for m in messages) - 1 + 1
+        assert len(last.attributes) == 5 + sum(2 if "content" in m else 3 for m in messages)
         with closing(sqlite3.connect(db)) as conn:
             apart = conn.execute(
                 "SELECT count(*) FROM span_rows WHERE attributes_content IS NOT NULL"
