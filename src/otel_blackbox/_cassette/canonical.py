@@ -13,11 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import operator
 import re
 from typing import Any
 
 __all__ = [
     "CanonicalError",
+    "StepHasher",
     "canonical_json",
     "canonical_or_none",
     "hash_step",
@@ -206,3 +208,62 @@ def hash_step(index: int, step_type: str, timestamp: int | float, payload: Any, 
         f'{{"index":{_number(index)},"payload":{canonical_json(payload)},"prevHash":{prev},'
         f'"timestamp":{_number(timestamp)},"type":{_string(step_type)}}}'
     )
+
+
+class StepHasher:
+    """``hash_step``, keeping the canonical bytes of the messages of the model_input steps it hashed.
+
+    Each model call's input holds every message before it, so hashing it from scratch canonicalizes
+    the whole conversation again: O(N) a turn. Here a message object met before (by identity: the
+    caller shares the objects of the previous step's messages, and never mutates them) is not
+    canonicalized again, and a step whose messages extend the previous step's reuses their joined
+    bytes. The hash is ``hash_step``'s, byte for byte; only SHA-256 itself still reads every byte of
+    the step, which the format's hash requires.
+
+    Bounded: it holds the messages of the last step hashed and their bytes, nothing older."""
+
+    def __init__(self) -> None:
+        self._messages: list[Any] = []  # the last step's messages (kept: their ids stay theirs)
+        self._joined = bytearray()  # their canonical JSON, comma-separated: grown in place, not copied
+        self._texts: dict[int, bytes] = {}  # id of each of those messages -> its canonical bytes
+
+    def hash_step(
+        self, index: int, step_type: str, timestamp: int | float, payload: Any, prev_hash: str | None
+    ) -> str:
+        messages = payload.get("messages") if isinstance(payload, dict) else None
+        if not isinstance(messages, list) or not all(type(key) is str for key in payload):
+            return hash_step(index, step_type, timestamp, payload, prev_hash)
+        digest = hashlib.sha256()
+        digest.update(f'{{"index":{_number(index)},"payload":{{'.encode())
+        # The payload's keys in canonical order, its messages from their kept bytes.
+        for i, key in enumerate(sorted(payload, key=_utf16_key)):
+            head = f"{',' if i else ''}{_string(key)}:"
+            if key == "messages":
+                digest.update(f"{head}[".encode())
+                digest.update(self._joined_messages(messages))
+                digest.update(b"]")
+            else:
+                digest.update(f"{head}{canonical_json(payload[key])}".encode())
+        prev = "null" if prev_hash is None else _string(prev_hash)
+        digest.update(
+            f'}},"prevHash":{prev},"timestamp":{_number(timestamp)},"type":{_string(step_type)}}}'.encode()
+        )
+        return digest.hexdigest()
+
+    def _joined_messages(self, messages: list[Any]) -> bytearray:
+        kept, texts = self._messages, self._texts
+        if len(messages) >= len(kept) and all(map(operator.is_, messages, kept)):
+            new = messages[len(kept) :]  # the usual case: the step before's messages, and the new ones
+            joined = self._joined
+        else:  # another conversation, or a history rewritten: the messages it shares are still known
+            new, joined = messages, bytearray()
+        pieces = [texts.get(id(m)) or canonical_json(m).encode() for m in new]
+        for piece in pieces:
+            if joined:
+                joined += b","
+            joined += piece
+        if new is messages:  # only this step's messages are kept: one conversation's, whatever ran before
+            texts = {}
+        texts.update(zip(map(id, new), pieces, strict=True))
+        self._messages, self._joined, self._texts = list(messages), joined, texts
+        return joined

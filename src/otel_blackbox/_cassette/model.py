@@ -8,7 +8,7 @@ the hashes it carries.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -37,6 +37,8 @@ FORMAT_VERSION = 2
 # spans saw of the request. A replay compares only those; a payload without it saw everything.
 OBSERVED = "observed"
 STEP_TYPES = ("model_input", "model_output", "tool_call", "tool_result", "metadata")
+# hash_step's signature: (index, type, timestamp, payload, prevHash) -> the step's hash.
+StepHash = Callable[[int, str, int | float, Any, str | None], str]
 
 
 @dataclass
@@ -78,8 +80,11 @@ class Cassette:
     api: JsonObject | None = None
     agent: JsonObject | None = None
 
-    def append(self, step_type: str, payload: Any, timestamp: int | float) -> Step:
-        """Add a step at the end of the chain, hashing it onto the previous one."""
+    def append(
+        self, step_type: str, payload: Any, timestamp: int | float, *, hasher: StepHash = hash_step
+    ) -> Step:
+        """Add a step at the end of the chain, hashing it onto the previous one (with ``hasher``: a
+        recorder's ``StepHasher.hash_step``, the same hash)."""
         index = len(self.steps)
         prev = self.steps[-1].hash if self.steps else None
         step = Step(
@@ -89,7 +94,7 @@ class Cassette:
             timestamp=timestamp,
             payload=payload,
             prev_hash=prev,
-            hash=hash_step(index, step_type, timestamp, payload, prev),
+            hash=hasher(index, step_type, timestamp, payload, prev),
         )
         self.steps.append(step)
         return step

@@ -24,6 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any, ClassVar
 
+from otel_blackbox._cassette.canonical import StepHasher
 from otel_blackbox._cassette.io import save_cassette
 from otel_blackbox._cassette.model import Cassette, choice_calls
 from otel_blackbox._cost.usage import with_usage
@@ -89,6 +90,10 @@ class Recorder:
         self._tool_runs: list[ToolRun] = []  # finished TOOL spans not yet matched to a call
         self._answered: dict[str, dict[str, Any]] = {}  # call id -> the outcome the built-in agent gave it
         self.last_output: dict[str, Any] | None = None  # the latest model output recorded
+        # Each request repeats the messages of the one before: they are kept as the objects already
+        # recorded (``_shared``), whose canonical bytes the hasher keeps, so a turn hashes its new ones.
+        self._hasher = StepHasher()
+        self._messages: list[Any] = []  # the messages of the latest model_input recorded
 
     # -- what the run does ---------------------------------------------------------------------------
 
@@ -134,7 +139,8 @@ class Recorder:
         ):
             self._pending = self._suspended.pop()
             self._record_tool_round(model_input)
-        self.cassette.append("model_input", model_input, now_ms())
+        model_input = self._shared(model_input)
+        self.cassette.append("model_input", model_input, now_ms(), hasher=self._hasher.hash_step)
         self.cassette.append("model_output", output, now_ms())
         self.last_output = output
         if output.get("type") == "final_answer":  # a final answer ends the run so far
@@ -142,6 +148,19 @@ class Recorder:
             self._pending = []
         else:  # its tool calls wait for their results
             self._pending = [[c.__dict__ for c in calls] for calls in choice_calls(output)]
+
+    def _shared(self, model_input: dict[str, Any]) -> dict[str, Any]:
+        """``model_input`` with the messages it repeats from the last one recorded as those very
+        objects (one C-level comparison of the lists: a request read from the wire is new objects
+        every turn), so that their canonical form is not computed again. Equal as Python values, which
+        JSON's are but for ``true`` resent as ``1``: the first one sent is kept then."""
+        messages, before = model_input.get("messages"), self._messages
+        if not isinstance(messages, list):
+            return model_input
+        if before and len(messages) >= len(before) and messages[: len(before)] == before:
+            model_input = {**model_input, "messages": [*before, *messages[len(before) :]]}
+        self._messages = model_input["messages"]
+        return model_input
 
     def record_exchange(self, request: HttpRequest, response: HttpResponse) -> None:
         redact = self._redactor.redact_text

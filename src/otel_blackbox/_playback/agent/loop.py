@@ -1,7 +1,8 @@
 """The built-in agent's loop: a plain tool-calling conversation on one API's official SDK.
 
 Each turn sends the conversation so far with the incident's system prompt, tools and params for that
-turn (``Incident.settings_at``), written in the chosen API's shape (``Provider.wire_request``), through
+turn (``Incident.settings_at``), written in the chosen API's shape (``Provider.wire_request``, the
+messages written on an earlier turn kept: ``_wire/memo.py``, so turn 1,000 costs what turn 10 does), through
 its SDK (``sdk.py``). The session the agent runs under sees the exchange and hands back the neutral
 output: the recorder's in a rerun, the cassette's in a replay. A tool call is answered from the
 incident (``tools.py``), never executed; a final answer ends the run, unless the incident's user spoke
@@ -22,6 +23,7 @@ from otel_blackbox._playback.agent.tools import ToolBook, describe_call
 from otel_blackbox._playback.record import RunStopped
 from otel_blackbox._spans.messages import ToolCall
 from otel_blackbox._types import JsonObject
+from otel_blackbox._wire.memo import RequestMemo
 from otel_blackbox._wire.protocol import Provider
 
 __all__ = ["AgentPlan", "AgentRun", "Resume", "assistant_message", "drive"]
@@ -79,6 +81,9 @@ def drive(
     user_turns = list(incident.user_turns if resume is None else resume.user_turns)
     first = 0 if resume is None else resume.turn
     run.turns = max(run.turns, first)
+    requests = RequestMemo(
+        provider, native=plan.native
+    )  # ``messages`` only grows: each turn writes its new ones
     while True:
         if run.turns - first >= plan.max_turns:
             raise RunStopped(
@@ -87,7 +92,7 @@ def drive(
                 maxTurns=plan.max_turns,
             )
         request = {**incident.settings_at(run.turns), "messages": messages, "model": plan.model}
-        wire = provider.wire_request(request, stream=plan.stream, native=plan.native)
+        wire = requests.wire_request(request, stream=plan.stream)
         run.dropped.extend(d for d in wire.dropped if d not in run.dropped)
         if before_call is not None:
             before_call(run.turns + 1)

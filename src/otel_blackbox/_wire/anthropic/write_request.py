@@ -30,7 +30,7 @@ other direction of ``read_request.model_input``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from otel_blackbox._cassette.output import Hosted, Reasoning, extras_of
@@ -50,7 +50,7 @@ from otel_blackbox._wire.settings import (
     tool_choice_of,
 )
 
-__all__ = ["DEFAULT_MAX_TOKENS", "anthropic_request"]
+__all__ = ["DEFAULT_MAX_TOKENS", "AnthropicMessagesWriter", "anthropic_request"]
 
 # The API requires max_tokens; a model_input recorded without one (another API's) is sent this.
 DEFAULT_MAX_TOKENS = 4096
@@ -63,28 +63,46 @@ _RESULT_BLOCKS = frozenset({"text", "image", "document", "search_result", "tool_
 
 def anthropic_request(model_input: JsonObject, *, stream: bool, native: bool) -> WireRequest:
     """A Messages request body for ``model_input`` (the module docstring), and what it drops."""
-    writer = _RequestWriter(native)
-    return WireRequest(writer.body(model_input, stream), writer.dropped)
+    return AnthropicMessagesWriter(native).extended(model_input.get("messages")).request(model_input, stream)
 
 
 @dataclass
-class _RequestWriter:
-    """Writes one model_input as a request body; ``dropped`` names what it leaves out, once each."""
+class AnthropicMessagesWriter:
+    """Writes a model_input's messages one after the other, then the request around them;
+    ``dropped`` names what it leaves out, once each. What a message becomes never depends on what
+    follows it (but for another API's, merged into the turn before: ``out``'s last message is
+    replaced then), so the built-in agent keeps a writer from one turn to the next (``_wire/memo.py``)."""
 
     native: bool
     dropped: list[str] = field(default_factory=list)
     hosted: int = 0  # hosted tool uses written so far: each gets an id of its own
+    out: list[JsonObject] = field(default_factory=list)  # the messages written
 
     def drop(self, what: str) -> None:
         if what not in self.dropped:
             self.dropped.append(what)
 
+    def extended(self, messages: Any) -> AnthropicMessagesWriter:
+        """These messages written after those written so far."""
+        for message in messages or []:
+            written = self.message(message)
+            if self.native:
+                self.out.append(written)
+            elif written:
+                _alternate(self.out, written)
+        return self
+
+    def request(self, model_input: JsonObject, stream: bool) -> WireRequest:
+        """The request body of ``model_input``, whose messages are those written; this writer is
+        left as it was (the next turn's messages go on)."""
+        writer = replace(self, dropped=list(self.dropped))
+        return WireRequest(writer.body(model_input, stream), writer.dropped)
+
     def body(self, model_input: JsonObject, stream: bool) -> JsonObject:
         body: JsonObject = {}
         if model_input.get("model") is not None:
             body["model"] = model_input["model"]
-        messages = [self.message(m) for m in model_input.get("messages") or []]
-        body["messages"] = messages if self.native else _alternating([m for m in messages if m])
+        body["messages"] = list(self.out)
         system = model_input.get("systemPrompt")
         if system is not None and (self.native or system):
             body["system"] = system
@@ -225,18 +243,16 @@ class _RequestWriter:
                 self.drop(f"params.{key}")
 
 
-def _alternating(messages: list[JsonObject]) -> list[JsonObject]:
-    """Messages of one role in a row as one (the API takes turns that alternate), tool results first."""
-    out: list[JsonObject] = []
-    for message in messages:
-        if not out or out[-1]["role"] != message["role"]:
-            out.append(message)
-            continue
-        blocks = _as_blocks(out[-1]["content"]) + _as_blocks(message["content"])
-        if message["role"] == "user":  # sorted is stable: each kind keeps its order
-            blocks.sort(key=lambda block: block.get("type") != "tool_result")
-        out[-1] = {"role": message["role"], "content": blocks}
-    return out
+def _alternate(out: list[JsonObject], message: JsonObject) -> None:
+    """A message after ``out``'s, merged into the last when of its role (the API takes turns that
+    alternate), tool results first; the merged turn is a new message, the old one untouched."""
+    if not out or out[-1]["role"] != message["role"]:
+        out.append(message)
+        return
+    blocks = _as_blocks(out[-1]["content"]) + _as_blocks(message["content"])
+    if message["role"] == "user":  # sorted is stable: each kind keeps its order
+        blocks.sort(key=lambda block: block.get("type") != "tool_result")
+    out[-1] = {"role": message["role"], "content": blocks}
 
 
 def _result_content(result: Any) -> Any:

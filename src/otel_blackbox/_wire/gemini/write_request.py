@@ -47,6 +47,7 @@ as ``{}``), results and images given inline (an OpenAI data URL, an Anthropic ba
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from otel_blackbox._spans.messages import FUNCTION_OUTPUT_FIELDS
@@ -67,7 +68,7 @@ from otel_blackbox._wire.settings import (
     tool_choice_of,
 )
 
-__all__ = ["gemini_request", "response_of"]
+__all__ = ["GeminiContents", "gemini_body", "gemini_request", "response_of"]
 
 Drop = Callable[[str], None]
 
@@ -82,13 +83,19 @@ _MODES = {"auto": "AUTO", "none": "NONE", "required": "ANY"}  # a neutral tool c
 
 def gemini_request(model_input: JsonObject, *, native: bool) -> WireRequest:
     """A generateContent request body for ``model_input`` (the module docstring), and what it drops."""
-    dropped: list[str] = []
+    return gemini_body(model_input, GeminiContents(native).extended(model_input.get("messages")))
+
+
+def gemini_body(model_input: JsonObject, written: GeminiContents) -> WireRequest:
+    """The request around the contents ``written`` holds (``model_input``'s messages, written before:
+    the built-in agent keeps them from one turn to the next, see ``_wire/memo.py``)."""
+    native, dropped = written.native, list(written.dropped)
 
     def drop(what: str) -> None:
         if what not in dropped:
             dropped.append(what)
 
-    body: JsonObject = {"contents": _contents(model_input.get("messages") or [], native=native, drop=drop)}
+    body: JsonObject = {"contents": list(written.out)}  # a list of its own: the next turn's go on ``out``
     system = model_input.get("systemPrompt")
     if system is not None and (native or system):
         body["systemInstruction"] = {"parts": [{"text": system}]}
@@ -101,6 +108,25 @@ def gemini_request(model_input: JsonObject, *, native: bool) -> WireRequest:
     if calling.get("functionCallingConfig", {}).get("mode") == "ANY":
         drop("params.toolChoice")
     return WireRequest(body, dropped)
+
+
+@dataclass
+class GeminiContents:
+    """A conversation's messages written one after the other as ``contents`` (below), and what they
+    leave out; each message is written on its own, whatever follows it."""
+
+    native: bool
+    dropped: list[str] = field(default_factory=list)
+    out: list[JsonObject] = field(default_factory=list)
+
+    def drop(self, what: str) -> None:
+        if what not in self.dropped:
+            self.dropped.append(what)
+
+    def extended(self, messages: Any) -> GeminiContents:
+        """These messages written after those written so far."""
+        self.out += _contents(messages or [], native=self.native, drop=self.drop)
+        return self
 
 
 # --- tools and settings ---------------------------------------------------------------------------

@@ -51,7 +51,7 @@ from otel_blackbox._wire.settings import (
     tool_choice_of,
 )
 
-__all__ = ["chat_request"]
+__all__ = ["ChatMessages", "chat_body", "chat_request"]
 
 # maxTokens goes as max_completion_tokens (both read back as maxTokens): the models that take only
 # one of the two (o-series, gpt-5) take that one.
@@ -64,11 +64,20 @@ SCHEMA_NAME = "response"
 
 def chat_request(model_input: JsonObject, *, stream: bool, native: bool) -> WireRequest:
     """A Chat Completions request body for ``model_input`` (the module docstring), and what it drops."""
-    build = Building(native)
+    return chat_body(model_input, ChatMessages(native).extended(model_input.get("messages")), stream=stream)
+
+
+def chat_body(model_input: JsonObject, written: ChatMessages, *, stream: bool) -> WireRequest:
+    """The request around the messages ``written`` holds (``model_input``'s, written before: the
+    built-in agent keeps them from one turn to the next, see ``_wire/memo.py``)."""
+    build = Building(written.build.native, list(written.build.dropped))
     body: JsonObject = {}
     if isinstance(model_input.get("model"), str):
         body["model"] = model_input["model"]
-    body["messages"] = _wire_messages(model_input, build)
+    # One system message: model_input joined the leading ones, and which were developer ones is lost.
+    system = model_input.get("systemPrompt")
+    head = [{"role": "system", "content": system}] if isinstance(system, str) else []
+    body["messages"] = [*head, *written.out]  # a list of its own: the next turn's messages go on ``out``
     tools = [w for w in (_wire_tool(t, build) for t in objects_of(model_input.get("tools"))) if w is not None]
     if tools:  # the API refuses an empty list
         body["tools"] = tools
@@ -204,12 +213,27 @@ def openai_tool_choice(choice: ToolChoice, *, nested: bool) -> Any:
 # --- Chat's messages, tools and settings -----------------------------------------------------
 
 
-def _wire_messages(model_input: JsonObject, build: Building) -> list[JsonObject]:
-    # One system message: model_input joined the leading ones, and which were developer ones is lost.
-    system = model_input.get("systemPrompt")
-    messages: list[JsonObject] = [{"role": "system", "content": system}] if isinstance(system, str) else []
-    names: dict[str, str] = {}  # the calls so far: id -> tool name
-    for message in objects_of(model_input.get("messages")):
+@dataclass
+class ChatMessages:
+    """A conversation's messages written one after the other, as Chat messages: what a message
+    becomes depends on the calls before it (``names``), never on what follows."""
+
+    native: bool
+    build: Building = field(init=False)
+    out: list[JsonObject] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)  # the calls so far: id -> tool name
+
+    def __post_init__(self) -> None:
+        self.build = Building(self.native)
+
+    def extended(self, messages: Any) -> ChatMessages:
+        """These messages written after those written so far (a value that is no list: none)."""
+        for message in objects_of(messages):
+            self.add(message)
+        return self
+
+    def add(self, message: JsonObject) -> None:
+        build, names, messages = self.build, self.names, self.out
         role, content = message.get("role"), message.get("content")
         if role == "assistant" and isinstance(content, list):
             assistant = _wire_assistant(content, names, build)
@@ -225,7 +249,6 @@ def _wire_messages(model_input: JsonObject, build: Building) -> list[JsonObject]
                 messages.append({"role": role, "content": parts})
         else:
             messages.append({"role": role, "content": "" if content is None else content})
-    return messages
 
 
 def _wire_assistant(parts: list[Any], names: dict[str, str], build: Building) -> JsonObject | None:

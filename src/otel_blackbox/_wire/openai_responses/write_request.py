@@ -35,6 +35,7 @@ which a response holds too, in ``items.py``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from otel_blackbox._cassette.output import Hosted
@@ -61,7 +62,7 @@ from otel_blackbox._wire.settings import (
     tool_choice_of,
 )
 
-__all__ = ["responses_request"]
+__all__ = ["ResponsesInput", "responses_body", "responses_request"]
 
 # The built-in tools (named by their type, no ``name`` of their own), as the SDK lists them: a
 # neutral tool so named, with no description, schema or ``strict``, is one of them.
@@ -78,14 +79,21 @@ _OUTPUT = {"type": "function_call_output"}  # the head of a tool result item
 
 def responses_request(model_input: JsonObject, *, stream: bool, native: bool) -> WireRequest:
     """A Responses API request body for ``model_input`` (the module docstring), and what it drops."""
-    build = Building(native)
+    written = ResponsesInput(native).extended(model_input.get("messages"))
+    return responses_body(model_input, written, stream=stream)
+
+
+def responses_body(model_input: JsonObject, written: ResponsesInput, *, stream: bool) -> WireRequest:
+    """The request around the input items ``written`` holds (``model_input``'s messages, written
+    before: the built-in agent keeps them from one turn to the next, see ``_wire/memo.py``)."""
+    build = Building(written.build.native, list(written.build.dropped))
     body: JsonObject = {}
     if isinstance(model_input.get("model"), str):
         body["model"] = model_input["model"]
     # instructions: model_input joined them with the leading system / developer items, which are lost.
     if isinstance(model_input.get("systemPrompt"), str):
         body["instructions"] = model_input["systemPrompt"]
-    body["input"] = _wire_input(objects_of(model_input.get("messages")), build)
+    body["input"] = list(written.out)  # a list of its own: the next turn's items go on ``out``
     tools = [w for w in (_wire_tool(t, build) for t in objects_of(model_input.get("tools"))) if w is not None]
     if tools:
         body["tools"] = tools
@@ -96,10 +104,27 @@ def responses_request(model_input: JsonObject, *, stream: bool, native: bool) ->
     return WireRequest(body, build.dropped)
 
 
-def _wire_input(messages: list[JsonObject], build: Building) -> list[JsonObject]:
-    items: list[JsonObject] = []
-    names: dict[str, str] = {}  # the calls so far: id -> tool name
-    for message in messages:
+@dataclass
+class ResponsesInput:
+    """A conversation's messages written one after the other, as input items: what a message
+    becomes depends on the calls before it (``names``), never on what follows."""
+
+    native: bool
+    build: Building = field(init=False)
+    out: list[JsonObject] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)  # the calls so far: id -> tool name
+
+    def __post_init__(self) -> None:
+        self.build = Building(self.native)
+
+    def extended(self, messages: Any) -> ResponsesInput:
+        """These messages written after those written so far (a value that is no list: none)."""
+        for message in objects_of(messages):
+            self.add(message)
+        return self
+
+    def add(self, message: JsonObject) -> None:
+        build, names, items = self.build, self.names, self.out
         role, content = message.get("role"), message.get("content")
         if role == "assistant":
             items += _wire_turn(content, names, build)
@@ -111,7 +136,6 @@ def _wire_input(messages: list[JsonObject], build: Building) -> list[JsonObject]
                 items.append({"role": role, "content": parts})
         else:
             items.append({"role": role, "content": "" if content is None else content})
-    return items
 
 
 def _wire_turn(content: Any, names: dict[str, str], build: Building) -> list[JsonObject]:
