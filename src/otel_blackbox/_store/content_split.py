@@ -29,6 +29,8 @@ SPLIT_CHARS = 2048
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 # split_json's summary: members this short, whose key has no ".3." (a flattened list's index).
 _SUMMARY_CHARS = 512
+# A member whose value is a string this long is two pieces: its lead-in ("key":) and its value.
+_VALUE_CHARS = 256
 _INDEXED = re.compile(r"\.[0-9]+(?:\.|$)")
 _DECODE = json.JSONDecoder(strict=False).raw_decode
 _ESCAPE = json.JSONEncoder(ensure_ascii=False).encode
@@ -73,19 +75,29 @@ def _value(text: str, start: int, end: int, *, escaped: bool) -> Piece:
 
 
 def _container(text: str, start: int, end: int, *, escaped: bool, summary: list[str] | None = None) -> Piece:
-    """An object or array: its opening, a Group of items, its closing (``summary``: split_json's)."""
+    """An object or array: its opening, a Group of items, its closing (``summary``: split_json's).
+
+    A member whose value is a long string is two pieces, its lead-in and its value, so the same
+    text under another key is the same piece (a tool's output in its TOOL span and in the next
+    call's messages). Short members of one flattened element (``llm.input_messages.5.message.role``,
+    ``.tool_calls.0.tool_call.id``...) are one piece together: a message, not five.
+    """
     closing = "}" if text[start] == "{" else "]"
     items = Group()
+    run: list[str] = []  # short members of one flattened element, not yet a piece
+    run_element: str | None = None
+    count = 0
     at = start + 1
     item_start = at
     while True:
         at = _WHITESPACE.match(text, at).end()  # type: ignore[union-attr]  # * always matches
         if text[at] == closing:
             break
-        if items:
+        if count:
             if text[at] != ",":
                 raise ValueError(f"expected ',' at {at}")
             at = _WHITESPACE.match(text, at + 1).end()  # type: ignore[union-attr]
+        key = None
         if closing == "}":
             key_start = at
             key, at = scanstring(text, at + 1)
@@ -95,19 +107,52 @@ def _container(text: str, start: int, end: int, *, escaped: bool, summary: list[
             at = _WHITESPACE.match(text, at + 1).end()  # type: ignore[union-attr]
         value_start = at
         at = _DECODE(text, at)[1]
-        if at - value_start >= SPLIT_CHARS:  # a long value is cut too, its lead-in a piece of its own
-            value = _value(text, value_start, at, escaped=escaped)
+        count += 1
+        size = at - value_start
+        if size >= SPLIT_CHARS or (key is not None and size >= _VALUE_CHARS and text[value_start] == '"'):
+            if run:
+                items.append("".join(run))
+                run = []
+            value = (
+                _value(text, value_start, at, escaped=escaped)
+                if size >= SPLIT_CHARS
+                else text[value_start:at]
+            )
             items.append(Group([text[item_start:value_start], value]))
         else:
-            items.append(text[item_start:at])
-            if summary is not None and at - key_start <= _SUMMARY_CHARS and not _INDEXED.search(key):
+            element = _element(key)
+            if run and (element is None or element != run_element):
+                items.append("".join(run))
+                run = []
+            if element is None:
+                items.append(text[item_start:at])
+            else:
+                run.append(text[item_start:at])
+                run_element = element
+            if (
+                summary is not None
+                and key is not None
+                and at - key_start <= _SUMMARY_CHARS
+                and element is None
+            ):
                 summary.append(text[key_start:at])
         item_start = at
+    if run:
+        items.append("".join(run))
     if at + 1 > end:
         raise ValueError("unterminated container")
     if len(items) < 2 and not any(isinstance(i, Group) for i in items):
         return text[start:end]
     return Group([text[start : start + 1], items, text[item_start:end]])
+
+
+def _element(key: str | None) -> str | None:
+    """The flattened element a member belongs to (``llm.input_messages.5`` of
+    ``llm.input_messages.5.message.role``); None for a key with no index (or an array's item)."""
+    if key is None:
+        return None
+    found = _INDEXED.search(key)
+    return None if found is None else key[: found.start() + len(found.group(0).rstrip("."))]
 
 
 def _json_in_string(text: str, start: int, end: int) -> Piece:

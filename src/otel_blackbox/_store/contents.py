@@ -36,7 +36,7 @@ __all__ = ["APART_CHARS", "ContentReader", "ContentWriter", "has_contents", "swe
 
 # A JSON text of attributes or events this long or longer is stored apart; most spans are far
 # shorter and keep their text in the row.
-APART_CHARS = 8192
+APART_CHARS = 2048
 _FANOUT_BITS = 4  # a list of children is cut after a child whose hash ends in 4 zero bits: ~16 a node
 _COMPRESS_BYTES = 128  # shorter text nodes are stored as they are
 _TEXT, _ZLIB, _LIST = "t", "z", "l"

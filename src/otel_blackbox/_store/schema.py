@@ -191,7 +191,7 @@ ALTER TABLE recorders ADD COLUMN logs_skipped INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE recorders ADD COLUMN logs_write_errors INTEGER NOT NULL DEFAULT 0;
 """
 
-# A long conversation's spans repeat it: a span's attributes or events of 8,192 characters or more
+# A long conversation's spans repeat it: a span's attributes or events of 2,048 characters or more
 # of JSON are stored apart, cut at their JSON boundaries into nodes stored once by the hash of
 # their content (_store.contents); the row keeps the root's id and a marker in its own column.
 # The view gains the two ids; rows written before keep their text, read as they were. Spans the
