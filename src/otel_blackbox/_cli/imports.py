@@ -228,28 +228,29 @@ def _transcript_files(names: tuple[str, ...], kind: str) -> list[Path]:
 
 
 def _store_traces(importer: Importer, batches: list[TranscriptBatch]) -> None:
+    """Each file's traces in one transaction, their spans made a few at a time as they are stored."""
     with progress(len(batches) if len(batches) > 1 else 0, "storing transcripts") as advance:
         for batch in batches:
-            documents = batch.documents()
-            importer.store(batch.label, [(None, d) for d in documents], replace=batch.replace(documents))
+            documents = ((None, d) for d in batch.documents())
+            importer.store(batch.label, documents, replace=batch.replace())
             advance(1)
 
 
 def _from_file(importer: Importer, name: str) -> ImportCounts:
     """A file of OTLP documents stored; one that is a transcript instead is refused with the hint of
     the ``--from`` that reads it."""
-    first: list[object] = []
+    first: list[str | None] = []
     try:
         return _otlp_file(importer, name, first)
     except ImportInputError as exc:
-        kind = transcript_kind(first[0]) if first else None
+        kind = first[0] if first else None
         if kind is None:
             raise
         hint = f"it looks like {TRANSCRIPT_KINDS[kind]}: import it with --from {kind}"
         raise ImportInputError(f"{exc}; {hint}") from None
 
 
-def _otlp_file(importer: Importer, name: str, first: list[object]) -> ImportCounts:
+def _otlp_file(importer: Importer, name: str, first: list[str | None]) -> ImportCounts:
     if name == "-":
         return importer.store("stdin", _noting_first(read_documents(_lines(sys.stdin.buffer, None)), first))
     path = Path(name)
@@ -267,22 +268,27 @@ def _otlp_file(importer: Importer, name: str, first: list[object]) -> ImportCoun
 
 
 def _noting_first(
-    documents: Iterator[tuple[int | None, object]], first: list[object]
+    documents: Iterator[tuple[int | None, object]], first: list[str | None]
 ) -> Iterator[tuple[int | None, object]]:
-    """The documents, the first of them kept in ``first`` (what a refusal's hint looks at)."""
+    """The documents, the transcript kind the first reads as (or None) kept in ``first`` (what a
+    refusal's hint says); no document is held past its turn."""
     for item in documents:
         if not first:
-            first.append(item[1])
+            first.append(transcript_kind(item[1]))
         yield item
+        del item
 
 
 def _lines(stream: Iterable[bytes], advance: Callable[[int], None] | None) -> Iterator[str]:
     """The stream's lines as text; bytes that are not UTF-8 raise UnicodeDecodeError (a bad file),
-    and a broken gzip stream an OSError / EOFError (named by the importer)."""
+    and a broken gzip stream an OSError / EOFError (named by the importer). Neither form of a line
+    is held here while the document read from it is stored (a line can be hundreds of MB)."""
     for raw in stream:
         if advance is not None:
             advance(len(raw))
-        yield raw.decode("utf-8")
+        text = [raw.decode("utf-8")]
+        del raw
+        yield text.pop()
 
 
 def _from_phoenix(

@@ -16,11 +16,12 @@ def read_documents(lines: Iterable[str]) -> Iterator[tuple[int | None, object]]:
     pretty-printed or not).
 
     Yields (line number, document); the line is None for a document of many lines. Raises
-    OtlpError naming the line of what is not JSON.
+    OtlpError naming the line of what is not JSON. JSON lines are read one at a time, each line
+    whole; a document of many lines is necessarily read whole, its text and then its parsed form.
     """
     numbered = enumerate(lines, 1)
     for number, line in numbered:
-        if not line.strip():
+        if _blank(line):
             continue
         try:
             first = json.loads(line)
@@ -30,12 +31,24 @@ def read_documents(lines: Iterable[str]) -> Iterator[tuple[int | None, object]]:
             # Not a line of its own: the file is one document, read whole (blank lines before it
             # kept, so that an error's line number is the file's).
             text = "\n" * (number - 1) + line + "".join(rest for _, rest in numbered)
-            yield None, _whole(text)
+            del line
+            whole = _whole(text)
+            del text
+            yield None, whole
             return
+        del line  # no line nor document is held here while the one yielded is stored
         yield number, first
+        del first
         for number, line in numbered:
-            if line.strip():
-                yield number, _line(line, number)
+            if not _blank(line):
+                document = _line(line, number)
+                del line
+                yield number, document
+                del document
+
+
+def _blank(line: str) -> bool:
+    return not line or line.isspace()  # no stripped copy of a long line
 
 
 def _whole(text: str) -> object:

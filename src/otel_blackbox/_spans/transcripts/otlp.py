@@ -9,11 +9,18 @@ was an error). A call with no result in the transcript has no TOOL span.
 Ids are derived (sha256): the trace's from its ``Keys.trace`` (a session's own id, so a session
 imported again is the same trace), the spans' from ``Keys.spans`` (the content too) and their index,
 so the same transcript imported twice gives the same spans, which the importer stores once, and a
-session that grew gives new ones, which replace the trace (``Importer.store(replace=...)``). A
+session that grew gives new ones, which replace the trace (``Importer.store(replace=...)``;
+``conversation_span_ids`` names them without making a span). A
 conversation with a ``session_id`` in its metadata has it as ``session.id`` on every span. Times: a turn's
 own time when the transcript tells it (the first one told starts the root), else ``base_ns`` (the
 file's mtime); every span starts at least 1 ms after the one before it, so the spans' order is the
 conversation's.
+
+Every LLM span holds the conversation before it, so the spans of a conversation together are the
+square of its length (a 1,000-round session with 2 KB tool results: ~2.5 GB of attributes).
+``otlp_documents`` makes them a few at a time, as documents of at most ``DOCUMENT_SPANS`` spans or
+about ``DOCUMENT_BYTES`` of attribute text, which the importer stores as they come; ``otlp_document``
+(every span in one) is for a short conversation, or a test.
 """
 
 from __future__ import annotations
@@ -34,12 +41,27 @@ from openinference.semconv.trace import (
 
 from otel_blackbox._version import __version__
 
-__all__ = ["Conversation", "Keys", "ToolCall", "Turn", "otlp_document", "root_ids", "span_ids"]
+__all__ = [
+    "DOCUMENT_BYTES",
+    "DOCUMENT_SPANS",
+    "Conversation",
+    "Keys",
+    "ToolCall",
+    "Turn",
+    "conversation_span_ids",
+    "otlp_document",
+    "otlp_documents",
+    "root_ids",
+]
 
 _MS = 1_000_000
 _INTERNAL = 1  # SPAN_KIND_INTERNAL
 _OK, _ERROR = 1, 2  # STATUS_CODE_OK, STATUS_CODE_ERROR
 SCOPE = "otel_blackbox.transcripts"
+# A document of ``otlp_documents`` ends after this many spans, or once its attributes' text reaches
+# about this many characters (a span is never split: one span can pass it alone).
+DOCUMENT_SPANS = 64
+DOCUMENT_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -144,17 +166,6 @@ def root_ids(keys: Keys) -> tuple[str, str]:
     """The trace id and root span id of the document ``otlp_document`` makes with ``keys``: a
     conversation started by another (a subagent's) is placed under them."""
     return _id(keys.trace, "trace", 32), _id(keys.spans, "span 0", 16)
-
-
-def span_ids(documents: list[dict[str, Any]]) -> dict[str, set[str]]:
-    """The span ids of each trace in these documents (as ``otlp_document`` writes them)."""
-    found: dict[str, set[str]] = {}
-    for document in documents:
-        for resource in document["resourceSpans"]:
-            for scope in resource["scopeSpans"]:
-                for span in scope["spans"]:
-                    found.setdefault(span["traceId"], set()).add(span["spanId"])
-    return found
 
 
 def _span(
@@ -323,12 +334,53 @@ def _spans(
     )
 
 
+def _traces_data(conversation: Conversation, spans: list[dict[str, Any]]) -> dict[str, Any]:
+    scope = {"name": f"{SCOPE}.{conversation.source}", "version": __version__}
+    resource = {"attributes": _attributes({"service.name": f"{conversation.source} transcript"})}
+    return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": scope, "spans": spans}]}]}
+
+
 def otlp_document(
     conversation: Conversation, keys: Keys, base_ns: int, *, parent: tuple[str, str] | None = None
 ) -> dict[str, Any]:
     """The conversation as one OTLP/JSON ``TracesData``: its spans, ids derived from ``keys``;
-    ``parent`` (a trace id and span id, see ``root_ids``) places its root under another's."""
-    scope = {"name": f"{SCOPE}.{conversation.source}", "version": __version__}
-    resource = {"attributes": _attributes({"service.name": f"{conversation.source} transcript"})}
-    spans = list(_spans(conversation, keys, base_ns, parent))
-    return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": scope, "spans": spans}]}]}
+    ``parent`` (a trace id and span id, see ``root_ids``) places its root under another's. Every
+    span at once: ``otlp_documents`` makes the same spans a few at a time."""
+    return _traces_data(conversation, list(_spans(conversation, keys, base_ns, parent)))
+
+
+def otlp_documents(
+    conversation: Conversation,
+    keys: Keys,
+    base_ns: int,
+    *,
+    parent: tuple[str, str] | None = None,
+    max_spans: int | None = None,
+    max_bytes: int | None = None,
+) -> Iterator[dict[str, Any]]:
+    """The spans of ``otlp_document``, in its order, as ``TracesData`` documents of the same resource
+    and scope, each made when asked for: at most ``max_spans`` spans (DOCUMENT_SPANS), or fewer once
+    their attributes' text reaches ``max_bytes`` characters (DOCUMENT_BYTES). Only the turns and one
+    document's spans are held."""
+    max_spans = max_spans or DOCUMENT_SPANS
+    max_bytes = max_bytes or DOCUMENT_BYTES
+    spans: list[dict[str, Any]] = []
+    size = 0
+    for span in _spans(conversation, keys, base_ns, parent):
+        spans.append(span)
+        size += sum(len(a["value"].get("stringValue", "")) for a in span["attributes"])
+        if len(spans) >= max_spans or size >= max_bytes:
+            yield _traces_data(conversation, spans)
+            spans, size = [], 0
+    if spans:
+        yield _traces_data(conversation, spans)
+
+
+def conversation_span_ids(
+    conversation: Conversation, keys: Keys, *, parent: tuple[str, str] | None = None
+) -> tuple[str, set[str]]:
+    """The trace id and the span ids the documents of ``otlp_documents`` hold, made without them:
+    the root, one LLM span per assistant turn and one TOOL span per call with a result."""
+    trace_id = parent[0] if parent is not None else _id(keys.trace, "trace", 32)
+    count = 1 + sum(t.role == "assistant" for t in conversation.turns) + len(_results(conversation.turns))
+    return trace_id, {_id(keys.spans, f"span {i}", 16) for i in range(count)}

@@ -10,6 +10,7 @@ A Claude Code session is one trace with the conversations of its subagents' file
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,13 @@ from typing import Any
 from otel_blackbox._spans.transcripts.chat import is_chat_log, read_chats
 from otel_blackbox._spans.transcripts.claude_code import Session, is_session_record, read_session
 from otel_blackbox._spans.transcripts.codex import is_rollout_record, read_rollout
-from otel_blackbox._spans.transcripts.otlp import Conversation, Keys, otlp_document, root_ids, span_ids
+from otel_blackbox._spans.transcripts.otlp import (
+    Conversation,
+    Keys,
+    conversation_span_ids,
+    otlp_documents,
+    root_ids,
+)
 
 __all__ = [
     "TRANSCRIPT_KINDS",
@@ -57,19 +64,29 @@ class _Part:
 @dataclass(frozen=True)
 class TranscriptBatch:
     """What one transaction stores: a file's traces (a session's with its subagents' files). The
-    documents are made when stored, one batch at a time: every LLM span holds the conversation before
-    it, so a folder's documents at once could take many times the files' size in memory."""
+    documents are made as they are stored, a few spans at a time (``otlp_documents``): every LLM
+    span holds the conversation before it, so a long session's spans at once would take the square
+    of its length in memory."""
 
     label: str  # the file it came from, for messages
     parts: list[_Part]
     keyed_by_session: bool  # then a stored trace of the session with other spans is replaced
 
-    def documents(self) -> list[dict[str, Any]]:
-        return [otlp_document(p.conversation, p.keys, p.base_ns, parent=p.parent) for p in self.parts]
+    def documents(self) -> Iterator[dict[str, Any]]:
+        """The parts' spans as OTLP/JSON documents, each made when the one before is stored."""
+        for p in self.parts:
+            yield from otlp_documents(p.conversation, p.keys, p.base_ns, parent=p.parent)
 
-    def replace(self, documents: list[dict[str, Any]]) -> dict[str, set[str]] | None:
-        """What ``Importer.store(replace=...)`` takes for these documents."""
-        return span_ids(documents) if self.keyed_by_session else None
+    def replace(self) -> dict[str, set[str]] | None:
+        """What ``Importer.store(replace=...)`` takes for these documents: the span ids of each
+        trace, named without making the spans."""
+        if not self.keyed_by_session:
+            return None
+        found: dict[str, set[str]] = {}
+        for p in self.parts:
+            trace_id, ids = conversation_span_ids(p.conversation, p.keys, parent=p.parent)
+            found.setdefault(trace_id, set()).update(ids)
+        return found
 
 
 def _keys(source: str, raw: bytes, identity: str | None) -> Keys:
