@@ -44,6 +44,11 @@ _BAR_FROM = 1000
     help="Every trace with a span of this session id.",
 )
 @output_option("Where to write the page (atomically).", metavar="FILE.html")
+@click.option(
+    "--full", is_flag=True,
+    help="Every input message of every model call, and every attribute (by default a call whose input "
+    "starts with an earlier call's refers to it: \"same 214 messages as call 12, 2 new\").",
+)  # fmt: skip
 @ALLOW_UNVERIFIED
 @click.pass_context
 def report(
@@ -52,6 +57,7 @@ def report(
     run_id: str | None,
     session_id: str | None,
     output: str,
+    full: bool,
     allow_unverified: bool,
 ) -> None:
     """One trace (a unique id prefix, from --db), a run or a session, or one cassette, as one HTML page.
@@ -59,6 +65,11 @@ def report(
     The page is self-contained (inline CSS and JS, no network): a waterfall and span tree, the
     selected span's messages, tool calls, outputs and exceptions, search and a failed-only filter.
     With --run or --session, every trace of the run (see `runs`) or the session on one time axis.
+
+    Each model call carries the whole conversation before it: a call whose input starts with an
+    earlier call's shows "same 214 messages as call 12, 2 new" (a link to that call) and the new
+    messages, and leaves out the attributes that hold them, so that a long run's page stays one a
+    browser opens; --full embeds every message and attribute.
 
     \b
     Example:
@@ -68,8 +79,8 @@ def report(
     """
     exactly_one(ctx, {"TRACE_ID|CASSETTE.json": target, "--run": run_id, "--session": session_id})
     if target is None:
-        page, what = _group_page(ctx, run_id, session_id)
-    elif target.lower().endswith(".json") and Path(target).is_file():
+        page, what = _group_page(ctx, run_id, session_id, full)
+    elif target.lower().endswith((".json", ".json.gz")) and Path(target).is_file():
         (cassette,) = checked_inputs([Path(target)], allow_unverified)
         page = cassette_report(cassette, unverified=carried_warning())
         what = f"cassette {safe(cassette.id)}, {counted(len(cassette.steps), 'step')}"
@@ -79,21 +90,24 @@ def report(
             spans = load_trace(conn, full_id)
             (summary,) = queries.summarize(conn, [full_id])
             last_seen = queries.last_seen_by_trace(conn, full_id).get(full_id, summary.end_ns)
-        with progress(len(spans) if len(spans) >= _BAR_FROM else 0, "rendering") as advance:
-            page = trace_report(summary, spans, last_seen, span_done=advance)
+            # Within the connection: attributes stored apart are read when asked for (_store).
+            with progress(len(spans) if len(spans) >= _BAR_FROM else 0, "rendering") as advance:
+                page = trace_report(summary, spans, last_seen, span_done=advance, full=full)
         what = f"trace {full_id}, {counted(len(spans), 'span')}"
     with atomic_text_writer(output) as handle:
         handle.write(page)
     click.echo(f"wrote {safe(output)}: {what}")
 
 
-def _group_page(ctx: click.Context, run_id: str | None, session_id: str | None) -> tuple[str, str]:
+def _group_page(
+    ctx: click.Context, run_id: str | None, session_id: str | None, full: bool
+) -> tuple[str, str]:
     """The page of every trace of a run or a session, and what it holds."""
     with reader(ctx) as conn:
         kind, ident, spans = group_spans(conn, run_id, session_id)
         last_seen = runs.last_seen_by_traces(conn, spans)
-    pid = spans[0].pid if kind == "run" else None  # one process wrote every span of a run
-    with progress(len(spans) if len(spans) >= _BAR_FROM else 0, "rendering") as advance:
-        page = group_report(SpanGroup(kind, ident, pid), spans, last_seen, span_done=advance)
+        pid = spans[0].pid if kind == "run" else None  # one process wrote every span of a run
+        with progress(len(spans) if len(spans) >= _BAR_FROM else 0, "rendering") as advance:
+            page = group_report(SpanGroup(kind, ident, pid), spans, last_seen, span_done=advance, full=full)
     traces = len({s.trace_id for s in spans})
     return page, f"{kind} {safe(ident)}, {counted(traces, 'trace')}, {counted(len(spans), 'span')}"

@@ -110,7 +110,12 @@ def list_traces(
     help="text: the tree for a terminal. markdown: the tree and every span's details, to paste into an "
     "issue or a chat (bounded, long values shortened, unless --full).",
 )  # fmt: skip
-@click.option("--full", is_flag=True, help="With -v or --format markdown: do not shorten or bound anything.")
+@click.option(
+    "--full", is_flag=True,
+    help="With -v, --format markdown or --json: do not shorten or bound anything, and show every input "
+    "message of every model call (by default a call whose input starts with an earlier call's says "
+    "\"same 214 messages as call 12, 2 new\" and shows the new ones).",
+)  # fmt: skip
 @PRICE_MODEL
 @click.option(
     "--json", "as_json", is_flag=True, help="The trace summary (or each trace's) and every span as JSON."
@@ -132,6 +137,11 @@ def show(
     With --run or --session instead of TRACE_ID, every trace of the run (see `runs`) or of the
     session, in time order. --format markdown always holds the details -v shows, and is escaped
     so that no span name or message can break it.
+
+    Model calls are numbered (call 1, call 2...). Each one carries the whole conversation before
+    it: a call whose input starts with an earlier call's whole input is shown as "same 214 messages
+    as call 12, 2 new" and its new messages (--json: "same_input_as", without the attributes that
+    repeat them); --full shows every message of every call.
 
     \b
     Example:
@@ -157,13 +167,34 @@ def show(
         summaries = {
             s.trace_id: s for n in range(0, len(ids), 500) for s in queries.summarize(conn, ids[n : n + 500])
         }
-    traces = [(summaries[t], by_trace[t]) for t in sorted(by_trace, key=lambda t: summaries[t].start_ns)]
+        traces = [(summaries[t], by_trace[t]) for t in sorted(by_trace, key=lambda t: summaries[t].start_ns)]
+        # Within the connection: a span's attributes stored apart are read when asked for (_store).
+        _print_traces(kind, ident, spans, traces, verbose=verbose, fmt=fmt, full=full,
+                      price_model=price_model, as_json=as_json)  # fmt: skip
+
+
+def _print_traces(
+    kind: str,
+    ident: str,
+    spans: list[queries.SpanRecord],
+    traces: list[tuple[queries.TraceSummary, list[queries.SpanRecord]]],
+    *,
+    verbose: bool,
+    fmt: str,
+    full: bool,
+    price_model: str | None,
+    as_json: bool,
+) -> None:
+    """What `show` prints of these traces (``spans``: all of theirs), as text, Markdown or JSON."""
+    from otel_blackbox._render.repeats import number_calls
+
+    calls = number_calls(spans, collapse=not full)  # across a run's traces: one numbering
     if as_json:
         found = [{**s.__dict__, "status": s.status, "duration_ns": s.duration_ns} for s, _ in traces]
         group = {"kind": kind, "id": ident, "traces": found} if kind != "trace" else {"trace": found[0]}
         for row, (_, trace_spans) in zip(found, traces, strict=True):
             row.update(spans_cost(trace_spans, as_model=price_model).json())
-        echo_json({**group, "spans": [span_to_json(s, price_model) for s in spans]})
+        echo_json({**group, "spans": [span_to_json(s, price_model, calls) for s in spans]})
         return
     if fmt == "markdown":
         from otel_blackbox._render.markdown.report import group_markdown, trace_markdown
@@ -180,7 +211,13 @@ def show(
             click.echo("")
         limit = None if full else 1000
         lines = render_tree(
-            summary, trace, verbose=verbose, max_chars=limit, style=style, price_model=price_model
+            summary,
+            trace,
+            verbose=verbose,
+            max_chars=limit,
+            style=style,
+            price_model=price_model,
+            calls=calls,
         )
         for line in lines:
             click.echo(line)

@@ -182,7 +182,9 @@ def build_server(db: Path) -> MCPServer[Any]:
         """One trace as `otel-blackbox show -v` prints it: a header (status, duration, spans, cost), then
         each span under its parent with its status, kind, duration, model, tokens and cost, its span id,
         and below it the messages by role, tool calls with their arguments, outputs and exceptions.
-        Values are shortened to 1000 characters unless full=true. Paged by spans: the last line says
+        Values are shortened to 1000 characters unless full=true. Model calls are numbered (call 1,
+        call 2...); a call whose input starts with an earlier call's shows "same 214 messages as call
+        12, 2 new" and the new messages only, unless full=true. Paged by spans: the last line says
         how many remain and the offset to ask for next."""
         return _answer(
             lambda: traces.show_trace(
@@ -209,7 +211,9 @@ def build_server(db: Path) -> MCPServer[Any]:
     ) -> str:
         """Everything one span recorded: its line and details as show_trace gives them, and the span as
         JSON (every attribute, event, link, the resource, cost_usd). Strings are shortened to 2000
-        characters unless full=true; a result over 20000 characters comes in parts, each saying the
+        characters unless full=true; a model call whose input starts with an earlier call's gives the
+        new messages and "same_input_as" (that call, the messages they share) instead of the attributes
+        that repeat them, unless full=true; a result over 20000 characters comes in parts, each saying the
         char_offset of the next."""
         return _answer(
             lambda: traces.get_span(

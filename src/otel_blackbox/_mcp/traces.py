@@ -17,6 +17,7 @@ from typing import Any
 from otel_blackbox._cost import llm_calls
 from otel_blackbox._cost.prices import Cost, unknown_model
 from otel_blackbox._mcp.bounds import MAX_CHARS, VALUE_CHARS, clip_strings, dumps, fit, text_arg, text_page
+from otel_blackbox._render.repeats import ModelCalls, number_calls
 from otel_blackbox._render.text import clip, fmt_time, render_tree, safe, span_to_json
 from otel_blackbox._render.words import counted
 from otel_blackbox._spans.view.registry import view_of
@@ -189,10 +190,12 @@ def _tree_order(spans: list[SpanRecord]) -> list[tuple[SpanRecord, int]]:
 
 
 def _rendered(
-    summary: TraceSummary, span: SpanRecord, limit: int | None, price_model: str | None
+    summary: TraceSummary, span: SpanRecord, limit: int | None, price_model: str | None, calls: ModelCalls
 ) -> tuple[str, list[str]]:
-    """``show -v``'s line for the span, and its detail lines (messages, tool calls, exceptions)."""
-    lines = render_tree(summary, [span], verbose=True, max_chars=limit, price_model=price_model)
+    """``show -v``'s line for the span, and its detail lines (messages, tool calls, exceptions; a model
+    call whose input starts with an earlier call's: "same 214 messages as call 12, 2 new" and the
+    new ones, unless ``calls`` were numbered without collapsing)."""
+    lines = render_tree(summary, [span], verbose=True, max_chars=limit, price_model=price_model, calls=calls)
     lines = lines[next((i for i, line in enumerate(lines) if line.startswith("└── ")), len(lines)) :]
     head = lines[0].removeprefix("└── ") if lines else safe(span.name)
     return head, [line.removeprefix("        ") for line in lines[1:]]
@@ -205,8 +208,9 @@ def _span_block(
     index: int,
     limit: int | None,
     price_model: str | None,
+    calls: ModelCalls,
 ) -> str:
-    head, details = _rendered(summary, span, limit, price_model)
+    head, details = _rendered(summary, span, limit, price_model, calls)
     pad = "  " * min(depth, _MAX_INDENT)
     parent = f"  parent {safe(span.parent_span_id)}" if span.parent_span_id else ""
     lines = [f"{pad}[{index}] {head}  span {safe(span.span_id)}{parent}"]
@@ -231,18 +235,19 @@ def show_trace(
     price_model: str | None = None,
 ) -> str:
     as_model = check_price_model(price_model)
-    with reading(db) as conn:
+    with reading(db) as conn:  # spans' attributes stored apart are read when asked for (_store)
         summary, spans = _trace(conn, trace_id)
-    order = _tree_order(spans)
-    _check_offset(offset, len(order))
-    tree = render_tree(summary, spans, price_model=as_model)
+        order = _tree_order(spans)
+        _check_offset(offset, len(order))
+        calls = number_calls(spans, collapse=not full)
+        tree = render_tree(summary, spans, price_model=as_model, calls=calls)
+        value_chars = None if full else SHOWN_CHARS
+        blocks = [
+            _span_block(summary, span, depth, offset + i, value_chars, as_model, calls)
+            for i, (span, depth) in enumerate(order[offset : offset + limit])
+        ]
     notes = [line for line in tree[1:] if line.startswith("no content: ")]  # the trace's own notes
     header = clip("\n".join(tree[:1] + notes[:1]), _HEADER_CHARS)
-    value_chars = None if full else SHOWN_CHARS
-    blocks = [
-        _span_block(summary, span, depth, offset + i, value_chars, as_model)
-        for i, (span, depth) in enumerate(order[offset : offset + limit])
-    ]
     budget = MAX_CHARS - len(header) - 600
     shown = fit(blocks, budget)
     if blocks and len(blocks[0]) > budget:  # one span larger than a page: cut, and say where the rest is
@@ -287,17 +292,18 @@ def get_span(
     price_model: str | None = None,
 ) -> str:
     as_model = check_price_model(price_model)
-    with reading(db) as conn:
+    with reading(db) as conn:  # spans' attributes stored apart are read when asked for (_store)
         summary, spans = _trace(conn, trace_id)
-    span = _find_span(spans, summary.trace_id, span_id)
-    head, details = _rendered(summary, span, None if full else SHOWN_CHARS, as_model)
-    result = {
-        "trace_id": summary.trace_id,
-        "span_id": span.span_id,
-        "line": head,
-        "details": details,
-        "span": clip_strings(span_to_json(span, as_model), None if full else VALUE_CHARS),
-    }
+        span = _find_span(spans, summary.trace_id, span_id)
+        calls = number_calls(spans, collapse=not full)
+        head, details = _rendered(summary, span, None if full else SHOWN_CHARS, as_model, calls)
+        result = {
+            "trace_id": summary.trace_id,
+            "span_id": span.span_id,
+            "line": head,
+            "details": details,
+            "span": clip_strings(span_to_json(span, as_model, calls), None if full else VALUE_CHARS),
+        }
     again = (
         f"get_span with trace_id={summary.trace_id}, span_id={safe(span.span_id)}, full={str(full).lower()}"
     )

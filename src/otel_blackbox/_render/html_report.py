@@ -117,14 +117,17 @@ def trace_data(
     spans: list[SpanRecord],
     last_seen_ns: int,
     span_done: Callable[[int], None] = lambda _n: None,
+    *,
+    full: bool = False,
 ) -> dict[str, Any]:
     """What the trace page shows, as plain JSON (times as nanosecond offsets from the trace start).
 
-    ``span_done(1)`` is called after each span (for a progress bar over a large trace).
+    ``span_done(1)`` is called after each span (for a progress bar over a large trace). ``full``:
+    every input message of every model call (else a call repeating an earlier call's refers to it).
     """
     start = min([summary.start_ns, *(s.start_ns for s in spans)])
     stop = max([last_seen_ns, summary.end_ns, *(s.end_ns or s.start_ns for s in spans)])
-    out, resources = span_entries(spans, start, lambda _s: last_seen_ns, span_done)
+    out, resources = span_entries(spans, start, lambda _s: last_seen_ns, span_done, full=full)
     return {
         "kind": "trace",
         "trace": {
@@ -147,6 +150,8 @@ def group_data(
     spans: list[SpanRecord],
     last_seen_by_trace: dict[str, int],
     span_done: Callable[[int], None] = lambda _n: None,
+    *,
+    full: bool = False,
 ) -> dict[str, Any]:
     """The page of several traces (a run's, a session's): the same span entries as a trace page,
     each carrying its trace id, under a header for the whole group. ``last_seen_by_trace`` says
@@ -158,7 +163,7 @@ def group_data(
     ends = [s.end_ns or s.start_ns for s in spans]
     start = min((s.start_ns for s in spans), default=0)
     stop = max([start, *ends, *(last_seen_of(s) for s in spans if s.status == "open")])
-    out, resources = span_entries(spans, start, last_seen_of, span_done)
+    out, resources = span_entries(spans, start, last_seen_of, span_done, full=full)
     counts = _counts(spans)
     status = "open" if counts["openCount"] else "error" if counts["errorCount"] else "ok"
     return {
@@ -248,10 +253,13 @@ def trace_report(
     span_done: Callable[[int], None] = lambda _n: None,
     *,
     select_failure: bool = False,
+    full: bool = False,
 ) -> str:
     """The trace page: header, waterfall, span tree, details, search, errors-only, arrow keys;
-    opened on the span where it failed with ``select_failure`` (else on the first span)."""
-    return _page({**trace_data(summary, spans, last_seen_ns, span_done), "selectFailure": select_failure})
+    opened on the span where it failed with ``select_failure`` (else on the first span); ``full``:
+    every input message of every model call, and every attribute."""
+    data = trace_data(summary, spans, last_seen_ns, span_done, full=full)
+    return _page({**data, "selectFailure": select_failure, "full": full})
 
 
 def group_report(
@@ -261,9 +269,11 @@ def group_report(
     span_done: Callable[[int], None] = lambda _n: None,
     *,
     select_failure: bool = False,
+    full: bool = False,
 ) -> str:
     """The page of a run or a session: every trace's spans on one time axis, the same views."""
-    return _page({**group_data(group, spans, last_seen_by_trace, span_done), "selectFailure": select_failure})
+    data = group_data(group, spans, last_seen_by_trace, span_done, full=full)
+    return _page({**data, "selectFailure": select_failure, "full": full})
 
 
 def cassette_report(cassette: Cassette, *, unverified: str | None = None) -> str:

@@ -1,6 +1,10 @@
 """The spans of a report page as its JSON: each span in tree order with its view (kind, model, tokens,
 messages, tool use, cost, whether its call is counted on another span), its exceptions and events, and
-the resources the spans point to (each embedded once)."""
+the resources the spans point to (each embedded once).
+
+Unless ``full``, a model call whose input starts with an earlier call's carries the new messages only
+and a reference to that call (``inputRepeat``), and its attributes and events leave out those that hold
+its input (``omitted`` says which): the page grows with the run, not its square (``repeats``)."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from typing import Any
 
 from otel_blackbox._cost.prices import format_usd
 from otel_blackbox._cost.spans import span_price
+from otel_blackbox._render.repeats import ModelCalls, number_calls, trimmed
 from otel_blackbox._spans.messages import Message, tool_name
 from otel_blackbox._spans.sdk_limits import sdk_cut
 from otel_blackbox._spans.view.model import Tokens
@@ -90,20 +95,31 @@ def span_entries(
     start: int,
     last_seen_of: Callable[[SpanRecord], int],
     span_done: Callable[[int], None],
+    *,
+    full: bool = False,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The spans in tree order as the page's JSON, and the resources they point to."""
+    """The spans in tree order as the page's JSON, and the resources they point to; every input
+    message of every model call with ``full``."""
     out = []
     # Every span of a process has the same resource: each is embedded once, spans point to it
     # (a sixth of a large report's size otherwise).
     resources: list[dict[str, Any]] = []
     resource_index: dict[str, int] = {}
     read_trace(spans)
+    calls = number_calls(spans, collapse=not full)
     for span, depth in _tree_order(spans):
         span_done(1)
         attrs = span.attributes
         view = view_of(span)
+        repeated = _repeated(calls, span)
         tokens = view.tokens or Tokens()
         tool = view.tool
+        given = view.input_text if repeated["inputRepeat"] is None else None  # not the whole request again
+        if tool is not None and tool.arguments is not None:
+            given = _shown(tool.arguments)
+        shown_output = (
+            _shown(tool.result) if tool is not None and tool.result is not None else view.output_text
+        )
         is_open = span.status == "open" or span.end_ns is None
         end = max(span.start_ns, last_seen_of(span)) if is_open else (span.end_ns or span.start_ns)
         resource = resource_index.setdefault(json.dumps(span.resource, sort_keys=True), len(resources))
@@ -138,22 +154,71 @@ def span_entries(
                 "sessionId": span.session_id,
                 "userId": span.user_id,
                 "system": view.system,
-                "inputMessages": [_message(m) for m in view.input_messages],
+                "call": calls.number(span),  # the model calls, numbered in start order
+                "inputRepeat": repeated["inputRepeat"],
+                "inputMessages": [_message(m) for m in calls.input_of(span)],
                 "outputMessages": [_message(m) for m in view.output_messages],
                 "tools": [tool_name(t) for t in view.tools],
-                "input": _shown(tool.arguments)
-                if tool is not None and tool.arguments is not None
-                else view.input_text,
-                "output": _shown(tool.result)
-                if tool is not None and tool.result is not None
-                else view.output_text,
+                "input": given,
+                "output": shown_output,
                 "exceptions": _exceptions(span),
-                "events": [e for e in span.events if e.get("name") != "exception"],
-                "attributes": attrs,
+                "events": [e for e in repeated["events"] if e.get("name") != "exception"],
+                **_attributes(repeated["attributes"], given, shown_output),
+                "omitted": repeated["omitted"],
                 "resource": resource,  # an index into "resources"
             }
         )
     return out, resources
+
+
+def _attributes(attributes: dict[str, Any], given: str | None, output: str | None) -> dict[str, Any]:
+    """The attributes, less those whose value is the span's input or output as the page shows it
+    (``input.value``, ``output.value``: embedded once), and which those are (``shownAs``: the page
+    puts them back in the table)."""
+    shown_as: dict[str, str] = {}
+    for name, text in (("input", given), ("output", output)):
+        if text is None or len(text) < 64:
+            continue
+        for key, value in attributes.items():
+            if isinstance(value, str) and key not in shown_as and len(value) == len(text) and value == text:
+                shown_as[key] = name
+    kept = {k: v for k, v in attributes.items() if k not in shown_as} if shown_as else attributes
+    return {"attributes": kept, "shownAs": shown_as or None}
+
+
+def _same_as_before(attributes: dict[str, Any], before: dict[str, Any]) -> list[str]:
+    """The keys of the long attributes (tool definitions, parameters) the earlier call had the same."""
+    return [
+        key
+        for key, value in attributes.items()
+        if isinstance(value, str) and len(value) >= 100 and before.get(key) == value
+    ]
+
+
+def _repeated(calls: ModelCalls, span: SpanRecord) -> dict[str, Any]:
+    """A span's reference to the call its input repeats, with its attributes and events less those that
+    hold that input; a span that repeats none, as it is."""
+    repeat = calls.repeat(span)
+    if repeat is None:
+        return {"inputRepeat": None, "attributes": span.attributes, "events": span.events, "omitted": None}
+    trim = trimmed(span)
+    same = _same_as_before(trim.attributes, repeat.span.attributes)
+    if same:  # the tool definitions each call sends: shown at the call it refers to
+        trim.attributes = {k: v for k, v in trim.attributes.items() if k not in set(same)}
+        trim.omitted += len(same)
+        trim.keys.append(f"{len(same)} the same as call {repeat.call}'s")
+    return {
+        "inputRepeat": {
+            "call": repeat.call,
+            "traceId": repeat.span.trace_id,
+            "spanId": repeat.span.span_id,
+            "count": repeat.count,
+            "text": repeat.text(),
+        },
+        "attributes": trim.attributes,
+        "events": trim.events,
+        "omitted": trim.note(),
+    }
 
 
 def _span_cost(span: SpanRecord) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import fields as dataclass_fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from otel_blackbox._spans.view.registry import view_of
 from otel_blackbox._spans.view.trace import content_missing, read_trace
 
 if TYPE_CHECKING:
+    from otel_blackbox._render.repeats import ModelCalls
     from otel_blackbox._spans.messages import Message
     from otel_blackbox._store.queries import SpanRecord, TraceSummary
 
@@ -119,13 +121,17 @@ def _llm_price(span: SpanRecord, price_model: str | None) -> Price | None:
     return span_price(span, as_model=price_model)
 
 
-def _span_line(span: SpanRecord, last_seen_ns: int, price_model: str | None = None) -> str:
+def _span_line(
+    span: SpanRecord, last_seen_ns: int, price_model: str | None = None, call: int | None = None
+) -> str:
     view = view_of(span)
     parts = [f"{status_marker(span.status)} {safe(view.name or span.name)}"]
     if view.kind:
         parts.append(f"[{safe(view.kind)}]")
     elif span.span_kind != "INTERNAL":
         parts.append(f"[{span.span_kind}]")
+    if call is not None:  # the model calls numbered in start order: "same ... as call 12" names them
+        parts.append(f"call {call}")
     if span.status == "open":
         parts.append(f"OPEN (last seen {fmt_duration(max(0, last_seen_ns - span.start_ns))} after start)")
     else:
@@ -166,7 +172,7 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _details(span: SpanRecord, limit: int | None) -> list[str]:
+def _details(span: SpanRecord, limit: int | None, calls: ModelCalls | None = None) -> list[str]:
     # The OpenInference names: only for `show -v` (every CLI command imports this module, for ``safe``).
     from openinference.semconv.trace import SpanAttributes
 
@@ -185,7 +191,11 @@ def _details(span: SpanRecord, limit: int | None) -> list[str]:
         lines.append("tools offered: " + ", ".join(safe(tool_name(t)) for t in view.tools))
     if view.system:
         lines.append(f"system: {safe(clip(view.system, limit))}")
-    if view.input_messages:
+    repeat = calls.repeat(span) if calls is not None else None
+    if repeat is not None:  # the messages an earlier call showed: referred to, the new ones shown
+        lines.append(f"messages: {repeat.text()}")
+        lines += [f"  {m}" for msg in repeat.new for m in _format_message(msg, limit)]
+    elif view.input_messages:
         lines.append("messages:")
         lines += [f"  {m}" for msg in view.input_messages for m in _format_message(msg, limit)]
     elif view.tool is not None and view.tool.arguments is not None:
@@ -235,10 +245,21 @@ def render_tree(
     max_chars: int | None = 1000,
     style: Style = _plain,
     price_model: str | None = None,
+    collapse: bool = True,
+    calls: ModelCalls | None = None,
 ) -> list[str]:
     """The span tree of one trace as lines, children under parents in start order; each LLM span's
-    cost, and the trace's in the header (``price_model``: its tokens priced as that model)."""
+    cost, and the trace's in the header (``price_model``: its tokens priced as that model).
+
+    The model calls are numbered (``call 3``); with ``verbose``, a call whose input starts with an
+    earlier call's shows ``same 214 messages as call 12, 2 new`` and the new messages only, unless
+    ``collapse`` is false (``--full``). ``calls``: the numbers and repeats of a wider set of spans
+    (a run's), else those of ``spans``."""
+    from otel_blackbox._render.repeats import number_calls  # not for every command
+
     read_trace(spans)
+    if calls is None:
+        calls = number_calls(spans, collapse=collapse and verbose)
     by_id = {s.span_id: s for s in spans}
     children: dict[str | None, list[SpanRecord]] = {}
     for span in spans:
@@ -271,26 +292,52 @@ def render_tree(
         lines.append(
             prefix
             + ("└── " if last else "├── ")
-            + style(_span_line(span, summary.end_ns, price_model), span.status)
+            + style(_span_line(span, summary.end_ns, price_model, calls.number(span)), span.status)
         )
         inner = prefix + ("    " if last else "│   ")
         kids = children.get(span.span_id, [])
         if verbose:
             bar = "│   " if kids else "    "
-            lines.extend(inner + bar + line for line in _details(span, max_chars))
+            lines.extend(inner + bar + line for line in _details(span, max_chars, calls))
         stack.extend((kid, inner, i == len(kids) - 1) for i, kid in reversed(list(enumerate(kids))))
     return lines
 
 
-def span_to_json(span: SpanRecord, price_model: str | None = None) -> dict[str, Any]:
+def span_to_json(
+    span: SpanRecord, price_model: str | None = None, calls: ModelCalls | None = None
+) -> dict[str, Any]:
     """A stored span as plain JSON values (for --json output), with its ``cost_usd`` (None: not an
-    LLM call, or one with no price)."""
-    fields = {k: v for k, v in span.__dict__.items() if k not in ("view", "logs")}
+    LLM call, or one with no price).
+
+    With ``calls`` (the trace's, ``repeats.number_calls``): its model call number (``call``, None
+    for other spans) and, for a call whose input starts with an earlier call's, ``same_input_as``:
+    that call, how many messages they share, the new messages, and what was left out of the span's
+    attributes, events and log records (those that hold its input: the earlier call has them)."""
+    fields = {f.name: getattr(span, f.name) for f in dataclass_fields(span) if f.name not in ("view", "logs")}
+    logs = span.logs
+    repeat = calls.repeat(span) if calls is not None else None
+    same_input_as: dict[str, Any] | None = None
+    if repeat is not None:
+        from otel_blackbox._render.repeats import message_json, trimmed
+
+        trim = trimmed(span)
+        fields["attributes"], fields["events"], logs = trim.attributes, trim.events, trim.logs
+        same_input_as = {
+            "call": repeat.call,
+            "span_id": repeat.span.span_id,
+            "messages": repeat.count,
+            "new_messages": [message_json(m) for m in repeat.new],
+            "omitted": trim.note(),
+        }
     value: dict[str, Any] = json.loads(json.dumps(fields, default=str))
     price = _llm_price(span, price_model)
     value["cost_usd"] = price.dollars if price is not None else None
     cut = sdk_cut(span.attributes)  # what the SDK's span limits dropped, and the setting that lifts them
     value["sdk_limits"] = cut.json() if cut else None
-    if span.logs:  # the log records that carry its content
-        value["logs"] = json.loads(json.dumps(span.logs, default=str))
+    if logs:  # the log records that carry its content
+        value["logs"] = json.loads(json.dumps(logs, default=str))
+    if calls is not None:
+        value["call"] = calls.number(span)
+        if same_input_as is not None:
+            value["same_input_as"] = json.loads(json.dumps(same_input_as, default=str))
     return value

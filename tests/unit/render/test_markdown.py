@@ -271,10 +271,10 @@ def test_a_failing_run_as_markdown(weather: Weather) -> None:
         f"{first_call.completion_tokens}, total {first_call.total_tokens} · cost {format_usd(prices[0].usd)}"
     ]
 
-    # The second model call repeats the conversation: it points to span 2 and shows the tool results.
+    # The second model call repeats the conversation: it points to call 1 (span 2) and shows the rest.
     second = doc.section("5. ✓ ChatCompletion LLM")
     notes = [text_of(t) for t in second if t.type == "inline"]
-    assert "The first 3 messages are those of span 2, shown there." in notes
+    assert "Same 2 messages as call 1 (span 2), 3 new (--full shows them all)." in notes
     assert any(n.startswith("tool · result of call call_") for n in notes)
 
     # The text format is still the default, unchanged.

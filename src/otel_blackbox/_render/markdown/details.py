@@ -1,10 +1,12 @@
 """The details of each span: its status, ids, tokens and cost, the tools offered, its messages by role
-(those a previous span showed are not repeated), tool calls with their arguments and results,
+(a model call whose input starts with an earlier call's says so and shows the new messages only,
+unless ``--full``), tool calls with their arguments and results,
 invocation parameters, and exceptions with their stack traces; until the document's bounds."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from openinference.semconv.trace import SpanAttributes
@@ -13,16 +15,12 @@ from otel_blackbox._cost.prices import Price, format_usd
 from otel_blackbox._render.markdown.document import LAST_LINE_ROOM, Document, utc_text
 from otel_blackbox._render.markdown.tree import Numbered, exceptions_of, kind_label
 from otel_blackbox._render.md_escape import inline
+from otel_blackbox._render.repeats import Repeat
 from otel_blackbox._render.text import fmt_duration, status_marker
 from otel_blackbox._spans.messages import Message, tool_name
 from otel_blackbox._spans.sdk_limits import sdk_cut
 from otel_blackbox._spans.view.registry import view_of
 from otel_blackbox._store.queries import SpanRecord
-
-
-def _fingerprint(message: Message) -> tuple[Any, ...]:
-    calls = tuple((c.tool_call_id, c.tool_name, c.tool_input) for c in message.tool_calls)
-    return (message.role, message.content or None, calls, message.tool_call_id)
 
 
 def _message_lines(doc: Document, message: Message) -> list[str]:
@@ -56,14 +54,17 @@ def _message_lines(doc: Document, message: Message) -> list[str]:
 
 
 def _messages(
-    doc: Document, label: str, messages: list[Message], skip: int = 0, skipped_from: int = 0
+    doc: Document, label: str, messages: Sequence[Message], repeat: Repeat | None = None
 ) -> list[str]:
-    if not messages:
+    if not messages and repeat is None:
         return []
     lines = ["", f"**{label}**"]
-    if skip:
-        lines += ["", f"*The first {skip} messages are those of span {skipped_from}, shown there.*"]
-    for message in messages[skip:]:
+    if repeat is not None:  # shown at the earlier call (or referred to from there)
+        at = doc.span_numbers.get((repeat.span.trace_id, repeat.span.span_id))
+        where = f" (span {at})" if at is not None else ""
+        text = repeat.text().replace(f"call {repeat.call}", f"call {repeat.call}{where}", 1)
+        lines += ["", f"*{text[:1].upper()}{text[1:]} (--full shows them all).*"]
+    for message in messages:
         lines += _message_lines(doc, message)
     return lines
 
@@ -139,16 +140,8 @@ def _details(doc: Document, item: Numbered, heading: str) -> list[str]:
     if view.system:
         lines += ["", "**System instructions**", *doc.block(view.system)]
     inputs, outputs = view.input_messages, view.output_messages
-    skip, skipped_from = 0, 0
-    if inputs and doc.previous_llm is not None and doc.limits.value_chars is not None:
-        number, before = doc.previous_llm
-        now = [_fingerprint(m) for m in inputs]
-        while skip < min(len(now), len(before)) and now[skip] == before[skip]:
-            skip += 1
-        skip, skipped_from = (skip, number) if skip >= 2 else (0, 0)
-    if inputs or outputs:
-        doc.previous_llm = (item.number, [_fingerprint(m) for m in [*inputs, *outputs]])
-    lines += _messages(doc, "Messages in", inputs, skip, skipped_from)
+    repeat = doc.calls.repeat(span)
+    lines += _messages(doc, "Messages in", doc.calls.input_of(span), repeat)
     arguments = tool.arguments if tool is not None else None
     given = view.input_text
     if arguments is not None and not inputs:
@@ -180,12 +173,12 @@ def add_details(doc: Document, items: list[Numbered], heading: str, span_heading
             if limits.detail_spans is not None and doc.details_shown >= limits.detail_spans:
                 doc.details_stopped = True
             else:
-                before = (doc.left.values, doc.previous_llm)
+                before = doc.left.values
                 lines = _details(doc, item, span_heading)
                 size = sum(len(line) + 1 for line in lines)
                 if limits.total_chars is not None and doc.size + size > limits.total_chars - LAST_LINE_ROOM:
                     doc.details_stopped = True
-                    doc.left.values, doc.previous_llm = before  # what was not shown was not shortened
+                    doc.left.values = before  # what was not shown was not shortened
                 else:
                     doc.add(*lines)
                     doc.details_shown += 1

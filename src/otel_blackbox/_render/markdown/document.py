@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from otel_blackbox._render.md_escape import code, fenced, inline
+from otel_blackbox._render.repeats import ModelCalls
 from otel_blackbox._render.words import counted
 
 __all__ = ["LAST_LINE_ROOM", "Document", "Limits", "utc_text"]
@@ -122,7 +123,8 @@ class Document:
     details_stopped: bool = False
     tree_shown: int = 0
     errors_shown: int = 0
-    previous_llm: tuple[int, list[tuple[Any, ...]]] | None = None  # span number, its messages
+    calls: ModelCalls = field(default_factory=ModelCalls)  # numbered, with their repeats
+    span_numbers: dict[tuple[str, str], int] = field(default_factory=dict)  # (trace, span) -> number
 
     def add(self, *lines: str) -> None:
         self.lines.extend(lines)

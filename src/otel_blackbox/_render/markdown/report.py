@@ -17,6 +17,7 @@ from otel_blackbox._render.markdown.details import add_details
 from otel_blackbox._render.markdown.document import Document, Limits, utc_text
 from otel_blackbox._render.markdown.tree import Numbered, errors_section, numbered_spans, tree_section
 from otel_blackbox._render.md_escape import inline
+from otel_blackbox._render.repeats import number_calls
 from otel_blackbox._render.text import fmt_duration
 from otel_blackbox._render.words import counted
 from otel_blackbox._spans.sdk_limits import cut_summary
@@ -87,6 +88,7 @@ def trace_markdown(
     doc = Document(
         Limits.unbounded() if full else limits or Limits(), as_model, _command("trace", summary.trace_id)
     )
+    doc.calls = number_calls(spans, collapse=not full)
     items = numbered_spans(doc, spans, summary.end_ns, 1)
     doc.add(f"# Trace {doc.code_value(summary.trace_id)}: {doc.name(summary.root_name)}")
     _header(doc, items, summary.status, summary.start_ns, summary.duration_ns)
@@ -110,6 +112,7 @@ def group_markdown(
     doc = Document(
         Limits.unbounded() if full else limits or Limits(), as_model, _command(kind, ident), several=True
     )
+    doc.calls = number_calls([s for _, spans in traces for s in spans], collapse=not full)
     numbered: list[tuple[TraceSummary, list[Numbered]]] = []
     for summary, spans in traces:
         first = 1 + (numbered[-1][1][-1].number if numbered and numbered[-1][1] else 0)

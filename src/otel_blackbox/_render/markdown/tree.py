@@ -97,7 +97,8 @@ def _span_facts(doc: Document, item: Numbered) -> str:
     cut = sdk_cut(span.attributes)
     if cut:  # the details say which setting lifts the limit
         parts.append(f"CUT BY SDK LIMITS ({cut.counts()})")
-    return " · ".join(parts) + f" (span {item.number})"
+    call = doc.calls.number(span)
+    return " · ".join(parts) + f" (span {item.number}" + (f", call {call})" if call is not None else ")")
 
 
 def tree_section(doc: Document, items: list[Numbered], heading: str) -> None:
@@ -145,7 +146,9 @@ def _llm_price(doc: Document, span: SpanRecord) -> Price | None:
 
 def numbered_spans(doc: Document, spans: list[SpanRecord], last_seen_ns: int, start: int) -> list[Numbered]:
     read_trace(spans)
-    return [
+    items = [
         Numbered(start + n, span, depth, last_seen_ns, _llm_price(doc, span))
         for n, (span, depth) in enumerate(_tree_order(spans))
     ]
+    doc.span_numbers.update(((i.span.trace_id, i.span.span_id), i.number) for i in items)
+    return items
