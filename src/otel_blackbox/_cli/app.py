@@ -48,7 +48,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Database size and state, traces, spans, open spans, spans dropped, tokens and cost by model.",
     ),
     "cleanup": ("traces", "Apply retention and the size cap now, and give the freed space back to the disk."),
-    "export": ("traces", "Export spans as JSON lines: OpenInference (Phoenix's v1.Span shape) or OTLP/JSON."),
+    "export": ("export", "Export spans as JSON lines: OpenInference (Phoenix's v1.Span shape) or OTLP/JSON."),
     "runs": (
         "runs",
         "Recent runs, newest first: run id, pid, started, last seen, traces, spans, cost, status, roots.",

@@ -1,10 +1,8 @@
-"""Commands over the span database: list, show, errors, stats, cleanup, export."""
+"""Commands over the span database: list, show, errors, stats, cleanup (export: _cli/export.py)."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from collections.abc import Iterator
 
 import click
 
@@ -15,7 +13,6 @@ from otel_blackbox._cli.common import (
     echo_json,
     exactly_one,
     group_spans,
-    output_option,
     progress,
     reader,
     style,
@@ -31,7 +28,6 @@ from otel_blackbox._render.text import (
     fmt_time,
     render_tree,
     safe,
-    safe_json,
     span_to_json,
     status_marker,
 )
@@ -347,63 +343,3 @@ def cleanup(ctx: click.Context, retention: str | None, max_db_mb: float | None) 
         "cap; "
         f"data {result.bytes_before / 1e6:.2f} MB -> {result.bytes_after / 1e6:.2f} MB"
     )
-
-
-@cli.command()
-@output_option("Output file, or - for stdout.", stdout=True)
-@click.option("--trace", "trace_id", metavar="ID", help="Only this trace (a unique prefix is enough).")
-@click.option(
-    "--format", "fmt", type=click.Choice(["openinference", "otlp"]), default="openinference",
-    show_default=True,
-    help="openinference: Phoenix v1.Span JSON, one span a line. otlp: OTLP/JSON, one "
-    "ExportTraceServiceRequest (up to 512 spans) a line, as the Collector's otlpjsonfile receiver reads.",
-)  # fmt: skip
-@click.pass_context
-def export(ctx: click.Context, output: str, trace_id: str | None, fmt: str) -> None:
-    """Export spans as JSON lines: OpenInference (Phoenix's v1.Span shape) or OTLP/JSON.
-
-    A span still open when the recording stopped is exported with status ERROR and
-    blackbox.span.open = true, not dropped.
-
-    \b
-    Example:
-      otel-blackbox export -o spans.jsonl --trace 4bf92f35
-      otel-blackbox export --format otlp -o traces.jsonl
-    """
-    from otel_blackbox._atomic import atomic_text_writer
-    from otel_blackbox._spans.openinference import phoenix_spans
-
-    with reader(ctx) as conn:
-        full_id = queries.resolve_trace_id(conn, trace_id) if trace_id else None
-        last_seen = queries.last_seen_by_trace(conn, full_id)
-        if fmt == "otlp":
-            from otel_blackbox._spans.otlp_out import DEFAULT_BATCH_SIZE, otlp_json_lines, rebuilt_spans
-
-            step = DEFAULT_BATCH_SIZE  # spans a line
-
-            traces = queries.select_traces(conn, full_id)
-            span_count: int | None = sum(n for _, n in traces)  # an OTLP line holds many spans
-            lines: Iterator[str] = otlp_json_lines(rebuilt_spans(conn, [t for t, _ in traces], last_seen))
-        else:
-            span_count = None
-            step = 1  # one span a line
-            lines = (
-                json.dumps(span, ensure_ascii=False, separators=(",", ":"))
-                for span in phoenix_spans(queries.iter_spans(conn, full_id), last_seen)
-            )
-        # The same JSON with bidi overrides, C1 controls and lone surrogates as \u escapes: safe on a
-        # terminal, and writable as UTF-8.
-        lines = (safe_json(line) for line in lines)
-        if output == "-":
-            for line in lines:
-                click.echo(line)
-            return
-        total = span_count if span_count is not None else queries.count_spans(conn, full_id)
-        written = 0
-        with atomic_text_writer(output) as handle, progress(total, "exporting") as advance:
-            for line in lines:
-                handle.write(line + "\n")
-                written += 1
-                advance(min(step, total - (written - 1) * step))
-        wrote = written if span_count is None else span_count
-        click.echo(f"wrote {counted(wrote, 'span')} to {safe(output)}", err=True)

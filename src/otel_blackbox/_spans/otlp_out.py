@@ -36,9 +36,17 @@ from otel_blackbox._spans.semconv import ATTR_SPAN_OPEN
 from otel_blackbox._store import queries
 from otel_blackbox._store.queries import SpanRecord
 
-__all__ = ["DEFAULT_BATCH_SIZE", "batched", "otlp_json_lines", "readable_spans", "rebuilt_spans"]
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "MAX_BATCH_CHARS",
+    "batched",
+    "otlp_json_lines",
+    "readable_spans",
+    "rebuilt_spans",
+]
 
 DEFAULT_BATCH_SIZE = 512
+MAX_BATCH_CHARS = 4 * 1024 * 1024  # a batch (an export line, a push request) holds about this much
 _INT64 = range(-(2**63), 2**63)
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 
@@ -186,16 +194,28 @@ def readable_spans(records: Iterable[SpanRecord], last_seen: Mapping[str, int]) 
     ]
 
 
-def batched(spans: Iterable[ReadableSpan], size: int) -> Iterator[list[ReadableSpan]]:
-    """Lists of up to ``size`` spans (itertools.batched is Python 3.12+)."""
+def batched(
+    spans: Iterable[ReadableSpan], size: int, max_chars: int = MAX_BATCH_CHARS
+) -> Iterator[list[ReadableSpan]]:
+    """Lists of up to ``size`` spans, and of about ``max_chars`` characters of attribute and event
+    values: a long conversation's model calls each hold it whole, so 512 of them are gigabytes."""
     batch: list[ReadableSpan] = []
+    chars = 0
     for span in spans:
         batch.append(span)
-        if len(batch) >= size:
+        chars += _chars(span)
+        if len(batch) >= size or chars >= max_chars:
             yield batch
-            batch = []
+            batch, chars = [], 0
     if batch:
         yield batch
+
+
+def _chars(span: ReadableSpan) -> int:
+    values = list((span.attributes or {}).values())
+    for event in span.events:
+        values += (event.attributes or {}).values()
+    return sum(len(v) if isinstance(v, str) else 16 for v in values)
 
 
 def _hex_id(value: str) -> str:
@@ -254,6 +274,14 @@ def otlp_json_lines(spans: Iterable[ReadableSpan], batch_size: int = DEFAULT_BAT
 def rebuilt_spans(
     conn: sqlite3.Connection, trace_ids: Sequence[str], last_seen: dict[str, int]
 ) -> Iterator[ReadableSpan]:
-    """The stored spans of these traces as SDK spans, one trace in memory at a time."""
+    """The stored spans of these traces as SDK spans, made one at a time as they are read (a long
+    run's model calls each hold the conversation: a trace of them at once is its square)."""
     for trace_id in trace_ids:
-        yield from readable_spans(queries.iter_spans(conn, trace_id), last_seen)
+        present = {
+            (trace_id, span_id)
+            for (span_id,) in conn.execute("SELECT span_id FROM spans WHERE trace_id = ?", (trace_id,))
+        }
+        shared = _Shared()
+        for r in queries.iter_spans(conn, trace_id):
+            remote = (r.trace_id, r.parent_span_id) not in present
+            yield _readable_span(r, last_seen.get(r.trace_id, r.written_ns), remote, shared)
