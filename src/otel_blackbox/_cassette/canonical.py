@@ -134,12 +134,16 @@ def _serialize(value: Any, out: list[str]) -> None:
 
 # The C encoder agrees with JavaScript except on: an integral float ("1.0"), an exponent ("1e-05",
 # "1e+16"), an int past 2**53 (16+ digits), a character outside the Basic Multilingual Plane (key
-# order) and a lone surrogate. Cheap substring checks gate each regex; a match inside a string is
-# a false alarm that only costs the exact path.
-_INTEGRAL_FLOAT = re.compile(r"[0-9]\.0(?![0-9])")
-_EXPONENT = re.compile(r"[0-9]e[-+][0-9]")
-_LONG_DIGITS = re.compile(r"[0-9]{16}")
+# order) and a lone surrogate. A number of the compact text starts it or follows ':', ',' or '[':
+# the patterns look only there (a long run's text is megabytes of prose and code, where a search
+# for any "1.0" or 16 digits hit everywhere). A match inside a string is a false alarm that only
+# costs the exact path.
+_AT_NUMBER = r"(?:^|[:,\[])-?"
+_INTEGRAL_FLOAT = re.compile(_AT_NUMBER + r"[0-9]+\.0(?![0-9])")
+_EXPONENT = re.compile(_AT_NUMBER + r"[0-9]+(?:\.[0-9]+)?e[-+][0-9]")
+_LONG_DIGITS = re.compile(_AT_NUMBER + r"[0-9]{16}")
 _OUTSIDE_BMP = re.compile("[\ud800-\udfff\U00010000-\U0010ffff]")
+_DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
 
 
 def _same_as_javascript(text: str) -> bool:
@@ -149,6 +153,8 @@ def _same_as_javascript(text: str) -> bool:
         return False
     if not text.isascii() and _OUTSIDE_BMP.search(text):
         return False
+    if len(text) > 4096 and "0" * 16 not in text.translate(_DIGITS_AS_ZERO):  # no 16 digits at all
+        return True
     return _LONG_DIGITS.search(text) is None
 
 

@@ -135,6 +135,20 @@ def test_canonical_json_corner_cases(value: Any, expected: str) -> None:
     assert canonical_json(value) == expected
 
 
+@pytest.mark.parametrize(
+    ("number", "written"),
+    [(2**60, "1152921504606847000"), (3.0, "3"), (2.5e-7, "2.5e-7"), (1e16, "10000000000000000"), (7, "7")],
+)
+def test_a_long_text_is_canonical_wherever_its_numbers_are(number: Any, written: str) -> None:
+    # Megabytes of prose with "1.0", "e-" and long digit runs inside strings, and one number that the
+    # C encoder writes otherwise than JavaScript, deep inside: found where numbers are, not in the prose.
+    prose = "version 1.0 of the e-mail tool, id 12345678901234567890; " * 200
+    value = {"messages": [{"content": prose, "n": i} for i in range(20)] + [{"deep": [{"x": number}]}]}
+    expected = '{"messages":[' + ",".join(f'{{"content":"{prose}","n":{i}}}' for i in range(20))
+    assert canonical_json(value) == expected + f',{{"deep":[{{"x":{written}}}]}}]}}'
+    assert canonical_json([number]) == f"[{written}]" and canonical_json(number) == written
+
+
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, {"x": [math.nan]}, object(), b"x", {1, 2}])
 def test_canonical_json_refuses_what_has_no_json_form(value: Any) -> None:
     with pytest.raises(CanonicalError):
