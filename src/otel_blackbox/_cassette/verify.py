@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from otel_blackbox._cassette.canonical import CanonicalError
+from otel_blackbox._cassette.canonical import CanonicalError, StepHasher
 from otel_blackbox._cassette.captured import HTTP_EXCHANGE_EVENT
 from otel_blackbox._cassette.io import parse_cassette, read_document
 from otel_blackbox._cassette.model import FORMAT_VERSION, Cassette, Step, choice_calls, terminal_outcome
@@ -135,7 +135,7 @@ def _check_version(version: Any, present: bool = True) -> str:
 # -- hash_chain --------------------------------------------------------------------------------------
 
 
-def _check_link(cassette: Cassette, position: int, step: Step, prev: Step | None) -> None:
+def _check_link(cassette: Cassette, position: int, step: Step, prev: Step | None, hasher: StepHasher) -> None:
     if step.index != position:
         raise _at(position, f"index is {step.index}, expected {position} (a step removed, added or moved)")
     expected_id = f"{cassette.id}:{position}"
@@ -147,7 +147,7 @@ def _check_link(cassette: Cassette, position: int, step: Step, prev: Step | None
         shown = _short_hash(step.prev_hash)
         raise _at(position, f"prevHash {shown} is not the previous step's hash {_short_hash(prev.hash)}")
     try:
-        recomputed = step.expected_hash()
+        recomputed = hasher.hash_step(step.index, step.type, step.timestamp, step.payload, step.prev_hash)
     except (CanonicalError, RecursionError) as exc:
         raise _at(position, f"payload has no canonical JSON form ({_one_line(str(exc))})") from None
     if recomputed != step.hash:
@@ -170,8 +170,9 @@ def _check_head(cassette: Cassette, expect_head: str) -> None:
 
 def _check_chain(cassette: Cassette, expect_head: str | None) -> str:
     prev: Step | None = None
+    hasher = StepHasher()  # a long run's model inputs repeat their messages: each is canonicalized once
     for position, step in enumerate(cassette.steps):
-        _check_link(cassette, position, step, prev)
+        _check_link(cassette, position, step, prev, hasher)
         prev = step
     detail = f"{counted(len(cassette.steps), 'step')}, chain intact"
     if expect_head is not None:

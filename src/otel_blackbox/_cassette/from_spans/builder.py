@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from otel_blackbox._cassette.canonical import StepHasher
 from otel_blackbox._cassette.from_spans.calls import CallNumbering, json_or_text, renumbered
 from otel_blackbox._cassette.from_spans.model_input import model_input_of
 from otel_blackbox._cassette.from_spans.model_output import model_output_of
@@ -32,6 +33,7 @@ class Builder:
         self.final_answer: str | None = None
         self.model_calls = 0
         self.last_messages: list[Any] = []  # the last model_input's: the next one repeats them
+        self.hasher = StepHasher()  # hashes only the messages a model_input adds (shared: ``shared``)
 
     def first_call(self, api: dict[str, Any] | None) -> None:
         """The API hint is the first model call's, or none when its span does not tell it."""
@@ -43,7 +45,7 @@ class Builder:
         self.first_call(api_of_llm(span))
         model_input = self.shared(model_input_of(span, self.calls))
         self.flush_pending(model_input["messages"], ms_of(span.start_ns))
-        self.cassette.append("model_input", model_input, ms_of(span.start_ns))
+        self.cassette.append("model_input", model_input, ms_of(span.start_ns), hasher=self.hasher.hash_step)
         if span.status == "open":
             return
         self.model_output(model_output_of(span, self.calls), ms_of(span.end_ns))
@@ -53,7 +55,7 @@ class Builder:
         self.first_call(api_of_wire(span))
         model_input = self.shared(renumbered(model_input, self.calls))
         self.flush_pending(model_input.get("messages", []), ms_of(span.start_ns))
-        self.cassette.append("model_input", model_input, ms_of(span.start_ns))
+        self.cassette.append("model_input", model_input, ms_of(span.start_ns), hasher=self.hasher.hash_step)
         self.model_output(renumbered(output, self.calls), ms_of(span.end_ns))
 
     def shared(self, model_input: dict[str, Any]) -> dict[str, Any]:
