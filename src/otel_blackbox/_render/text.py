@@ -148,7 +148,7 @@ def _span_line(
     if is_priced_call(span):
         price = _llm_price(span, price_model)
         parts.append(f"cost {format_usd(price.usd if price else None)}")
-    cut = sdk_cut(span.attributes)
+    cut = sdk_cut(span.kept_attributes)
     if cut:  # the SDK's span limits dropped part of it before it was recorded (-v says what lifts them)
         parts.append(f"CUT BY SDK LIMITS ({cut.counts()})")
     return "  ".join(parts)
@@ -180,7 +180,7 @@ def _details(span: SpanRecord, limit: int | None, calls: ModelCalls | None = Non
 
     view = view_of(span)
     lines: list[str] = []
-    cut = sdk_cut(span.attributes)
+    cut = sdk_cut(span.kept_attributes)
     if cut:
         lines.append(cut.text())
     if view.no_content:
@@ -332,7 +332,7 @@ def span_to_json(
     value: dict[str, Any] = json.loads(json.dumps(fields, default=str))
     price = _llm_price(span, price_model)
     value["cost_usd"] = price.dollars if price is not None else None
-    cut = sdk_cut(span.attributes)  # what the SDK's span limits dropped, and the setting that lifts them
+    cut = sdk_cut(span.kept_attributes)  # what the SDK's span limits dropped, and the setting that lifts them
     value["sdk_limits"] = cut.json() if cut else None
     if logs:  # the log records that carry its content
         value["logs"] = json.loads(json.dumps(logs, default=str))

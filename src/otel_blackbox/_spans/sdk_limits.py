@@ -118,7 +118,7 @@ def cut_summary(spans: Iterable[SpanRecord]) -> str | None:
     what lifts the limits (None when none was cut)."""
     total, cut = _NONE, 0
     for span in spans:
-        found = sdk_cut(span.attributes)
+        found = sdk_cut(span.kept_attributes)
         if found:
             total, cut = total + found, cut + 1
     if not cut:

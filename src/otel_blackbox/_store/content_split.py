@@ -29,6 +29,7 @@ SPLIT_CHARS = 2048
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 # split_json's summary: members this short, whose key has no ".3." (a flattened list's index).
 _SUMMARY_CHARS = 512
+_SUMMARY_TOTAL_CHARS = 4096  # in all: past it, the rest is only in the text stored apart
 # A member whose value is a string this long is two pieces: its lead-in ("key":) and its value.
 _VALUE_CHARS = 256
 _INDEXED = re.compile(r"\.[0-9]+(?:\.|$)")
@@ -86,7 +87,7 @@ def _container(text: str, start: int, end: int, *, escaped: bool, summary: list[
     items = Group()
     run: list[str] = []  # short members of one flattened element, not yet a piece
     run_element: str | None = None
-    count = 0
+    count = summary_chars = 0
     at = start + 1
     item_start = at
     while True:
@@ -132,10 +133,12 @@ def _container(text: str, start: int, end: int, *, escaped: bool, summary: list[
             if (
                 summary is not None
                 and key is not None
-                and at - key_start <= _SUMMARY_CHARS
                 and element is None
+                and at - key_start <= _SUMMARY_CHARS
             ):
-                summary.append(text[key_start:at])
+                summary_chars += at - key_start
+                if summary_chars <= _SUMMARY_TOTAL_CHARS:
+                    summary.append(text[key_start:at])
         item_start = at
     if run:
         items.append("".join(run))

@@ -32,11 +32,12 @@ from urllib.parse import quote
 
 from otel_blackbox._store.content_split import Piece, split_json
 
-__all__ = ["APART_CHARS", "ContentReader", "ContentWriter", "has_contents", "sweep"]
+__all__ = ["APART_CHARS", "STORED_APART_MARK", "ContentReader", "ContentWriter", "has_contents", "sweep"]
 
 # A JSON text of attributes or events this long or longer is stored apart; most spans are far
 # shorter and keep their text in the row.
 APART_CHARS = 2048
+STORED_APART_MARK = "blackbox.stored_apart"  # in the row's own text of attributes stored apart
 _FANOUT_BITS = 4  # a list of children is cut after a child whose hash ends in 4 zero bits: ~16 a node
 _COMPRESS_BYTES = 128  # shorter text nodes are stored as they are
 _TEXT, _ZLIB, _LIST = "t", "z", "l"

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from otel_blackbox._store.contents import APART_CHARS, ContentWriter
+from otel_blackbox._store.contents import APART_CHARS, STORED_APART_MARK, ContentWriter
 from otel_blackbox._store.schema import SPAN_COLUMNS
 
 __all__ = ["ROWS_PER_STATEMENT", "STORED_APART", "SpanInserter"]
@@ -36,7 +36,7 @@ STORED_APART = {"attributes": '{"blackbox.stored_apart":true}', "events": "[]"} 
 # What the row's own text keeps of attributes stored apart: this mark, and their short members whose
 # key holds no index (the model, the token counts, the SDK's dropped counts: what `stats`, cost and
 # users' SQL read with json_extract), not the flattened messages.
-_MARK = '"blackbox.stored_apart":true'
+_MARK = f'"{STORED_APART_MARK}":true'
 
 # 256 rows x 27 columns = 6,912 parameters, well under SQLite's default limit of 32,766.
 ROWS_PER_STATEMENT = _CHUNK = 256

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from otel_blackbox._store.contents import ContentReader
+from otel_blackbox._store.contents import STORED_APART_MARK, ContentReader
 
 __all__ = ["SpanRecord"]
 
@@ -33,12 +33,13 @@ T = TypeVar("T")
 
 
 class _StoredApart:
-    """A JSON column kept in ``contents``: where to read it, and what it is when it reads as nothing."""
+    """A JSON column kept in ``contents``: where to read it, what it is when it reads as nothing, and
+    what the row's own text kept of it (short unindexed members: ``SpanRecord.kept_attributes``)."""
 
-    __slots__ = ("contents", "empty", "root")
+    __slots__ = ("contents", "empty", "kept", "root")
 
-    def __init__(self, contents: ContentReader, root: int, empty: type) -> None:
-        self.contents, self.root, self.empty = contents, root, empty
+    def __init__(self, contents: ContentReader, root: int, empty: type, kept: Any) -> None:
+        self.contents, self.root, self.empty, self.kept = contents, root, empty, kept
 
     def load(self) -> Any:
         try:
@@ -46,6 +47,17 @@ class _StoredApart:
         except ValueError:  # not JSON: as a hand-edited row's text (from_row)
             text = self.contents.text(self.root)
             return {"blackbox.unreadable": text} if self.empty is dict else self.empty()
+
+
+def _kept(text: Any, empty: type) -> Any:
+    """The row's own text of a column stored apart, parsed, the mark left out."""
+    try:
+        kept = json.loads(text or "null")
+    except ValueError:
+        return empty()
+    if isinstance(kept, dict):
+        kept.pop(STORED_APART_MARK, None)
+    return kept if isinstance(kept, empty) else empty()
 
 
 class _ReadWhenAsked(Generic[T]):
@@ -115,13 +127,21 @@ class SpanRecord:
             if root is not None:
                 if contents is None:
                     raise ValueError(f"span {values.get('span_id')}: its {key} are stored apart")
-                values[key] = _StoredApart(contents, int(root), empty)
+                values[key] = _StoredApart(contents, int(root), empty, _kept(values.get(key), empty))
                 continue
             try:
                 values[key] = json.loads(values[key] or "null") or empty()
             except ValueError:  # a hand-edited row: keep the text visible rather than fail
                 values[key] = {"blackbox.unreadable": values[key]} if key == "attributes" else empty()
         return cls(**values)
+
+    @property
+    def kept_attributes(self) -> dict[str, Any]:
+        """The attributes, or for attributes stored apart what the row's own text kept of them (the
+        short members whose key holds no index: model, token counts, the SDK's dropped counts)
+        without reading the rest: for a look at those keys across a long run's spans."""
+        value = self.__dict__["_attributes_value"]
+        return value.kept if type(value) is _StoredApart else self.attributes
 
     @property
     def exception_events(self) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import Recorder, run_cli
+from helpers import Recorder, run_cli, stored_rows
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 
 from otel_blackbox._cassette.io import load_cassette
@@ -262,8 +262,8 @@ def test_zero_code_setup_lifts_the_limits_the_user_did_not_set(
         with tracer.start_as_current_span("wide") as span:
             span.set_attributes({f"k{i}": i for i in range(300)})
         processor.force_flush(10_000)
-        (row,) = sqlite3.connect(db_path).execute("SELECT attributes FROM spans").fetchall()
-        assert len(json.loads(row[0])) == 300  # nothing cut, nothing to say
+        (row,) = stored_rows(db_path)
+        assert len(json.loads(row["attributes"])) == 300  # nothing cut, nothing to say
     finally:
         provider.shutdown()
 

@@ -144,9 +144,8 @@ def test_size_cap_evicts_oldest_complete_traces_and_shrinks_file(
 ) -> None:
     rec = make_recorder(retention=None, max_db_mb=0)
     now = time.time_ns()
-    payload = "x" * 4000
-    for i in range(300):
-        _trace_at(rec, f"t{i:03d}", now - (300 - i) * 10**9, children=3, payload=payload)
+    for i in range(300):  # content is stored once by its hash: each trace's own, incompressible
+        _trace_at(rec, f"t{i:03d}", now - (300 - i) * 10**9, children=3, payload=os.urandom(16000).hex())
     still_running = rec.tracer.start_span("still-running", start_time=now - 10**12)  # oldest, but open
     rec.flush()
     with closing(connect_writer(rec.db_path)) as conn:

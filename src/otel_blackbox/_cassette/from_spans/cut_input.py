@@ -52,7 +52,7 @@ class WholeInput:
 def whole_input(span: SpanRecord) -> WholeInput | None:
     """None when the SDK dropped none of the span's attributes; else its request from a value kept
     whole. Raises CassetteError when there is none."""
-    cut = sdk_cut(span.attributes)
+    cut = sdk_cut(span.kept_attributes)
     if not cut.attributes:
         return None
     found = _from_genai(span.attributes) or _from_input_value(span.attributes)

@@ -94,7 +94,7 @@ def _span_facts(doc: Document, item: Numbered) -> str:
         parts.append(f"{view.tokens.sum} tokens")
     if item.price is not None:
         parts.append(inline(format_usd(item.price.usd)))
-    cut = sdk_cut(span.attributes)
+    cut = sdk_cut(span.kept_attributes)
     if cut:  # the details say which setting lifts the limit
         parts.append(f"CUT BY SDK LIMITS ({cut.counts()})")
     call = doc.calls.number(span)

@@ -111,7 +111,7 @@ def read_span(span: SpanRecord) -> SpanView:
     if (
         view.kind is None
         and (view.input_messages or view.output_messages)
-        and sdk_cut(span.attributes).attributes
+        and sdk_cut(span.kept_attributes).attributes
     ):
         view.kind = (
             "LLM"  # a model call whose kind, set first, was among the oldest attributes the SDK dropped
