@@ -188,6 +188,32 @@ def test_a_recorded_conversation_reads_back_whole_in_room_that_grows_with_its_le
     assert sizes[80] < 2.5 * sizes[40]  # stored whole, each call's text: 4x
 
 
+def test_export_gives_every_value_of_a_span_stored_apart_byte_for_byte(tmp_path: Path) -> None:
+    db = tmp_path / "export.db"
+    tools = json.dumps([{"name": "read_file", "description": "Reads a file. é ✓ \u2028 " * 100}])
+    recorder = Recorder(db, span_limits=LIFTED, retention="off")
+    trace_id = _record(recorder, 12, tools=tools)
+    recorder.provider.shutdown()
+    with closing(sqlite3.connect(db)) as conn:
+        (span_id,) = conn.execute(
+            "SELECT span_id FROM span_rows WHERE attributes_content IS NOT NULL"
+            " ORDER BY start_ns DESC LIMIT 1"
+        ).fetchone()
+    messages = _messages(12)
+    done = run_cli("--db", str(db), "export", "--format", "otlp", "--trace", trace_id, "-o", "-")
+    assert done.returncode == 0, done.stderr
+    spans = [s for line in done.stdout.splitlines() for r in json.loads(line)["resourceSpans"]
+             for ss in r["scopeSpans"] for s in ss["spans"]]  # fmt: skip
+    (span,) = [s for s in spans if s["spanId"] == span_id]
+    values = {a["key"]: a["value"] for a in span["attributes"]}
+    assert values["llm.tools.0.tool.json_schema"] == {"stringValue": tools}
+    for i, message in enumerate(messages):
+        if "content" in message:
+            assert values[f"llm.input_messages.{i}.message.content"] == {"stringValue": message["content"]}
+    (event,) = span["events"]
+    assert event["attributes"] == [{"key": "messages", "value": {"stringValue": json.dumps(messages)}}]
+
+
 def test_a_deleted_trace_frees_only_what_no_other_row_reaches(tmp_path: Path) -> None:
     db = tmp_path / "two.db"
     tools = json.dumps([{"name": "read_file", "description": "Reads a file. " * 200}])
