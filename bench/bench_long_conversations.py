@@ -414,10 +414,23 @@ def record_child(rounds: int, output_bytes: int, db: str, flush_each_round: bool
 
 
 def rerun_child(turns: list[int], output_bytes: int, repeat: int, window: int) -> None:
-    """Child process: µs per turn of wire_request and hash_step around each of ``turns``, as JSON."""
+    """Child process: µs per turn of wire_request and hash_step around each of ``turns``, as JSON,
+    as the version's built-in agent does them: through its RequestMemo and StepHasher where it has
+    them (issue 49), else the plain functions."""
+    import importlib
+
     from otel_blackbox._cassette.canonical import hash_step
     from otel_blackbox._wire.call_ids import CallIds
     from otel_blackbox._wire.openai_chat.translation import OpenAIChat
+
+    def found(module: str, name: str) -> Any:  # the older version has neither
+        try:
+            return getattr(importlib.import_module(module), name, None)
+        except ImportError:
+            return None
+
+    step_hasher = found("otel_blackbox._cassette.canonical", "StepHasher")
+    request_memo = found("otel_blackbox._wire.memo", "RequestMemo")
 
     last = max(turns) + window
     chat = conversation(last, output_bytes)
@@ -431,14 +444,20 @@ def rerun_child(turns: list[int], output_bytes: int, repeat: int, window: int) -
     clock = time.perf_counter_ns
     for _ in range(repeat):
         provider = OpenAIChat()
+        translate: Any = (
+            request_memo(provider, native=True).wire_request
+            if request_memo is not None
+            else lambda r, stream, provider=provider: provider.wire_request(r, stream=stream, native=True)
+        )
+        hasher: Any = step_hasher().hash_step if step_hasher is not None else hash_step
         messages: list[Any] = [everything[0]]
         prev: str | None = None
         for turn in range(1, last + 1):  # model call `turn` sends the user's task and turn-1 rounds
-            request = {**settings, "messages": messages, "model": MODEL}
+            request = {**settings, "messages": messages, "model": MODEL}  # one growing list, as drive's
             t0 = clock()
-            provider.wire_request(request, stream=False, native=True)
+            translate(request, stream=False)
             t1 = clock()
-            prev = hash_step(2 * turn, "model_input", 1_760_000_000_000 + turn, request, prev)
+            prev = hasher(2 * turn, "model_input", 1_760_000_000_000 + turn, request, prev)
             t2 = clock()
             if turn in wanted:
                 wire_us[turn].append((t1 - t0) / 1000)
