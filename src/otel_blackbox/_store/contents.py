@@ -42,6 +42,7 @@ _FANOUT_BITS = 4  # a list of children is cut after a child whose hash ends in 4
 _COMPRESS_BYTES = 128  # shorter text nodes are stored as they are
 _TEXT, _ZLIB, _LIST = "t", "z", "l"
 _MAX_KNOWN = 200_000  # hashes of stored nodes a writer remembers (16 bytes each, and an id)
+_MAX_TEXT_CHARS = 32 * 1024 * 1024  # texts of nodes a writer remembers, in characters
 _READ_CACHE_CHARS = 32 * 1024 * 1024  # texts a reader keeps, in characters
 _READ_CACHE_MAX_NODE = 1024 * 1024  # a node's text longer than this is rebuilt, not kept
 _PARSED_KEPT = 4  # parsed values a reader keeps: a long call's attributes parse to tens of MB
@@ -69,11 +70,13 @@ class ContentWriter:
         self._conn = conn
         self._known: dict[bytes, int] = {}
         self._texts: dict[str, tuple[bytes, int]] = {}  # a text seen: no encoding nor hashing again
+        self._text_chars = 0
         self._sweeps: int | None = None
 
     def forget(self) -> None:
         self._known.clear()
         self._texts.clear()
+        self._text_chars = 0
         self._sweeps = None
 
     def begin(self) -> None:
@@ -82,6 +85,7 @@ class ContentWriter:
         if sweeps != self._sweeps:
             self._known.clear()
             self._texts.clear()
+            self._text_chars = 0
             self._sweeps = sweeps
 
     def store(self, text: str, summary: list[str] | None = None) -> int:
@@ -101,7 +105,7 @@ class ContentWriter:
         digest = _digest(b"t", raw)
         known = self._known.get(digest)
         if known is not None:
-            self._texts[text] = digest, known
+            self._remember(text, (digest, known))
             return digest, known
         kind, data = _TEXT, raw
         if len(raw) >= _COMPRESS_BYTES:
@@ -109,10 +113,15 @@ class ContentWriter:
             if len(packed) < len(raw) * 0.9:
                 kind, data = _ZLIB, packed
         found = digest, self._insert(digest, kind, None, data)
-        if len(self._texts) >= _MAX_KNOWN:
-            self._texts.clear()
-        self._texts[text] = found
+        self._remember(text, found)
         return found
+
+    def _remember(self, text: str, node: tuple[bytes, int]) -> None:
+        self._text_chars += len(text)
+        if self._text_chars > _MAX_TEXT_CHARS or len(self._texts) >= _MAX_KNOWN:
+            self._texts.clear()
+            self._text_chars = len(text)
+        self._texts[text] = node
 
     def _list(self, children: list[tuple[bytes, int]]) -> tuple[bytes, int]:
         """One node for these children, through as many levels of ~16 as it takes."""
