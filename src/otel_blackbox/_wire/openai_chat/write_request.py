@@ -31,13 +31,14 @@ The pieces the Responses API's writer (``openai_responses/write_request.py``) sh
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.neutral_parts import arguments_text, objects_of
 from otel_blackbox._wire.openai_chat.fields import CHAT_FIELDS as REQUEST_FIELDS
 from otel_blackbox._wire.openai_chat.message import WEB_SEARCH
+from otel_blackbox._wire.openai_chat.written import Building, WrittenMessages
 from otel_blackbox._wire.protocol import WireRequest
 from otel_blackbox._wire.settings import (
     ResponseFormat,
@@ -89,19 +90,6 @@ def chat_body(model_input: JsonObject, written: ChatMessages, *, stream: bool) -
 
 
 # --- the pieces openai_responses/write_request.py shares ------------------------------------
-
-
-@dataclass
-class Building:
-    """A request being built from a model_input: whether it was recorded on this API, and the
-    phrases of what it says that the request cannot (each once, in the order met)."""
-
-    native: bool
-    dropped: list[str] = field(default_factory=list)
-
-    def drop(self, what: str) -> None:
-        if what not in self.dropped:
-            self.dropped.append(what)
 
 
 def image_url_of(part: JsonObject) -> str | None:
@@ -214,23 +202,8 @@ def openai_tool_choice(choice: ToolChoice, *, nested: bool) -> Any:
 
 
 @dataclass
-class ChatMessages:
-    """A conversation's messages written one after the other, as Chat messages: what a message
-    becomes depends on the calls before it (``names``), never on what follows."""
-
-    native: bool
-    build: Building = field(init=False)
-    out: list[JsonObject] = field(default_factory=list)
-    names: dict[str, str] = field(default_factory=dict)  # the calls so far: id -> tool name
-
-    def __post_init__(self) -> None:
-        self.build = Building(self.native)
-
-    def extended(self, messages: Any) -> ChatMessages:
-        """These messages written after those written so far (a value that is no list: none)."""
-        for message in objects_of(messages):
-            self.add(message)
-        return self
+class ChatMessages(WrittenMessages):
+    """The messages as Chat messages."""
 
     def add(self, message: JsonObject) -> None:
         build, names, messages = self.build, self.names, self.out

@@ -35,7 +35,7 @@ which a response holds too, in ``items.py``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from otel_blackbox._cassette.output import Hosted
@@ -43,7 +43,6 @@ from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.neutral_parts import arguments_text, objects_of
 from otel_blackbox._wire.openai_chat.write_request import (
     SCHEMA_NAME,
-    Building,
     image_url_of,
     openai_tool_choice,
     portable_function,
@@ -51,6 +50,7 @@ from otel_blackbox._wire.openai_chat.write_request import (
     tool_answer,
     tool_parts,
 )
+from otel_blackbox._wire.openai_chat.written import Building, WrittenMessages
 from otel_blackbox._wire.openai_responses.fields import RESPONSES_FIELDS as REQUEST_FIELDS
 from otel_blackbox._wire.openai_responses.items import HOSTED_INPUT, PROGRAM_CALLS, hosted_item
 from otel_blackbox._wire.protocol import WireRequest
@@ -105,23 +105,8 @@ def responses_body(model_input: JsonObject, written: ResponsesInput, *, stream: 
 
 
 @dataclass
-class ResponsesInput:
-    """A conversation's messages written one after the other, as input items: what a message
-    becomes depends on the calls before it (``names``), never on what follows."""
-
-    native: bool
-    build: Building = field(init=False)
-    out: list[JsonObject] = field(default_factory=list)
-    names: dict[str, str] = field(default_factory=dict)  # the calls so far: id -> tool name
-
-    def __post_init__(self) -> None:
-        self.build = Building(self.native)
-
-    def extended(self, messages: Any) -> ResponsesInput:
-        """These messages written after those written so far (a value that is no list: none)."""
-        for message in objects_of(messages):
-            self.add(message)
-        return self
+class ResponsesInput(WrittenMessages):
+    """The messages as Responses input items."""
 
     def add(self, message: JsonObject) -> None:
         build, names, items = self.build, self.names, self.out
