@@ -15,7 +15,9 @@ Every span the agent makes goes through the real SDK and BlackboxSpanProcessor.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
+import os
 import random
 import resource
 import signal
@@ -269,9 +271,12 @@ def run_serve(args: argparse.Namespace) -> None:
         command, *rest = line.split()
         if command == "spans":
             label, count = rest[0], int(rest[1])
-            payload = "x" * int(rest[2]) if len(rest) > 2 else PAYLOAD
+            size = int(rest[2]) if len(rest) > 2 else 0
             slowest = 0.0
             for i in range(count):
+                # BYTES of random text a step (the store keeps content once, compressed: "x" * BYTES
+                # repeated would take next to no room)
+                payload = base64.b64encode(os.urandom(size * 3 // 4)).decode() if size else PAYLOAD
                 began = time.perf_counter()
                 agent_step(tracer, f"{label}-{i}", payload)
                 slowest = max(slowest, time.perf_counter() - began)

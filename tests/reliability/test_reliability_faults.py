@@ -206,7 +206,7 @@ def test_a_real_full_filesystem(small_filesystem: Path) -> None:
     ballast.write_bytes(b"\0" * 3_000_000)  # leaves the database about 1 MB
     agent = ServedAgent(db)
     assert agent.steps("before", 5)["flushed"]
-    during = agent.steps("during", 30, payload_bytes=20_000)  # about 1.2 MB more: ENOSPC
+    during = agent.steps("during", 30, payload_bytes=60_000)  # random text, ~1.3 MB zlib-compressed: ENOSPC
     assert during["flushed"] is False
     stats = run_cli("stats", db=db, check=True)  # reading still works, and says why writing does not
     free = json.loads(run_cli("stats", "--json", db=db, check=True).stdout)["disk_free_bytes"]

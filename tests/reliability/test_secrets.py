@@ -41,7 +41,7 @@ import pytest
 import weather_agent
 from fake_llm import FakeLLMServer
 from google.protobuf import json_format  # type: ignore[import-untyped]
-from helpers import Receiver, figure, run_cli, sized
+from helpers import Receiver, figure, run_cli, sized, stored_rows
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 from openinference.instrumentation.anthropic import AnthropicInstrumentor
 from openinference.instrumentation.openai import OpenAIInstrumentor
@@ -497,14 +497,15 @@ def record(corpus: Corpus, workdir: Path) -> Run:
 
 
 def spans(db: Path) -> list[dict[str, Any]]:
-    """Every row of the spans table, its JSON columns decoded."""
+    """Every row of the spans table, its JSON columns decoded (those stored apart read back)."""
+    rows = [dict(row) for row in stored_rows(db)]
     conn = sqlite3.connect(db)
-    conn.row_factory = sqlite3.Row
-    try:
-        rows = [dict(row) for row in conn.execute("SELECT * FROM spans ORDER BY start_ns")]
+    try:  # resource and scope as the view gives them (stored_rows reads span_rows)
+        shared = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT id, resource, scope FROM spans")}
     finally:
         conn.close()
     for row in rows:
+        row["resource"], row["scope"] = shared[row["id"]]
         for column in ("attributes", "events", "links", "resource", "scope"):
             row[column] = json.loads(row[column])
     return rows

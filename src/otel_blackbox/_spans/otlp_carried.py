@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from otel_blackbox._spans.sdk_limits import ATTR_DROPPED_ATTRIBUTES, ATTR_DROPPED_EVENTS, ATTR_DROPPED_LINKS
+
 __all__ = [
     "ATTR_BYTES",
     "ATTR_DROPPED_ATTRIBUTES",
@@ -38,9 +40,6 @@ __all__ = [
 ]
 
 ATTR_TRACE_STATE = "blackbox.otlp.trace_state"
-ATTR_DROPPED_ATTRIBUTES = "blackbox.otlp.dropped_attributes_count"
-ATTR_DROPPED_EVENTS = "blackbox.otlp.dropped_events_count"
-ATTR_DROPPED_LINKS = "blackbox.otlp.dropped_links_count"
 ATTR_BYTES = "blackbox.otlp.bytes"
 _KEYS = (ATTR_TRACE_STATE, ATTR_DROPPED_ATTRIBUTES, ATTR_DROPPED_EVENTS, ATTR_DROPPED_LINKS, ATTR_BYTES)
 

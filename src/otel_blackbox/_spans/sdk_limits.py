@@ -17,8 +17,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from otel_blackbox._spans.otlp_carried import ATTR_DROPPED_ATTRIBUTES, ATTR_DROPPED_EVENTS, ATTR_DROPPED_LINKS
-
 if TYPE_CHECKING:
     from otel_blackbox._store.queries import SpanRecord
 
@@ -34,6 +32,12 @@ __all__ = [
     "cut_summary",
     "sdk_cut",
 ]
+
+# The stored keys (OTLP import writes the same: _spans/otlp_carried.py). Kept here, not there: the
+# recorder's own path reads them on the agent's thread and never loads the OTLP modules.
+ATTR_DROPPED_ATTRIBUTES = "blackbox.otlp.dropped_attributes_count"
+ATTR_DROPPED_EVENTS = "blackbox.otlp.dropped_events_count"
+ATTR_DROPPED_LINKS = "blackbox.otlp.dropped_links_count"
 
 # The settings, as the OpenTelemetry specification names them (every SDK reads them); the span's own
 # attribute limit wins over the global one, which also bounds events' and links' attributes.
