@@ -84,6 +84,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench_transcripts import SessionRecords  # the session file's shape: one home
+
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve()
 MODEL = "gpt-4.1-mini"
@@ -248,24 +250,8 @@ def conversation_bytes(messages: list[dict[str, Any]]) -> int:
 
 def claude_session(rounds: int, output_bytes: int) -> str:
     """The same N rounds as a Claude Code session file (2.0 shape, as bench_transcripts.py writes it)."""
-    records: list[dict[str, Any]] = []
-    parent: str | None = None
-
-    def add(kind: str, second: int, **fields: Any) -> None:
-        nonlocal parent
-        uuid = f"{kind[0]}{len(records)}"
-        stamp = f"2025-06-01T{10 + second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}.000Z"
-        records.append(
-            {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": SESSION, "timestamp": stamp,
-             "isSidechain": False, "cwd": "/home/me/shop", "version": "2.0.31", "gitBranch": "main", **fields}
-        )  # fmt: skip
-        parent = uuid
-
-    def assistant(second: int, message_id: str, block: dict[str, Any], context: int) -> None:
-        usage = {"input_tokens": 10, "output_tokens": 30, "cache_read_input_tokens": context}
-        message = {"id": message_id, "role": "assistant", "model": "claude-sonnet-4-5", "content": [block]}
-        add("assistant", second, message={**message, "usage": usage})
-
+    written = SessionRecords(SESSION)
+    add, assistant = written.add, written.assistant
     add("user", 0, message={"role": "user", "content": TASK})
     for n in range(rounds):
         context = 2_000 + n * (output_bytes // 4 + 40)
@@ -276,7 +262,7 @@ def claude_session(rounds: int, output_bytes: int) -> str:
         add("user", 3 * n + 2, message={"role": "user", "content": [result]})
     context = 2_000 + rounds * (output_bytes // 4 + 40)
     assistant(3 * rounds + 1, "msg_end", {"type": "text", "text": FINAL}, context)
-    return "".join(json.dumps(r) + "\n" for r in records)
+    return written.text()
 
 
 # -- child: record through the processor ----------------------------------------------------------

@@ -30,25 +30,36 @@ CLI = [sys.executable, "-m", "otel_blackbox.cli"]
 SESSION = "0c9a4d2e-7777-4888-9999-aaaabbbbcccc"
 
 
-def session(turns: int, output_bytes: int) -> str:
-    records: list[dict[str, Any]] = []
-    parent: str | None = None
+class SessionRecords:
+    """A Claude Code session file (2.0 shape) record by record, each the child of the one before."""
 
-    def add(kind: str, second: int, **fields: Any) -> None:
-        nonlocal parent
-        uuid = f"{kind[0]}{len(records)}"
+    def __init__(self, session_id: str = SESSION) -> None:
+        self.session_id = session_id
+        self.records: list[dict[str, Any]] = []
+        self.parent: str | None = None
+
+    def add(self, kind: str, second: int, **fields: Any) -> None:
+        uuid = f"{kind[0]}{len(self.records)}"
         stamp = f"2025-06-01T{10 + second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}.000Z"
-        records.append(
-            {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": SESSION, "timestamp": stamp,
-             "isSidechain": False, "cwd": "/home/me/shop", "version": "2.0.31", "gitBranch": "main", **fields}
+        self.records.append(
+            {"type": kind, "uuid": uuid, "parentUuid": self.parent, "sessionId": self.session_id,
+             "timestamp": stamp, "isSidechain": False, "cwd": "/home/me/shop", "version": "2.0.31",
+             "gitBranch": "main", **fields}
         )  # fmt: skip
-        parent = uuid
+        self.parent = uuid
 
-    def assistant(second: int, message_id: str, block: dict[str, Any]) -> None:
-        usage = {"input_tokens": 10, "output_tokens": 30, "cache_read_input_tokens": 5000}
+    def assistant(self, second: int, message_id: str, block: dict[str, Any], context: int = 5000) -> None:
+        usage = {"input_tokens": 10, "output_tokens": 30, "cache_read_input_tokens": context}
         message = {"id": message_id, "role": "assistant", "model": "claude-sonnet-4-5", "content": [block]}
-        add("assistant", second, message={**message, "usage": usage})
+        self.add("assistant", second, message={**message, "usage": usage})
 
+    def text(self) -> str:
+        return "".join(json.dumps(r) + "\n" for r in self.records)
+
+
+def session(turns: int, output_bytes: int) -> str:
+    written = SessionRecords()
+    add, assistant = written.add, written.assistant
     add("user", 0, message={"role": "user", "content": "Tidy every module of the shop"})
     filler = ("x" * 79 + "\n") * (output_bytes // 80)
     for n in range(turns):
@@ -58,7 +69,7 @@ def session(turns: int, output_bytes: int) -> str:
         result = {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": f"# module {n}\n{filler}"}
         add("user", 3 * n + 2, message={"role": "user", "content": [result]})
     assistant(3 * turns + 1, "msg_end", {"type": "text", "text": "Every module is tidy."})
-    return "".join(json.dumps(r) + "\n" for r in records)
+    return written.text()
 
 
 def timed(argv: list[str]) -> tuple[float, str]:

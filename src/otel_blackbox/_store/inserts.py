@@ -22,7 +22,7 @@ from typing import Any
 from otel_blackbox._store.contents import APART_CHARS, STORED_APART_MARK, ContentWriter
 from otel_blackbox._store.schema import SPAN_COLUMNS
 
-__all__ = ["ROWS_PER_STATEMENT", "STORED_APART", "SpanInserter"]
+__all__ = ["ROWS_PER_STATEMENT", "SpanInserter"]
 
 # The columns of span_rows written for each span: the row tuple's, with the ids of its resource
 # and scope in place of their JSON, and the roots of its attributes and events when stored apart.
@@ -31,7 +31,7 @@ _STORED = (*SPAN_COLUMNS[:_TEXTS], "resource_id", "scope_id", "attributes_conten
 assert SPAN_COLUMNS[_TEXTS:] == ("resource", "scope")
 _ATTRIBUTES, _EVENTS = SPAN_COLUMNS.index("attributes"), SPAN_COLUMNS.index("events")
 # What the row's own column holds when the text is stored apart: readers take the root instead.
-STORED_APART = {"attributes": '{"blackbox.stored_apart":true}', "events": "[]"}  # at the least
+_EVENTS_APART = "[]"
 
 # What the row's own text keeps of attributes stored apart: this mark, and their short members whose
 # key holds no index (the model, the token counts, the SDK's dropped counts: what `stats`, cost and
@@ -118,7 +118,7 @@ class SpanInserter:
                     if attributes_root is not None:
                         texts[_ATTRIBUTES] = "{" + ",".join([_MARK, *summary]) + "}"
                     if events_root is not None:
-                        texts[_EVENTS] = STORED_APART["events"]
+                        texts[_EVENTS] = _EVENTS_APART
                     params += texts
                 resource, scope = row[_TEXTS], row[_TEXTS + 1]
                 resource_id = resource_ids.get(resource)

@@ -3,6 +3,7 @@ request being built, and the conversation's messages written one after the other
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -29,7 +30,7 @@ _Written = TypeVar("_Written", bound="WrittenMessages")
 
 
 @dataclass
-class WrittenMessages:
+class WrittenMessages(ABC):
     """A conversation's messages written one after the other in an OpenAI API's shape (``add``):
     what a message becomes depends on the calls before it (``names``), never on what follows."""
 
@@ -47,5 +48,6 @@ class WrittenMessages:
             self.add(message)
         return self
 
+    @abstractmethod
     def add(self, message: JsonObject) -> None:
-        raise NotImplementedError
+        """Write one message after those written so far (each API's writer says how)."""
