@@ -90,6 +90,9 @@ class Turn:
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
     model: str | None = None  # this turn's model, when it is not the conversation's
+    # Context only: a turn of the history an agent restarted from (Codex's ``replacement_history``),
+    # held by the requests after it but made no span (its call and result happened before).
+    context_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -201,6 +204,8 @@ def _results(turns: tuple[Turn, ...]) -> dict[int, Turn]:
     found: dict[int, Turn] = {}
     numbered = 0
     for turn in turns:
+        if turn.context_only:
+            continue
         if turn.role == "assistant":
             for call in turn.tool_calls:
                 open_calls.append((numbered, call))
@@ -269,7 +274,7 @@ def _spans(
         if turn.role == "compaction":
             history = []
             continue
-        if turn.role != "assistant":
+        if turn.role != "assistant" or turn.context_only:
             history.append(turn)
             continue
         start = clock.tick(turn.time_ns)
@@ -382,5 +387,6 @@ def conversation_span_ids(
     """The trace id and the span ids the documents of ``otlp_documents`` hold, made without them:
     the root, one LLM span per assistant turn and one TOOL span per call with a result."""
     trace_id = parent[0] if parent is not None else _id(keys.trace, "trace", 32)
-    count = 1 + sum(t.role == "assistant" for t in conversation.turns) + len(_results(conversation.turns))
+    calls = sum(t.role == "assistant" and not t.context_only for t in conversation.turns)
+    count = 1 + calls + len(_results(conversation.turns))
     return trace_id, {_id(keys.spans, f"span {i}", 16) for i in range(count)}
