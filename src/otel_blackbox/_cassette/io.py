@@ -218,9 +218,14 @@ def parse_cassette(data: Any, source: str = "cassette", *, check_version: bool =
     for key, value in (("parentId", parent_id), ("forkedFromStepId", forked_from)):
         if value is not None and not isinstance(value, str):
             raise CassetteError(f"{source}: field {key!r} must be a string")
-    for key in ("api", "agent"):
+    for key in ("api", "agent", "subagentOf"):
         if data.get(key) is not None and not isinstance(data[key], dict):
             raise CassetteError(f"{source}: field {key!r} must be an object")
+    subagents = data.get("subagents")
+    if subagents is not None and not (
+        isinstance(subagents, list) and all(isinstance(x, dict) for x in subagents)
+    ):
+        raise CassetteError(f"{source}: field 'subagents' must be a list of objects")
     raw_steps = _require(data, "steps", (list,), source)
     steps = []
     for position, raw in enumerate(raw_steps):
@@ -252,6 +257,8 @@ def parse_cassette(data: Any, source: str = "cassette", *, check_version: bool =
         forked_from_step_id=forked_from,
         api=data.get("api"),
         agent=data.get("agent"),
+        subagents=subagents,
+        subagent_of=data.get("subagentOf"),
     )
 
 

@@ -79,6 +79,12 @@ class Cassette:
     # (``{"kind": "built-in", "provider", "model", "toolMatch"}``).
     api: JsonObject | None = None
     agent: JsonObject | None = None
+    # Links between an agent's cassette and its sub-agents' (a conversation each, see
+    # ``from_spans/conversations.py``): ``subagents`` in the parent, one per sub-agent, and
+    # ``subagent_of`` in a sub-agent's: ``{"id", "cassette" (the file, when written beside), "step"
+    # (the parent's step that started it), "toolCallId", "toolName" (the call its result answers)}``.
+    subagents: list[JsonObject] | None = None
+    subagent_of: JsonObject | None = None
 
     def append(
         self, step_type: str, payload: Any, timestamp: int | float, *, hasher: StepHash = hash_step
@@ -115,6 +121,10 @@ class Cassette:
             data["api"] = self.api
         if self.agent is not None:
             data["agent"] = self.agent
+        if self.subagents is not None:
+            data["subagents"] = self.subagents
+        if self.subagent_of is not None:
+            data["subagentOf"] = self.subagent_of
         data["steps"] = [s.to_json() for s in self.steps]
         return data
 

@@ -70,7 +70,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "The workbench: runs, a run's timeline opened on its failing span, a rerun from the page, "
         "its verdict and diff, contracts saved and run all.",
     ),
-    "cassette": ("cassettes", "Turn a recorded trace (even a failed or killed one) into a v2 cassette."),
+    "cassette": (
+        "cassette_command",
+        "Turn a recorded trace (even a failed or killed one) into a v2 cassette.",
+    ),
     "inspect": ("cassettes", "The steps of a cassette as a readable timeline."),
     "verify": (
         "cassettes",

@@ -1,4 +1,5 @@
-"""Commands over cassettes: cassette (from a recorded trace), inspect, verify, diff, assert."""
+"""Commands over cassettes: inspect, verify, diff, assert (``cassette``, which writes them from
+recorded spans, is in ``cassette_command.py``)."""
 
 from __future__ import annotations
 
@@ -8,94 +9,21 @@ import click
 
 from otel_blackbox._cassette.assertions import check_expectations, format_expectations
 from otel_blackbox._cassette.diff.contract import ContractCheck, find_contract
-from otel_blackbox._cassette.diff.outcome import outcome_label
 from otel_blackbox._cassette.diff.report import diff_cassettes
 from otel_blackbox._cassette.diff.text import format_diff
-from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans
-from otel_blackbox._cassette.io import is_gzip_name, max_file_bytes, save_cassette
 from otel_blackbox._cassette.trusted import resealed
-from otel_blackbox._cassette.verify import VerifyReport, check_before_writing, verify_cassette, verify_file
+from otel_blackbox._cassette.verify import VerifyReport, verify_cassette, verify_file
 from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import (
     ALLOW_UNVERIFIED,
     checked_inputs,
     echo_json,
-    exactly_one,
-    group_spans,
-    output_option,
-    reader,
     style,
-    trace_run_or_session,
 )
 from otel_blackbox._render.cassette_text import render_timeline
 from otel_blackbox._render.text import safe
-from otel_blackbox._render.words import counted
-from otel_blackbox._store import queries
-from otel_blackbox._store.trace_logs import load_trace
 
 __all__: list[str] = []
-
-
-@cli.command("cassette")
-@trace_run_or_session
-@output_option("Where to write the cassette (atomically).")
-@click.option("--force", is_flag=True, help="Write it even if it would fail `verify` (with a warning).")
-@click.pass_context
-def cassette_command(
-    ctx: click.Context,
-    trace_id: str | None,
-    run_id: str | None,
-    session_id: str | None,
-    output: str,
-    force: bool,
-) -> None:
-    """Turn a recorded trace (even a failed or killed one) into a v2 cassette.
-
-    With --run or --session instead of TRACE_ID, one cassette of all the traces of a run (see
-    `runs`) or of a session, with every model and tool round in time order: for frameworks that
-    make each model call a trace of its own.
-
-    A cassette that would fail `verify` (spans no replay can play: a tool span no model call asked
-    for) is not written: exit 2, naming the step. --force writes it, with a warning naming the step.
-
-    An output named *.json.gz is written compressed and compact (each message stored once, a long
-    run's file in proportion to it); *.json is plain v2 JSON, whose model inputs each repeat the
-    conversation before them (a warning says when it is too big for commands to read).
-
-    \b
-    Example:
-      otel-blackbox cassette 4bf92f35 -o incident.json
-      otel-blackbox cassette --run 3f9a0c1d -o run.json.gz
-      otel-blackbox cassette --session chat-42 -o session.json
-    """
-    exactly_one(ctx, {"TRACE_ID": trace_id, "--run": run_id, "--session": session_id})
-    with reader(ctx) as conn:
-        if trace_id is not None:
-            cassette = cassette_from_spans(load_trace(conn, queries.resolve_trace_id(conn, trace_id)))
-            source = ""
-        else:
-            kind, ident, spans = group_spans(conn, run_id, session_id)
-            cassette = cassette_from_spans(spans, cassette_id=f"{kind}-{ident}")  # id: run-<id>, session-<id>
-            traces = len({s.trace_id for s in spans})
-            source = f" from {counted(traces, 'trace')} of {kind} {safe(ident)}"
-    warning = check_before_writing(cassette, force=force)
-    written = save_cassette(cassette, output)
-    if warning is not None:
-        click.echo(f"otel-blackbox: warning: {safe(warning)}", err=True)
-    if written > max_file_bytes():  # a plain one of a long run, whose model inputs repeat the conversation
-        instead = (
-            "raise OTEL_BLACKBOX_MAX_CASSETTE_MB to read it"
-            if is_gzip_name(output)
-            else f"write it as {safe(output)}.gz instead (compressed and compact, read by every command)"
-        )
-        click.echo(
-            f"otel-blackbox: warning: {safe(output)} holds {written / 2**20:.1f} MB of JSON, over the"
-            f" {max_file_bytes() / 2**20:g} MB limit of commands that read it"
-            f" (OTEL_BLACKBOX_MAX_CASSETTE_MB); {instead}",
-            err=True,
-        )
-    steps = f"{counted(len(cassette.steps), 'step')}{source}"
-    click.echo(f"wrote {safe(output)}: {steps}, outcome {outcome_label(cassette)}, head {cassette.head}")
 
 
 @cli.command()

@@ -26,6 +26,7 @@ __all__ = [
     "ATTR_MODEL_INPUT",
     "ATTR_MODEL_OUTPUT",
     "ATTR_MODEL_PROVIDER",
+    "ATTR_RUN_INCOMPLETE",
     "ATTR_SESSION_MODE",
     "ATTR_SPAN_OPEN",
     "ATTR_TOOL_STUBBED",
@@ -38,6 +39,8 @@ __all__ = [
 
 # Attributes this project adds (registered in semconv/registry.yaml).
 ATTR_SPAN_OPEN = "blackbox.span.open"
+# An imported conversation that ended with no model answer after its last call: why, naming the call.
+ATTR_RUN_INCOMPLETE = "blackbox.run.incomplete"
 ATTR_SESSION_MODE = "blackbox.session.mode"
 ATTR_CASSETTE_STEP = "blackbox.cassette.step"
 ATTR_TOOL_STUBBED = "blackbox.tool.stubbed"

@@ -34,6 +34,7 @@ class Builder:
         self.model_calls = 0
         self.last_messages: list[Any] = []  # the last model_input's: the next one repeats them
         self.hasher = StepHasher()  # hashes only the messages a model_input adds (shared: ``shared``)
+        self.tool_call_steps: dict[tuple[str, str], int] = {}  # a TOOL span's tool_call step
 
     def first_call(self, api: dict[str, Any] | None) -> None:
         """The API hint is the first model call's, or none when its span does not tell it."""
@@ -79,7 +80,8 @@ class Builder:
         self.cassette.append("model_output", output, at)
         if output["type"] == "final_answer":
             self.final_answer = output["text"]
-        else:
+        else:  # an answer before it is not how the run ended: calls asked for after it were
+            self.final_answer = None
             self.pending = list(output["calls"])
 
     def tool(self, span: SpanRecord) -> None:
@@ -94,7 +96,8 @@ class Builder:
             raw = tool.arguments if tool is not None else None
             tool_input = json_or_text(raw) if raw is not None else {}
         head = {"toolCallId": call_id, "toolName": name}
-        self.cassette.append("tool_call", {**head, "toolInput": tool_input}, ms_of(span.start_ns))
+        step = self.cassette.append("tool_call", {**head, "toolInput": tool_input}, ms_of(span.start_ns))
+        self.tool_call_steps[(span.trace_id, span.span_id)] = step.index
         if span.status == "open":
             return
         if span.status == "error":

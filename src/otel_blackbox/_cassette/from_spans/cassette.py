@@ -17,6 +17,12 @@ from typing import Any
 
 from otel_blackbox._cassette.captured import captured_exchange, captured_model_call
 from otel_blackbox._cassette.from_spans.builder import Builder, ms_of
+from otel_blackbox._cassette.from_spans.conversations import (
+    Conversation,
+    opening_of,
+    split_conversations,
+    trace_groups,
+)
 from otel_blackbox._cassette.from_spans.cut_input import refuse_if_cut
 from otel_blackbox._cassette.from_spans.order import (
     ancestors_of,
@@ -26,39 +32,91 @@ from otel_blackbox._cassette.from_spans.order import (
     root_spans,
 )
 from otel_blackbox._cassette.from_spans.sources import LLM_KIND, TOOL_KIND, is_handoff
-from otel_blackbox._cassette.model import Cassette
-from otel_blackbox._spans.semconv import ATTR_MODEL_PROVIDER
+from otel_blackbox._cassette.model import Cassette, tool_calls_of
+from otel_blackbox._spans.semconv import ATTR_MODEL_PROVIDER, ATTR_RUN_INCOMPLETE
 from otel_blackbox._spans.view.registry import error_of, view_of
 from otel_blackbox._spans.view.trace import read_trace
 from otel_blackbox._store.queries import SpanRecord
 from otel_blackbox.errors import CassetteError
 
-__all__ = ["PROCESS_EXIT", "cassette_from_spans"]
+__all__ = ["PROCESS_EXIT", "cassette_from_spans", "conversation_cassettes", "run_conversations"]
 
 PROCESS_EXIT = "process_exit"
 
 
 def cassette_from_spans(spans: list[SpanRecord], *, cassette_id: str | None = None) -> Cassette:
     """Spans as a v2 cassette: one trace's (id = the trace id), or several traces' (a run's, a
-    session's: pass ``cassette_id``), their model and tool rounds in time order."""
+    session's: pass ``cassette_id``), their model and tool rounds in time order. Where sub-agents
+    ran conversations of their own, the main agent's (``conversation_cassettes`` gives them all)."""
+    return conversation_cassettes(spans, cassette_id=cassette_id)[0]
+
+
+def conversation_cassettes(spans: list[SpanRecord], *, cassette_id: str | None = None) -> list[Cassette]:
+    """The cassette of the main agent's conversation, then one for each sub-agent's (in the order
+    they started, ids ``<main id>-agent-<n>``), linked both ways: the main one's ``subagents`` name
+    each sub-agent's cassette and the parent's step that started it (the tool call its result
+    answers), each sub-agent's ``subagent_of`` names the parent and that step."""
     if not spans:
         raise ValueError("a cassette needs at least one span")
     ordered = ordered_spans(read_trace(spans))
-    roots = root_spans(ordered)
-    cassette = Cassette(id=cassette_id or roots[0].trace_id, created_at=ms_of(roots[0].start_ns))
-    builder = Builder(cassette)
+    main_id = cassette_id or root_spans(ordered)[0].trace_id
+    wire, outer, rounds = _rounds(ordered)
+    _refuse_without_content(ordered, wire, outer)
+    conversations = split_conversations(ordered, rounds, lambda s: opening_of(s, wire))
+    built: dict[int, tuple[Cassette, Builder]] = {}
+    for n, conversation in enumerate(conversations):
+        own_roots = root_spans(conversation.spans)
+        cassette = Cassette(
+            id=main_id if n == 0 else f"{main_id}-agent-{n}", created_at=ms_of(own_roots[0].start_ns)
+        )
+        builder = Builder(cassette)
+        _walk(conversation.spans, builder, wire, outer)
+        _close(cassette, builder, conversation.spans, own_roots)
+        built[id(conversation)] = (cassette, builder)
+    for conversation in conversations[1:]:
+        _link(conversation, built)
+    return [built[id(c)][0] for c in conversations]
+
+
+def run_conversations(spans: list[SpanRecord]) -> list[list[SpanRecord]]:
+    """A run's or a session's spans as its independent conversations (``trace_groups``): each gives
+    its cassettes with ``conversation_cassettes``."""
+    ordered = ordered_spans(read_trace(spans))
+    wire, _, rounds = _rounds(ordered)
+    return trace_groups(ordered, rounds, lambda s: opening_of(s, wire))
+
+
+Wire = dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]]
+
+
+def _rounds(ordered: list[SpanRecord]) -> tuple[Wire, set[tuple[str, str]], list[SpanRecord]]:
+    """The model calls HTTP capture saw (by span), the spans around them, and the model rounds."""
     wire = {(s.trace_id, s.span_id): call for s in ordered if (call := captured_model_call(s)) is not None}
     # An LLM span around a captured call is not a round of its own, nor one that describes the same
     # call as another span (the view marks it: an SDK's own span under an instrumentor's).
     captured = [s for s in ordered if (s.trace_id, s.span_id) in wire]
     outer = ancestors_of(ordered, captured) | around_calls(ordered, captured)
-    _refuse_without_content(ordered, wire, outer)
-    for span in calls_in_asked_order(ordered, builder):
+    rounds = [s for s in ordered if (s.trace_id, s.span_id) in wire or _is_llm_round(s, outer)]
+    return wire, outer, rounds
+
+
+def _is_llm_round(span: SpanRecord, outer: set[tuple[str, str]]) -> bool:
+    view = view_of(span)
+    return view.kind == LLM_KIND and view.same_call_as is None and (span.trace_id, span.span_id) not in outer
+
+
+def _walk(
+    spans: list[SpanRecord],
+    builder: Builder,
+    wire: Wire,
+    outer: set[tuple[str, str]],
+) -> None:
+    for span in calls_in_asked_order(spans, builder):
         key = (span.trace_id, span.span_id)
         view = view_of(span)
         if key in wire:
             builder.wire(span, *wire[key])
-        elif view.kind == LLM_KIND and view.same_call_as is None and key not in outer:
+        elif _is_llm_round(span, outer):
             builder.llm(span)
         elif is_handoff(span):
             continue  # the model's transfer call and its result are the steps
@@ -66,8 +124,26 @@ def cassette_from_spans(spans: list[SpanRecord], *, cassette_id: str | None = No
             builder.tool(span)
         elif (exchange := captured_exchange(span)) is not None and ATTR_MODEL_PROVIDER not in span.attributes:
             builder.exchange(span, exchange)
-    _close(cassette, builder, ordered, roots)
-    return cassette
+
+
+def _link(conversation: Conversation, built: dict[int, tuple[Cassette, Builder]]) -> None:
+    """Link a sub-agent's cassette and its parent's: the parent's step that started it is the tool
+    call its result answers (a TOOL boundary), else the last step before it started."""
+    cassette = built[id(conversation)][0]
+    assert conversation.parent is not None and conversation.boundary is not None
+    parent, builder = built[id(conversation.parent)]
+    boundary = conversation.boundary
+    link: dict[str, Any] = {}
+    step = builder.tool_call_steps.get((boundary.trace_id, boundary.span_id))
+    if step is not None:
+        call = parent.steps[step].payload
+        link = {"step": step, "toolCallId": call["toolCallId"], "toolName": call["toolName"]}
+    else:
+        started = ms_of(boundary.start_ns)
+        before = [s.index for s in parent.steps if s.timestamp <= started]
+        link = {"step": before[-1] if before else 0}
+    cassette.subagent_of = {"id": parent.id, **link}
+    parent.subagents = [*(parent.subagents or []), {"id": cassette.id, **link}]
 
 
 def _refuse_without_content(
@@ -108,11 +184,32 @@ def _close(cassette: Cassette, builder: Builder, spans: list[SpanRecord], roots:
         )
     elif builder.final_answer is None:
         # It ended cleanly with no model's final answer (a LangChain or openai-v2 trace is one model
-        # call, often asking for a tool): not a success the format can claim, as a recording says.
-        cassette.append("metadata", {"event": "run_ended", "reason": "no_final_answer"}, ms_of(root.end_ns))
+        # call, often asking for a tool; a conversation ending on a tool's result): not a success the
+        # format can claim, as a recording says.
+        payload = {"event": "run_ended", "reason": "no_final_answer"}
+        why = _unanswered(cassette) or root.attributes.get(ATTR_RUN_INCOMPLETE)  # the cassette's ids
+        cassette.append("metadata", {**payload, "message": why} if why else payload, ms_of(root.end_ns))
     else:
         cassette.append(
             "metadata",
             {"event": "run_completed", "status": "success", "result": builder.final_answer},
             ms_of(root.end_ns),
         )
+
+
+def _unanswered(cassette: Cassette) -> str | None:
+    """Why a conversation has no final answer, naming its last call: never answered, or answered
+    with no model output after it."""
+    results = {s.payload.get("toolCallId") for s in cassette.steps_of("tool_result")}
+    outputs = [s for s in cassette.steps if s.type == "model_output"]
+    if not outputs:
+        return "no model call answered" if cassette.steps else None
+    calls = tool_calls_of(outputs[-1].payload)
+    if not calls:
+        return None
+    open_calls = [c for c in calls if c.tool_call_id not in results]
+    call = (open_calls or calls)[-1]
+    named = f"the call {call.tool_name} ({call.tool_call_id})"
+    return (
+        f"{named} was never answered" if open_calls else f"{named} has a result but no model answer after it"
+    )
