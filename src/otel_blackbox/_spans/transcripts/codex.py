@@ -1,24 +1,31 @@
 """Codex CLI rollouts: JSONL files (one record a line) read as neutral ``Conversation`` s.
 
 Codex CLI writes one file a session, ``~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl``.
-There is no official schema; what is read:
+There is no official schema; what is read (checked against openai/codex's ``codex-rs`` source):
 
 * the current shape, every line ``{"timestamp", "type", "payload"}``: ``session_meta`` (``id``,
   ``cwd``, ``originator``, ``cli_version``, ``instructions``, ``git``) and ``turn_context``
   (``model``, ``approval_policy``, ``sandbox_policy``, ``effort``) as metadata; ``response_item``
   (an OpenAI Responses item) as the conversation; ``event_msg`` ``token_count`` (its
-  ``info.last_token_usage``) as the tokens of the assistant turn it follows; ``compacted`` (a
-  summary the history restarts from: later requests hold only what follows it);
+  ``info.last_token_usage``) as the tokens of the assistant turn it follows, ``patch_apply_end`` /
+  ``mcp_tool_call_end`` as the failures they report (``codex_outputs``); ``compacted``: the history
+  restarts, from its ``replacement_history`` (Responses items, written with an empty ``message`` by
+  remote compaction, seen in 0.104) as context-only turns, else from its ``message`` (the summary,
+  as a user turn);
 * the older shape (2025): a first line that is the session itself (``id``, ``timestamp``,
   ``instructions``), then bare Responses items, and ``{"record_type": "state"}`` lines (counted).
 
 Responses items: ``message`` (``user``: a turn, unless it is ``<environment_context>`` (metadata,
-counted) or ``<user_instructions>`` (with ``developer`` and ``system`` messages: the system prompt);
-``assistant``: text of the assistant turn), ``function_call`` / ``custom_tool_call`` /
-``local_shell_call`` (calls of that turn), ``function_call_output`` / ``custom_tool_call_output``
-(results; an error when the output's JSON says a non-zero ``metadata.exit_code``, or its text starts
-``Exit code: N``); ``reasoning``, ``web_search_call`` and unknown items are left out and counted.
-Consecutive assistant items are one turn; a ``token_count`` event ends it.
+counted) or ``<user_instructions>`` / ``# AGENTS.md instructions for ...`` (with ``developer`` and
+``system`` messages: the system prompt, each text once); ``assistant``: text of the assistant turn),
+``function_call`` (its ``namespace`` prefixed to its name, as Codex flattens it) /
+``custom_tool_call`` / ``local_shell_call`` / client ``tool_search_call`` (calls of that turn),
+``function_call_output`` / ``custom_tool_call_output`` / ``tool_search_output`` (results; failed as
+``codex_outputs`` reads them: a non-zero exit code, or an error Codex answered instead of running the
+call, such as ``apply_patch verification failed: ...``); ``reasoning``, ``web_search_call``,
+``ghost_snapshot``, ``compaction`` (encrypted), server-side tool search and unknown items are left
+out and counted (``replacement_history <type>`` inside a compaction). Consecutive assistant items are
+one turn; a ``token_count`` event ends it.
 
 A line that is not JSON is refused, except a broken last line (a session still being written:
 skipped, counted); so is a line that is not an object, and a file with no known record.
@@ -27,10 +34,10 @@ skipped, counted); so is a line that is not an object, and a file with no known 
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from otel_blackbox._spans.transcripts.codex_outputs import failed_call, read_output
 from otel_blackbox._spans.transcripts.otlp import Conversation, ToolCall, Turn
 from otel_blackbox._spans.transcripts.reading import (
     Counts,
@@ -58,11 +65,14 @@ ITEMS = frozenset(
         "web_search_call",
     }
 )
-# Events that repeat what the response items already hold.
-_ECHOES = frozenset({"user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content"})
+# Events that repeat what the response items (or the compacted line) already hold.
+_ECHOES = frozenset(
+    {"user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content", "context_compacted"}
+)
 _CONTEXT_TAGS = ("<environment_context>",)
-_INSTRUCTION_TAGS = ("<user_instructions>",)
-_EXIT_LINE = re.compile(r"\AExit code: (-?\d+)\s*$", re.MULTILINE)
+# The user's instructions: ``<user_instructions>`` before, the AGENTS.md form now.
+_INSTRUCTION_TAGS = ("<user_instructions>", "# AGENTS.md instructions for ")
+_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
 _EXPECTED = (
     "expected a Codex rollout: one JSON object a line, {timestamp, type, payload} "
     "(session_meta, response_item, ...) or a bare Responses item"
@@ -129,29 +139,6 @@ def _records(raw: bytes, name: str, counts: Counts) -> list[_Record]:
 # --- the conversation -------------------------------------------------------------------------------
 
 
-def _output(value: Any, counts: Counts) -> tuple[str, bool]:
-    """A call's output as (text, is_error): the text as the model saw it; an error when its JSON says
-    a non-zero ``metadata.exit_code`` (or ``success: false``), or it starts ``Exit code: N``."""
-    if isinstance(value, dict):  # {content, success} in some versions
-        text = parts_text(value.get("content"), counts) or json.dumps(value, ensure_ascii=False)
-        failed = value.get("success") is False
-    else:
-        text = parts_text(value, counts)
-        failed = False
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, dict):
-        metadata = parsed.get("metadata")
-        code = as_int(metadata.get("exit_code")) if isinstance(metadata, dict) else None
-        failed = failed or bool(code) or parsed.get("success") is False
-    else:
-        match = _EXIT_LINE.match(text)
-        failed = failed or (match is not None and int(match.group(1)) != 0)
-    return text, failed
-
-
 @dataclass
 class _Assistant:
     model: str | None
@@ -159,6 +146,7 @@ class _Assistant:
     texts: list[str] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
     usage: dict[str, Any] | None = None
+    context_only: bool = False  # a turn of a compaction's replacement history
 
     def turn(self) -> Turn:
         usage = self.usage or {}
@@ -171,6 +159,7 @@ class _Assistant:
             completion_tokens=as_int(usage.get("output_tokens")),  # reasoning ones included
             cache_read_tokens=as_int(usage.get("cached_input_tokens")),
             model=self.model,
+            context_only=self.context_only,
         )
 
 
@@ -184,12 +173,15 @@ class _Reader:
     system: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
     tools: InferredTools = field(default_factory=InferredTools)
+    replacing: bool = False  # reading a compaction's replacement history: context-only turns
+    failed_calls: set[str] = field(default_factory=set)  # call ids an event says failed
 
     def assistant(self, when: int | None) -> _Assistant:
         if self.pending is None:
-            self.pending = _Assistant(self.model, when)
+            self.pending = _Assistant(self.model, when, context_only=self.replacing)
             self.entries.append(self.pending)
-            self.unpriced = self.pending
+            if not self.replacing:  # a replaced turn's tokens were counted before
+                self.unpriced = self.pending
         return self.pending
 
     def call(
@@ -202,6 +194,7 @@ class _Reader:
 
     def item(self, item: dict[str, Any], when: int | None) -> None:
         kind = item.get("type")
+        server = item.get("execution") == "server"  # a tool search the API ran, inside the response
         if kind == "message":
             self.message(item, when)
         elif kind == "function_call":
@@ -213,7 +206,8 @@ class _Reader:
             text = given if isinstance(given, str) and isinstance(arguments, dict) else None
             if not isinstance(arguments, dict):
                 arguments = {"arguments": given}
-            self.call(as_str(item.get("call_id")), as_str(item.get("name")), arguments, when, text)
+            name = as_str(item.get("namespace")) + as_str(item.get("name"))  # Codex's flat name
+            self.call(as_str(item.get("call_id")), name, arguments, when, text)
         elif kind == "custom_tool_call":  # a freeform input (apply_patch): kept as {"input": ...}
             self.call(
                 as_str(item.get("call_id")), as_str(item.get("name")), {"input": item.get("input")}, when
@@ -222,14 +216,31 @@ class _Reader:
             action = item.get("action")
             call_id = as_str(item.get("call_id")) or as_str(item.get("id"))
             self.call(call_id, "local_shell", action if isinstance(action, dict) else {}, when)
-        elif kind in ("function_call_output", "custom_tool_call_output"):
+        elif kind == "tool_search_call" and not server:
+            given = item.get("arguments")
+            arguments = given if isinstance(given, dict) else {"arguments": given}
+            self.call(as_str(item.get("call_id")), "tool_search", arguments, when)
+        elif kind in _OUTPUTS and not server:
             self.pending = None
-            text, failed = _output(item.get("output"), self.counts)
+            if kind == "tool_search_output":  # the tools found, as the model was sent them
+                text = json.dumps(item.get("tools"), ensure_ascii=False)
+                failed, name = item.get("status") == "failed", "tool_search"
+            else:
+                (text, failed), name = read_output(item.get("output"), self.counts), ""
+            call_id = as_str(item.get("call_id"))
             self.entries.append(
-                Turn("tool", text, call_id=as_str(item.get("call_id")), is_error=failed, time_ns=when)
+                Turn(
+                    "tool",
+                    text,
+                    call_id=call_id,
+                    name=name,
+                    is_error=failed,
+                    time_ns=when,
+                    context_only=self.replacing,
+                )
             )
-        else:  # reasoning, web_search_call (no result in the rollout), unknown items
-            self.counts.add(str(kind))
+        else:  # reasoning, web_search_call (no result in the rollout), ghost_snapshot, unknown items
+            self.counts.add(f"replacement_history {kind}" if self.replacing else str(kind))
 
     def message(self, item: dict[str, Any], when: int | None) -> None:
         role, text = item.get("role"), parts_text(item.get("content"), self.counts)
@@ -239,21 +250,34 @@ class _Reader:
         self.pending = None
         stripped = text.lstrip()
         if role in ("developer", "system") or stripped.startswith(_INSTRUCTION_TAGS):
-            if text:
+            if text and text not in self.system:  # a compaction and later turns give it again
                 self.system.append(text)
         elif stripped.startswith(_CONTEXT_TAGS):
-            self.metadata["environment_context"] = self.metadata.get("environment_context", 0) + 1
+            if not self.replacing:  # a replacement history repeats the one before it
+                self.metadata["environment_context"] = self.metadata.get("environment_context", 0) + 1
         elif role == "user":
             if text:
-                self.entries.append(Turn("user", text, time_ns=when))
+                self.entries.append(Turn("user", text, time_ns=when, context_only=self.replacing))
         else:
             self.counts.add(f"message {role}")
 
-    def compacted(self, summary: str) -> None:
+    def compacted(self, payload: dict[str, Any]) -> None:
+        """The history restarts: from the ``replacement_history`` items (context-only turns: held
+        by the requests after it, no span), else from the summary ``message`` as a user turn."""
         self.pending = self.unpriced = None
         self.entries.append(Turn("compaction"))
         self.metadata["compactions"] = self.metadata.get("compactions", 0) + 1
-        if summary:
+        history = payload.get("replacement_history")
+        if isinstance(history, list) and history:
+            self.replacing = True
+            for item in history:
+                if isinstance(item, dict):
+                    self.item(item, None)
+                else:
+                    self.counts.add("replacement_history item")
+            self.replacing = False
+            self.pending = None
+        elif summary := as_str(payload.get("message")):
             self.entries.append(Turn("user", summary))
 
     def event(self, payload: dict[str, Any]) -> None:
@@ -265,8 +289,18 @@ class _Reader:
                 self.unpriced.usage = last
             if isinstance(last, dict):  # a response has ended: the next item starts a new turn
                 self.pending = self.unpriced = None
+        elif kind in ("patch_apply_end", "mcp_tool_call_end"):
+            if (failed := failed_call(payload)) is not None:
+                self.failed_calls.add(failed)
         elif kind not in _ECHOES:
             self.counts.add(f"event {kind or 'unknown'}")
+
+
+def _failed(turn: Turn, failed_calls: set[str]) -> Turn:
+    """The turn, a failure when it is the result of a call an event said failed."""
+    if turn.role == "tool" and turn.call_id in failed_calls and not turn.context_only:
+        return replace(turn, is_error=True)
+    return turn
 
 
 def _meta(reader: _Reader, payload: dict[str, Any], keys: dict[str, str]) -> None:
@@ -297,12 +331,14 @@ def read_rollout(raw: bytes, name: str) -> Conversation | None:
             reader.item(payload, record.time_ns)
         elif record.kind == "event_msg":
             reader.event(payload)
-        elif record.kind == "compacted":  # the history restarts from the summary
-            reader.compacted(as_str(payload.get("message")))
+        elif record.kind == "compacted":
+            reader.compacted(payload)
         else:  # state
             counts.add(f"record {record.kind}")
-    turns = tuple(e.turn() if isinstance(e, _Assistant) else e for e in reader.entries)
-    if not any(t.role == "assistant" for t in turns):
+    turns = tuple(
+        _failed(e.turn() if isinstance(e, _Assistant) else e, reader.failed_calls) for e in reader.entries
+    )
+    if not any(t.role == "assistant" and not t.context_only for t in turns):
         return None
     system = reader.system or ([instructions] if instructions else [])
     metadata = dict(reader.metadata)
