@@ -1,14 +1,17 @@
-"""import: spans from OTLP/JSON files, standard input, a running Phoenix, chat logs, Claude Code
-sessions or Codex CLI rollouts, stored as one run."""
+"""import: spans from OTLP/JSON files, the OpenTelemetry SDK's span JSON, standard input, a running
+Phoenix, chat logs, Claude Code sessions or Codex CLI rollouts, stored as one run."""
 
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import sys
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import click
 
@@ -17,6 +20,13 @@ from otel_blackbox._cli.common import db_path, echo_json, progress
 from otel_blackbox._config import BlackboxConfig, parse_duration
 from otel_blackbox._render.words import counted
 from otel_blackbox._spans.otlp_in.documents import read_documents
+from otel_blackbox._spans.otlp_in.sdk_json import (
+    SDK_JSON,
+    SDK_JSON_WHAT,
+    is_sdk_span,
+    looks_like_sdk_json,
+    sdk_json_documents,
+)
 from otel_blackbox._spans.transcripts.chat import FORMATS
 from otel_blackbox._spans.transcripts.reading import transcript_files
 from otel_blackbox._spans.transcripts.traces import (
@@ -32,7 +42,8 @@ from otel_blackbox.errors import BlackboxError, ConfigError, ImportInputError
 
 __all__: list[str] = []
 
-_TRANSCRIPTS = tuple(TRANSCRIPT_KINDS)
+_FROM = {**TRANSCRIPT_KINDS, SDK_JSON: SDK_JSON_WHAT}  # what a refused file looks like, by its --from
+_HEAD = 64 * 1024  # the first bytes of a file without --from: what tells the SDK's span JSON
 
 
 def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -69,8 +80,8 @@ def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> int
     "transcript",
     default=None,
     metavar="KIND",
-    help="The files are transcripts, not spans: chat (a saved chat log), claude-code (sessions) or "
-    "codex (Codex CLI rollouts).",
+    help="What the files are, if not OTLP: chat (a saved chat log), claude-code (sessions), codex "
+    "(Codex CLI rollouts) or otel-sdk-json (the OpenTelemetry SDK's span JSON, also recognized).",
 )
 @click.option(
     "--format",
@@ -98,7 +109,8 @@ def import_(
     Reads one ExportTraceServiceRequest a line (what `export --format otlp` and the Collector's file
     exporter write), a TracesData document, and the trace bodies of Jaeger (/api/v3/traces) and
     Tempo (/api/traces/ID, /api/v2/traces/ID). Ids in hex or base64, enums as numbers or names;
-    a file may be gzip-compressed.
+    a file may be gzip-compressed. A file that starts as the OpenTelemetry SDK's span JSON is read
+    as it (--from otel-sdk-json).
 
     Spans are stored as the recorder stores them (redaction, bounds, columns). Importing the same
     spans again adds nothing; a span whose end is missing stays open. The import is one run in
@@ -108,6 +120,11 @@ def import_(
 
     --from-phoenix URL pulls spans through Phoenix's REST API, page by page (--project, --trace or
     --since; the PHOENIX_API_KEY variable, if set, is sent as a bearer token).
+
+    --from otel-sdk-json reads spans as the OpenTelemetry SDK writes them itself (ReadableSpan.to_json,
+    what ConsoleSpanExporter prints): that stream of JSON objects, a JSON array of them or JSON
+    Lines. Ids, parents, kinds, status, attributes, events, links and resources are kept; to_json
+    writes no instrumentation scope. The whole file is read before anything is stored.
 
     --from chat reads each FILE as a saved chat log (JSON): an OpenAI Chat `messages` array, an
     OpenAI Responses `input` list or an Anthropic `messages` list with `system`, recognized or named
@@ -139,6 +156,7 @@ def import_(
       otel-blackbox --db incident.db import spans.jsonl
       curl -s http://tempo:3200/api/traces/4bf92f35... | otel-blackbox import -
       otel-blackbox import --from-phoenix http://127.0.0.1:6006 --project agents --since 1h
+      otel-blackbox import --from otel-sdk-json console-spans.txt
       otel-blackbox import --from chat conversation.json
       otel-blackbox import --from claude-code ~/.claude/projects/-home-me-shop/
       otel-blackbox import --from codex ~/.codex/sessions/2025/10/01/
@@ -168,12 +186,12 @@ def import_(
             _store_traces(importer, claude_code_traces(_transcript_files(files, "session")))
         elif transcript == "codex":
             _store_traces(importer, codex_traces(_transcript_files(files, "rollout")))
-        elif transcript is not None:
+        elif transcript == "chat":
             for name in files:
                 _from_chat(importer, name, chat_format)
         else:
             for name in files:
-                _from_file(importer, name)
+                _from_file(importer, name, sdk_json=transcript == SDK_JSON)
         failed = False
     except (BlackboxError, OSError, click.ClickException):
         if importer.total.spans:  # the files before the bad one are stored: say so first
@@ -189,8 +207,11 @@ def _check_transcript(transcript: str | None, chat_format: str | None, phoenix_u
         if chat_format is not None:
             raise click.UsageError("--format goes with --from chat")
         return
-    kinds = "chat (a saved chat log), claude-code (Claude Code sessions) or codex (Codex CLI rollouts)"
-    if transcript not in _TRANSCRIPTS:
+    kinds = (
+        "chat (a saved chat log), claude-code (Claude Code sessions), codex (Codex CLI rollouts) or "
+        f"{SDK_JSON} ({SDK_JSON_WHAT})"
+    )
+    if transcript not in _FROM:
         raise click.UsageError(f"--from {transcript!r}: expected {kinds}")
     if phoenix_url is not None:
         raise click.UsageError(f"--from {transcript} reads files: it does not go with --from-phoenix")
@@ -236,23 +257,23 @@ def _store_traces(importer: Importer, batches: list[TranscriptBatch]) -> None:
             advance(1)
 
 
-def _from_file(importer: Importer, name: str) -> ImportCounts:
-    """A file of OTLP documents stored; one that is a transcript instead is refused with the hint of
-    the ``--from`` that reads it."""
+def _from_file(importer: Importer, name: str, *, sdk_json: bool = False) -> ImportCounts:
+    """A file of OTLP documents or of the SDK's span JSON (named, or recognized) stored; one that is
+    a transcript instead is refused with the hint of the ``--from`` that reads it."""
     first: list[str | None] = []
     try:
-        return _otlp_file(importer, name, first)
+        return _span_file(importer, name, first, sdk_json)
     except ImportInputError as exc:
         kind = first[0] if first else None
         if kind is None:
             raise
-        hint = f"it looks like {TRANSCRIPT_KINDS[kind]}: import it with --from {kind}"
+        hint = f"it looks like {_FROM[kind]}: import it with --from {kind}"
         raise ImportInputError(f"{exc}; {hint}") from None
 
 
-def _otlp_file(importer: Importer, name: str, first: list[str | None]) -> ImportCounts:
+def _span_file(importer: Importer, name: str, first: list[str | None], sdk_json: bool) -> ImportCounts:
     if name == "-":
-        return importer.store("stdin", _noting_first(read_documents(_lines(sys.stdin.buffer, None)), first))
+        return _store_stream(importer, "stdin", sys.stdin.buffer, None, first, sdk_json)
     path = Path(name)
     if path.is_dir():
         raise click.BadParameter(f"{name} is a directory", param_hint="FILE")
@@ -262,19 +283,55 @@ def _otlp_file(importer: Importer, name: str, first: list[str | None]) -> Import
             if stream.read(2) == b"\x1f\x8b":  # gzip (the Collector's file exporter can compress)
                 stream.seek(0)
                 with gzip.open(stream) as unzipped:
-                    return importer.store(name, _noting_first(read_documents(_lines(unzipped, None)), first))
+                    return _store_stream(importer, name, unzipped, None, first, sdk_json)
             stream.seek(0)
-            return importer.store(name, _noting_first(read_documents(_lines(stream, advance)), first))
+            return _store_stream(importer, name, stream, advance, first, sdk_json)
+
+
+def _store_stream(
+    importer: Importer,
+    name: str,
+    stream: BinaryIO | gzip.GzipFile,
+    advance: Callable[[int], None] | None,
+    first: list[str | None],
+    sdk_json: bool,
+) -> ImportCounts:
+    """OTLP documents as they stream, or the SDK's span JSON (named, or what the first bytes read
+    as) read whole first: a bad span stores nothing."""
+    head = _read(stream, name, _HEAD)
+    if sdk_json or looks_like_sdk_json(head):
+        raw = head + _read(stream, name, -1)
+        if advance is not None:
+            advance(len(raw))
+        spans = sdk_json_documents(raw, name)  # every span read before any is stored
+        del raw, head
+        return importer.store(name, ((None, d) for d in spans))
+    documents = read_documents(_lines(_rejoined(head, stream), advance))
+    return importer.store(name, _noting_first(documents, first))
+
+
+def _read(stream: BinaryIO | gzip.GzipFile, name: str, size: int) -> bytes:
+    try:
+        return stream.read(size)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise ImportInputError(f"{name}: a broken gzip stream ({exc})") from None
+
+
+def _rejoined(head: bytes, stream: BinaryIO | gzip.GzipFile) -> Iterator[bytes]:
+    """The lines of ``head`` and then of the rest of ``stream``, the line cut between them whole."""
+    for line in io.BytesIO(head):
+        yield line if line.endswith(b"\n") else line + stream.readline()
+    yield from stream
 
 
 def _noting_first(
     documents: Iterator[tuple[int | None, object]], first: list[str | None]
 ) -> Iterator[tuple[int | None, object]]:
-    """The documents, the transcript kind the first reads as (or None) kept in ``first`` (what a
-    refusal's hint says); no document is held past its turn."""
+    """The documents, the --from the first reads as (a transcript kind, otel-sdk-json, or None)
+    kept in ``first`` (what a refusal's hint says); no document is held past its turn."""
     for item in documents:
         if not first:
-            first.append(transcript_kind(item[1]))
+            first.append(transcript_kind(item[1]) or (SDK_JSON if is_sdk_span(item[1]) else None))
         yield item
         del item
 
