@@ -39,9 +39,10 @@ def runs(ctx: click.Context, limit: int, price_model: str | None, as_json: bool)
 
     A run is one recorder's lifetime in one process: every trace it recorded, which joins the model
     calls of frameworks that give each call a trace of its own. Status as for a trace: open if a
-    span is still open (a killed run), else error if one failed, else ok. A unique prefix of a run
-    id is enough for `cassette --run` and `report --run`. An `import` or a `serve` is a run too:
-    its source is shown in brackets before its roots (pid "-" for an import).
+    span is still open (a killed run), else error if one failed, else incomplete if one of its
+    traces is an imported conversation that stopped before the model's last word, else ok. A
+    unique prefix of a run id is enough for `cassette --run` and `report --run`. An `import` or a
+    `serve` is a run too: its source is shown in brackets before its roots (pid "-" for an import).
 
     \b
     Example:
@@ -60,9 +61,10 @@ def runs(ctx: click.Context, limit: int, price_model: str | None, as_json: bool)
     width = max([9, *(len(cost.text()) for cost in costs.values())])  # "$0.0097 + 1 unpriced" fits
     times = {run.run_id: (fmt_time(run.started_ns), fmt_time(run.last_seen_ns)) for run in found}
     stamp = max(len(t) for pair in times.values() for t in pair)  # a time with its zone: "... UTC"
+    status_width = max(6, *(len(run.status) for run in found))  # "incomplete" widens it
     click.echo(
         f"{'RUN ID':16}  {'PID':>7}  {'STARTED':{stamp}}  {'LAST SEEN':{stamp}}  {'TRACES':>6}  "
-        f"{'SPANS':>7}  {'COST':>{width}}  {'STATUS':6}  ROOT SPANS"
+        f"{'SPANS':>7}  {'COST':>{width}}  {'STATUS':{status_width}}  ROOT SPANS"
     )
     for run in found:
         spans = f"{run.spans}" + (f"/{run.open_count}o" if run.open_count else "")
@@ -70,5 +72,5 @@ def runs(ctx: click.Context, limit: int, price_model: str | None, as_json: bool)
         click.echo(
             f"{run.run_id:16}  {_pid(run):>7}  {started:{stamp}}  {last_seen:{stamp}}  "
             f"{run.traces:>6}  {spans:>7}  {costs[run.run_id].text():>{width}}  "
-            f"{style(f'{run.status:6}', run.status)}  {_roots(run)}"
+            f"{style(f'{run.status:{status_width}}', run.status)}  {_roots(run)}"
         )

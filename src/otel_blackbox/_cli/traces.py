@@ -62,6 +62,10 @@ def list_traces(
 ) -> None:
     """Recent traces: start, status (ok / error / open), spans, duration, cost, trace id, root name.
 
+    Status: open if a span is still open, else error if one failed, else incomplete if it is an
+    imported conversation that stopped before the model's last word (a call never answered, a
+    tool's result or a user message with no answer after it), else ok.
+
     Cost: the trace's LLM calls priced now with genai-prices ("-" when none has a price, "+ N
     unpriced" when N of them have none; --price-model NAME prices their tokens as model NAME).
 
@@ -83,12 +87,13 @@ def list_traces(
     width = max([9, *(len(cost.text()) for cost in costs.values())])  # "$0.0097 + 1 unpriced" fits
     starts = {t.trace_id: fmt_time(t.start_ns) for t in traces}
     stamp = max(map(len, starts.values()))  # a time with its zone: "... UTC", "... CEST"
+    status_width = max(6, *(len(t.status) for t in traces))  # "incomplete" widens it
     click.echo(
-        f"{'START':{stamp}}  {'STATUS':6}  {'SPANS':>5}  {'DURATION':>9}  {'COST':>{width}}  "
+        f"{'START':{stamp}}  {'STATUS':{status_width}}  {'SPANS':>5}  {'DURATION':>9}  {'COST':>{width}}  "
         f"{'TRACE ID':32}  ROOT"
     )
     for t in traces:
-        status = style(f"{t.status:6}", t.status)
+        status = style(f"{t.status:{status_width}}", t.status)
         spans = f"{t.span_count}" + (f"/{t.open_count}o" if t.open_count else "")
         click.echo(
             f"{starts[t.trace_id]:{stamp}}  {status}  {spans:>5}  {fmt_duration(t.duration_ns):>9}  "

@@ -277,6 +277,8 @@ def render_tree(
     if summary.session_id:
         header += f"  session {safe(summary.session_id)}"
     lines = [style(header, summary.status)]
+    if summary.status == "incomplete":
+        lines.append(f"incomplete: {safe(summary.incomplete or '')}")
     missing = content_missing(spans)
     if missing is not None:
         lines.append(f"no content: {safe(missing)}")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from otel_blackbox._spans.semconv import ATTR_RUN_INCOMPLETE
 from otel_blackbox._store.contents import ContentReader
 from otel_blackbox._store.schema import SCHEMA_VERSION
 from otel_blackbox._store.span_record import SpanRecord
@@ -20,6 +21,7 @@ from otel_blackbox.errors import AmbiguousTraceId, MalformedTraceId, TraceNotFou
 
 __all__ = [
     "CUT_BY_SDK",
+    "INCOMPLETE_SQL",
     "NOT_OK",
     "SpanRecord",
     "TraceSummary",
@@ -62,6 +64,14 @@ _COUNTED_CALL = """(oi_span_kind = 'LLM' OR oi_span_kind IS NULL) AND NOT EXISTS
     AND parent_row.span_id = spans.parent_span_id AND parent_row.oi_span_kind = 'LLM'
     AND parent_row.total_tokens IS NOT NULL)"""
 _HEX = re.compile(r"^[0-9a-f]{1,32}$")
+# Why a root span's run stopped before the model's last word, read from the row's own attributes
+# (which keep this short member when the rest is stored apart). Only an import's (no process's:
+# pid < 0) roots are looked into, the instr() first, so that no other row is parsed as JSON
+# (json_valid: nor a row that is not JSON, which json_extract would fail the whole query on).
+INCOMPLETE_SQL = (
+    f"CASE WHEN parent_span_id IS NULL AND pid < 0 AND instr(attributes, '\"{ATTR_RUN_INCOMPLETE}\"') > 0 "
+    f"AND json_valid(attributes) THEN json_extract(attributes, '$.\"{ATTR_RUN_INCOMPLETE}\"') END"
+)
 
 
 @dataclass
@@ -75,12 +85,17 @@ class TraceSummary:
     root_name: str
     session_id: str | None
     total_tokens: int | None
+    incomplete: str | None = None  # why its root (an imported conversation) stopped before the end
 
     @property
     def status(self) -> str:
+        """open if a span is still open, else error if one failed, else incomplete if the root says
+        the run stopped before the model's last word, else ok."""
         if self.open_count:
             return "open"
-        return "error" if self.error_count else "ok"
+        if self.error_count:
+            return "error"
+        return "incomplete" if self.incomplete else "ok"
 
     @property
     def duration_ns(self) -> int:
@@ -110,12 +125,13 @@ def summarize(conn: sqlite3.Connection, trace_ids: list[str]) -> list[TraceSumma
     if not trace_ids:
         return []
     marks = ",".join("?" * len(trace_ids))
+    # The root's name, and why it stopped short (only root rows are looked into: INCOMPLETE_SQL).
     roots = {
-        r[0]: r[1]
+        r[0]: (r[1], r[2])
         for r in conn.execute(
             f"""
-            SELECT trace_id, name FROM (
-                SELECT trace_id, name, row_number() OVER (
+            SELECT trace_id, name, incomplete FROM (
+                SELECT trace_id, name, {INCOMPLETE_SQL} AS incomplete, row_number() OVER (
                     PARTITION BY trace_id ORDER BY parent_span_id IS NOT NULL, start_ns) AS n
                 FROM spans WHERE trace_id IN ({marks})
             ) WHERE n = 1
@@ -132,9 +148,12 @@ def summarize(conn: sqlite3.Connection, trace_ids: list[str]) -> list[TraceSumma
         """,
         trace_ids,
     ).fetchall()
-    summaries = [
-        TraceSummary(r[0], r[1], r[2], r[3], r[4], r[5], roots.get(r[0], "?"), r[6], r[7]) for r in rows
-    ]
+    summaries = []
+    for r in rows:
+        name, why = roots.get(r[0], ("?", None))
+        summaries.append(
+            TraceSummary(r[0], r[1], r[2], r[3], r[4], r[5], name, r[6], r[7], str(why) if why else None)
+        )
     return sorted(summaries, key=lambda s: s.start_ns, reverse=True)
 
 

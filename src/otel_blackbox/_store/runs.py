@@ -20,7 +20,13 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
-from otel_blackbox._store.queries import SpanRecord, last_seen_by_trace, recorder_of_span, span_records
+from otel_blackbox._store.queries import (
+    INCOMPLETE_SQL,
+    SpanRecord,
+    last_seen_by_trace,
+    recorder_of_span,
+    span_records,
+)
 from otel_blackbox.errors import AmbiguousRunId, MalformedRunId, RunNotFound, SessionIdNotFound, StoreError
 
 __all__ = [
@@ -62,15 +68,19 @@ class RunSummary:
     spans: int = 0
     open_count: int = 0
     error_count: int = 0
+    incomplete_count: int = 0  # traces whose root (an imported conversation) stopped before the end
     root_names: list[str] = field(default_factory=list)  # distinct, in time order, ROOT_NAMES_SHOWN at most
     more_root_names: int = 0  # distinct root names past those
 
     @property
     def status(self) -> str:
-        """As for a trace: open if a span is still open, else error if one failed, else ok."""
+        """As for a trace: open if a span is still open, else error if one failed, else incomplete
+        if a trace's root says it stopped before the model's last word, else ok."""
         if self.open_count:
             return "open"
-        return "error" if self.error_count else "ok"
+        if self.error_count:
+            return "error"
+        return "incomplete" if self.incomplete_count else "ok"
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "status": self.status}
@@ -105,23 +115,26 @@ def _summarize(conn: sqlite3.Connection, runs: list[_Run]) -> list[RunSummary]:
     rows = conn.execute(
         f"""WITH w AS MATERIALIZED (
               SELECT {recorder_of_span("id")} AS run, trace_id, status, start_ns,
-                     CASE WHEN parent_span_id IS NULL THEN name END AS root
+                     CASE WHEN parent_span_id IS NULL THEN name END AS root,
+                     CASE WHEN ({INCOMPLETE_SQL}) IS NOT NULL THEN trace_id END AS incomplete
               FROM spans WHERE start_ns BETWEEN ? AND ? AND pid IN ({",".join("?" * len(pids))}))
-            SELECT run, NULL, count(*), count(DISTINCT trace_id), sum(status = 'open'), sum(status = 'error')
+            SELECT run, NULL, count(*), count(DISTINCT trace_id), sum(status = 'open'), sum(status = 'error'),
+                   count(DISTINCT incomplete)
             FROM w GROUP BY run
             UNION ALL
-            SELECT run, root, min(start_ns), NULL, NULL, NULL
+            SELECT run, root, min(start_ns), NULL, NULL, NULL, NULL
             FROM w WHERE root IS NOT NULL GROUP BY run, root""",
         (low, high, *pids),
     ).fetchall()
     roots: dict[int, list[tuple[int, str]]] = {}
-    for run_row, root, count_or_start, traces, open_count, error_count in rows:
+    for run_row, root, count_or_start, traces, open_count, error_count, incomplete in rows:
         summary = summaries.get(run_row)
         if summary is None:
             continue
         if root is None:
             summary.spans, summary.traces = count_or_start, traces
             summary.open_count, summary.error_count = open_count, error_count
+            summary.incomplete_count = incomplete
         else:
             roots.setdefault(run_row, []).append((count_or_start, root))
     for run_row, named in roots.items():

@@ -284,9 +284,18 @@ def test_version_0_2_whole_responses_and_subagents_in_the_session_file(tmp_path:
     stored = spans(db)
     assert summary["traces"] == 1 and len({s["trace_id"] for s in stored}) == 1
     root = next(s for s in stored if s["parent_span_id"] is None)
-    subagents = [s for s in stored if s["oi_span_kind"] == "AGENT" and s["parent_span_id"] == root["span_id"]]
-    # Each side chain is a subagent of its own (split at its root), both under the session's root.
+    subagents = [s for s in stored if s["oi_span_kind"] == "AGENT" and s["parent_span_id"] is not None]
+    # Each side chain is a subagent of its own (split at its root), each under the Task call whose
+    # prompt is its first message (no agentId in these files).
     assert [s["attributes"]["input.value"] for s in subagents] == ["Run the tests", "Run the lint"]
+    tasks = {s["span_id"]: s for s in stored if s["tool_name"] == "Task"}
+    for subagent, call in zip(subagents, ("toolu_t1", "toolu_t2"), strict=True):
+        task = tasks[subagent["parent_span_id"]]
+        assert (
+            json.loads(task["attributes"]["input.value"])["prompt"] == subagent["attributes"]["input.value"]
+        )
+        assert json.loads(subagent["attributes"]["metadata"])["parent_tool_call_id"] == call
+        assert task["parent_span_id"] == root["span_id"]
     tools = [(s["tool_name"], s["status"]) for s in stored if s["oi_span_kind"] == "TOOL"]
     assert sorted(tools) == [("Bash", "error"), ("Bash", "ok"), ("Task", "ok"), ("Task", "ok")]
     llm = [s for s in stored if s["oi_span_kind"] == "LLM"]
@@ -337,10 +346,14 @@ def test_version_2_0_compaction_snapshots_and_a_subagent_file(tmp_path: Path) ->
     assert summary["traces"] == 1
     stored = spans(db)
     root = next(s for s in stored if s["parent_span_id"] is None)
-    subagent = next(
-        s for s in stored if s["oi_span_kind"] == "AGENT" and s["parent_span_id"] == root["span_id"]
-    )
-    assert json.loads(subagent["attributes"]["metadata"])["agent_id"] == "5e6f7a8b"
+    subagent = next(s for s in stored if s["oi_span_kind"] == "AGENT" and s["parent_span_id"] is not None)
+    # The result names no agentId here: the call is the one whose prompt the subagent was given.
+    task = next(s for s in stored if s["tool_name"] == "Task")
+    assert subagent["parent_span_id"] == task["span_id"] and task["parent_span_id"] == root["span_id"]
+    assert json.loads(subagent["attributes"]["metadata"]) == {
+        "session_id": SESSION, "agent_id": "5e6f7a8b", "parent_tool_call_id": "toolu_1",
+        "cwd": "/home/me/shop", "version": "2.0.31", "git_branch": "fix/cart",
+    }  # fmt: skip
     metadata = json.loads(root["attributes"]["metadata"])
     assert metadata["left_out"] == {"record queue-operation": 1, "record file-history-snapshot": 1}
     assert metadata["system_events"] == {"compact_boundary": 1}

@@ -37,6 +37,7 @@ from otel_blackbox._cassette.model import Cassette, terminal_outcome, tool_call_
 from otel_blackbox._cassette.verify import verify_cassette
 from otel_blackbox._store import runs
 from otel_blackbox._store.connection import connect_reader, connect_writer
+from otel_blackbox._store.queries import TraceSummary
 from otel_blackbox._store.schema import MIGRATIONS, SCHEMA_VERSION, SPAN_COLUMNS, _statements
 from otel_blackbox.errors import StoreError
 
@@ -637,3 +638,78 @@ def test_a_version_1_file_that_cannot_be_upgraded_says_so(version_1: Path) -> No
     finally:
         conn.close()
     assert _version(version_1) == 1
+
+
+# -- status: open > error > incomplete > ok ------------------------------------------------------------
+
+
+INCOMPLETE = "blackbox.run.incomplete"
+
+
+def test_status_precedence_is_open_then_error_then_incomplete_then_ok() -> None:
+    for open_count, error_count, incomplete, status in [
+        (1, 1, 1, "open"), (0, 1, 1, "error"), (0, 0, 1, "incomplete"), (0, 0, 0, "ok"),
+    ]:  # fmt: skip
+        run = runs.RunSummary("r", -1, 0, 0, open_count=open_count, error_count=error_count,
+                              incomplete_count=incomplete)  # fmt: skip
+        trace = TraceSummary("t", 0, 0, 1, open_count, error_count, "root", None, None,
+                             "the last user message has no answer" if incomplete else None)  # fmt: skip
+        assert run.status == trace.status == status and run.to_json()["status"] == status
+
+
+def _otlp_trace(trace_id: str, children: list[tuple[str, int | None]], why: str | None) -> dict[str, Any]:
+    """One trace: a root (``why`` as its blackbox.run.incomplete) and children (name, status code;
+    None: still open, with no end)."""
+    attributes = [{"key": INCOMPLETE, "value": {"stringValue": why}}] if why else []
+    root = {
+        "traceId": trace_id,
+        "spanId": "1" * 16,
+        "name": "chat",
+        "startTimeUnixNano": "1000000000",
+        "endTimeUnixNano": "5000000000",
+        "attributes": attributes,
+        "status": {"code": 0 if why else 1},
+    }
+    spans = [root] + [
+        {"traceId": trace_id, "spanId": f"{n + 2:016x}", "parentSpanId": "1" * 16, "name": name,
+         "startTimeUnixNano": str(2_000_000_000 + n), **({} if code is None else {
+             "endTimeUnixNano": "3000000000", "status": {"code": code}})}
+        for n, (name, code) in enumerate(children)
+    ]  # fmt: skip
+    return {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "t"}, "spans": spans}]}]}
+
+
+def test_an_imported_run_is_incomplete_only_when_none_of_its_traces_failed_or_is_open(tmp_path: Path) -> None:
+    db = tmp_path / "imported.db"
+    why = "the call transfer_to_human_agents (call_1) has a result but no model answer after it"
+    files = {
+        "failed": [_otlp_trace("a" * 32, [("tool", 2)], why), _otlp_trace("b" * 32, [], why)],
+        "open": [_otlp_trace("c" * 32, [("tool", None)], why)],
+        "incomplete": [_otlp_trace("d" * 32, [("tool", 1)], why), _otlp_trace("e" * 32, [("tool", 1)], None)],
+        "ok": [_otlp_trace("f" * 32, [("tool", 1)], None)],
+    }
+    for name, documents in files.items():
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(d) + "\n" for d in documents))
+        run_cli("import", str(path), db=db, check=True)
+    by_source = {Path(r["source"]).stem: r for r in _runs_json(db)}
+    assert {name: (r["status"], r["incomplete_count"]) for name, r in by_source.items()} == {
+        "failed": ("error", 2), "open": ("open", 1), "incomplete": ("incomplete", 1), "ok": ("ok", 0),
+    }  # fmt: skip
+    traces = {t["trace_id"][0]: (t["status"], t["incomplete"]) for t in json.loads(
+        run_cli("list", "--json", db=db, check=True).stdout)}  # fmt: skip
+    assert traces == {"a": ("error", why), "b": ("incomplete", why), "c": ("open", why),
+                      "d": ("incomplete", why), "e": ("ok", None), "f": ("ok", None)}  # fmt: skip
+
+
+def test_a_recorded_root_is_never_incomplete(tmp_path: Path) -> None:
+    db = tmp_path / "recorded.db"
+
+    def agent(tracer: Tracer) -> None:  # a recording that sets the attribute itself is not an import
+        with tracer.start_as_current_span("agent", attributes={INCOMPLETE: "says so"}):
+            pass
+
+    _in_process_run(db, agent)
+    assert [r["status"] for r in _runs_json(db)] == ["ok"]
+    listed = json.loads(run_cli("list", "--json", db=db, check=True).stdout)
+    assert [(t["status"], t["incomplete"]) for t in listed] == [("ok", None)]

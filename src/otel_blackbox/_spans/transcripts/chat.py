@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from otel_blackbox._render.words import with_article
-from otel_blackbox._spans.transcripts.otlp import Conversation, ToolCall, Turn
+from otel_blackbox._spans.transcripts.conversation import Conversation, ToolCall, Turn
 from otel_blackbox._spans.transcripts.reading import Counts, as_int, as_str, decoded, jsonl_values, parts_text
 from otel_blackbox.errors import ImportInputError
 

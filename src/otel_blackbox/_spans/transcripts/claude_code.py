@@ -1,14 +1,18 @@
 """Claude Code sessions: JSONL files (one record a line) read as neutral ``Conversation`` s.
 
 Claude Code writes one file a session under ``~/.claude/projects/<the folder, / as ->/``. A
-subagent's conversation (the Task tool) has records with ``isSidechain: true``: in the session's own
-file in versions before 2.0, in a file of its own (``agent-<agentId>.jsonl``, with ``agentId`` and
-the session's ``sessionId``) since. There is no official schema; what is read:
+subagent's conversation (the Task tool, ``Agent`` since 2.1.63) has records with ``isSidechain:
+true``: in the session's own file in versions before 2.0, in a file of its own
+(``agent-<agentId>.jsonl``, with ``agentId`` and the session's ``sessionId``; beside the session,
+then in ``<session id>/subagents/``) since; its first user message is the call's ``prompt``. Which
+call started which subagent is for ``subagents.py``. There is no official schema; what is read:
 
 * ``user`` records: ``message.content`` a string (what the person typed) or blocks: ``text``,
   ``image`` and ``document`` (left out, counted) and ``tool_result`` (``tool_use_id``, ``content`` a
-  string or text and image blocks, ``is_error``); ``toolUseResult`` is ignored (the block is what
-  the model saw);
+  string or text and image blocks, ``is_error``); of ``toolUseResult`` (Claude Code's own copy of
+  the result: the block is what the model saw) only the ``agentId`` of a Task call's (since 2.0: the
+  subagent it ran; since 2.1 the block's text ends ``agentId: <id> (...)`` too, read when there is no
+  ``toolUseResult``), which the call's TOOL span names;
 * ``assistant`` records: ``message`` an Anthropic message (``id``, ``model``, ``content`` blocks
   ``text``, ``thinking`` (left out, counted), ``tool_use``; ``usage``). Since 1.0 one response is
   split over consecutive records with the same ``message.id``: they are merged into one turn. A
@@ -17,7 +21,10 @@ the session's ``sessionId``) since. There is no official schema; what is read:
 * ``system`` records: ``compact_boundary`` (the context was compacted: later requests hold only
   what follows, the summary first) and the others (``content``, ``level``) as counted metadata;
 * ``summary`` records (``summary``, ``leafUuid``): metadata, unless their leaf is in another file;
-* ``file-history-snapshot``, ``queue-operation`` and unknown record types: skipped, counted.
+* ``file-history-snapshot``, ``queue-operation`` and unknown record types: skipped, counted; of a
+  ``progress`` record (2.1) with ``data.type`` ``agent_progress``, which Task call
+  (``parentToolUseID``) runs which subagent (``data.agentId``): a session killed while a subagent
+  ran has no result naming it.
 
 The turns follow the ``parentUuid`` chain back from the chain's last record (an abandoned branch,
 from a rewind or an edit, is left out and counted; across a compaction, ``logicalParentUuid``), the
@@ -30,10 +37,11 @@ that is not an object with a ``type``, and a file with no known record.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_blackbox._spans.transcripts.otlp import Conversation, ToolCall, Turn
+from otel_blackbox._spans.transcripts.conversation import Conversation, ToolCall, Turn
 from otel_blackbox._spans.transcripts.reading import (
     Counts,
     InferredTools,
@@ -45,22 +53,29 @@ from otel_blackbox._spans.transcripts.reading import (
 )
 from otel_blackbox.errors import ImportInputError
 
-__all__ = ["Session", "is_session_record", "read_session"]
+__all__ = ["TASK_TOOLS", "Session", "is_session_record", "read_session"]
+
+# The tool that runs a subagent: Task, renamed Agent in 2.1.63.
+TASK_TOOLS = frozenset({"Task", "Agent"})
 
 KNOWN = frozenset({"user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation"})
 _MESSAGES = frozenset({"user", "assistant", "system"})
 _EXPECTED = "expected a Claude Code session: one JSON object a line, with a type (user, assistant, ...)"
+# The line a subagent's result ends with since 2.1 ("agentId: a1b2c3d (for resuming ...)").
+_AGENT_LINE = re.compile(r"^agentId: ([\w-]+)", re.MULTILINE)
 
 
 @dataclass
 class Session:
     """One file's conversations: the main chain's (None when the file holds only side chains) and
-    each side chain's, with the ``sessionId`` that links a subagent's file to its session."""
+    each side chain's, with the ``sessionId`` that links a subagent's file to its session, and the
+    Task call that started each subagent the file names (agent id -> call id)."""
 
     name: str
     session_id: str | None
     main: Conversation | None
     side: list[Conversation] = field(default_factory=list)
+    agent_calls: dict[str, str] = field(default_factory=dict)
 
 
 # --- lines ------------------------------------------------------------------------------------------
@@ -76,13 +91,20 @@ def is_session_record(document: Any) -> bool:
     )
 
 
-def _records(raw: bytes, name: str, counts: Counts) -> list[dict[str, Any]]:
+def _records(raw: bytes, name: str, counts: Counts, agent_calls: dict[str, str]) -> list[dict[str, Any]]:
+    """The known records (the others counted), and in ``agent_calls`` the Task call each
+    ``agent_progress`` record names for its subagent."""
     records: list[dict[str, Any]] = []
     for number, record in jsonl_values(raw, name, _EXPECTED, counts):
         if not isinstance(record, dict) or not isinstance(record.get("type"), str):
             raise ImportInputError(f"{name}, line {number}: not a Claude Code record; {_EXPECTED}")
         if record["type"] not in KNOWN:
             counts.add(f"record {record['type']}")
+            data = record.get("data")
+            if isinstance(data, dict) and data.get("type") == "agent_progress":
+                agent, call = as_str(data.get("agentId")), as_str(record.get("parentToolUseID"))
+                if agent and call:
+                    agent_calls.setdefault(agent, call)
             continue
         records.append(record)
     if not records:
@@ -144,6 +166,8 @@ def _conversation(chain: list[dict[str, Any]], meta: dict[str, Any], counts: Cou
     pending: _Assistant | None = None
     system_events = Counts()
     tools = InferredTools()
+    agents: dict[str, dict[str, Any]] = {}  # the subagent a Task call's result names, by call id
+    called: dict[str, str] = {}  # each call's tool, by call id
 
     def flush() -> None:
         nonlocal pending
@@ -187,23 +211,32 @@ def _conversation(chain: list[dict[str, Any]], meta: dict[str, Any], counts: Cou
                         ToolCall(as_str(block.get("id")), name, json.dumps(arguments, ensure_ascii=False))
                     )
                     tools.note(name, arguments)
+                    called[as_str(block.get("id"))] = name
                 else:
                     counts.add(str(block_kind or "block"))
             continue
         flush()
         content = message.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
         texts: list[str] = []
-        for block in content if isinstance(content, list) else [{"type": "text", "text": content}]:
+        for block in blocks:
             if isinstance(block, dict) and block.get("type") == "tool_result":
-                turns.append(
-                    Turn(
-                        "tool",
-                        parts_text(block.get("content"), counts),
-                        call_id=as_str(block.get("tool_use_id")),
-                        is_error=block.get("is_error") is True,
-                        time_ns=when,
-                    )
+                result = Turn(
+                    "tool",
+                    parts_text(block.get("content"), counts),
+                    call_id=as_str(block.get("tool_use_id")),
+                    is_error=block.get("is_error") is True,
+                    time_ns=when,
                 )
+                turns.append(result)
+                # The record's toolUseResult is its one result's; else the line the text ends with.
+                given = record.get("toolUseResult") if len(results) == 1 else None
+                named = _AGENT_LINE.search(result.text)
+                agent = as_str(given.get("agentId")) if isinstance(given, dict) else ""
+                agent = agent or (named.group(1) if named else "")
+                if agent and called.get(result.call_id) in TASK_TOOLS:
+                    agents[result.call_id] = {"agent_id": agent}
             else:
                 texts.append(parts_text([block], counts))
         text = "\n".join(t for t in texts if t)
@@ -224,6 +257,7 @@ def _conversation(chain: list[dict[str, Any]], meta: dict[str, Any], counts: Cou
         source="claude-code",
         skipped=dict(counts),
         metadata=metadata,
+        call_metadata=agents,
     )
 
 
@@ -250,7 +284,8 @@ def read_session(raw: bytes, name: str) -> Session:
     """The conversations of one session file; ImportInputError (one line naming ``name`` and the
     line) when it is not a Claude Code session."""
     counts = Counts()
-    records = _records(raw, name, counts)
+    agent_calls: dict[str, str] = {}
+    records = _records(raw, name, counts, agent_calls)
     by_uuid = {r["uuid"]: r for r in records if isinstance(r.get("uuid"), str)}
     summaries: list[str] = []
     for record in records:
@@ -304,4 +339,9 @@ def read_session(raw: bytes, name: str) -> Session:
                 side.append(conversation)
             else:
                 main = conversation
-    return Session(name, session_id, main, side)
+    # A result naming its subagent says more than a progress record; the first call to name it
+    # started it (a later one may resume it, into the same file).
+    named: dict[str, str] = {}
+    for call, found in (main.call_metadata if main is not None else {}).items():
+        named.setdefault(found["agent_id"], call)
+    return Session(name, session_id, main, side, {**agent_calls, **named})

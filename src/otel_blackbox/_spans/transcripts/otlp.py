@@ -1,20 +1,24 @@
-"""A neutral conversation as OpenInference spans, written as one OTLP/JSON ``TracesData`` document.
+"""A neutral conversation (``conversation.py``) as OpenInference spans, written as OTLP/JSON ``TracesData``.
 
 One AGENT root span (``input.value`` the first user message, ``output.value`` the last answer), one
 LLM span per assistant turn (its request: the system prompt and every turn before it; its answer:
 the turn's text and tool calls; the tools offered; the tokens when told), and one TOOL span per
 tool call that has a result (its arguments and result; ERROR with the result's text when the result
-was an error). A call with no result in the transcript has no TOOL span.
+was an error; the call's ``metadata`` when the reader gave it some). A call with no result in the
+transcript has no TOOL span. The root of a conversation that stopped before the model's last word
+(``conversation.incomplete``: a call never answered, a result or a user message with no answer
+after it) says why in ``blackbox.run.incomplete`` and has status UNSET, never OK: it did not succeed.
 
 Ids are derived (sha256): the trace's from its ``Keys.trace`` (a session's own id, so a session
 imported again is the same trace), the spans' from ``Keys.spans`` (the content too) and their index,
 so the same transcript imported twice gives the same spans, which the importer stores once, and a
 session that grew gives new ones, which replace the trace (``Importer.store(replace=...)``;
-``conversation_span_ids`` names them without making a span). A
-conversation with a ``session_id`` in its metadata has it as ``session.id`` on every span. Times: a turn's
-own time when the transcript tells it (the first one told starts the root), else ``base_ns`` (the
-file's mtime); every span starts at least 1 ms after the one before it, so the spans' order is the
-conversation's.
+``conversation_span_ids`` names them, and ``tool_span_ids`` each call's TOOL span, without making a
+span). A conversation with a ``session_id`` in its metadata has it as ``session.id`` on every span.
+Times: a turn's own time when the transcript tells it (the first one told starts the root), else
+``base_ns`` (the file's mtime); every span starts at least 1 ms after the one before it, so the
+spans' order is the conversation's, and the TOOL spans of one turn's calls, which ran at once, each
+end at its result; ``end_ns`` is when the root ends, made without the spans.
 
 Every LLM span holds the conversation before it, so the spans of a conversation together are the
 square of its length (a 1,000-round session with 2 KB tool results: ~2.5 GB of attributes).
@@ -28,7 +32,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from openinference.semconv.trace import (
@@ -39,6 +42,15 @@ from openinference.semconv.trace import (
     ToolCallAttributes,
 )
 
+from otel_blackbox._spans.semconv import ATTR_RUN_INCOMPLETE
+from otel_blackbox._spans.transcripts.conversation import (
+    Conversation,
+    Keys,
+    ToolCall,
+    Turn,
+    incomplete,
+    matched_results,
+)
 from otel_blackbox._version import __version__
 
 __all__ = [
@@ -49,71 +61,21 @@ __all__ = [
     "ToolCall",
     "Turn",
     "conversation_span_ids",
+    "end_ns",
     "otlp_document",
     "otlp_documents",
     "root_ids",
+    "tool_span_ids",
 ]
 
 _MS = 1_000_000
 _INTERNAL = 1  # SPAN_KIND_INTERNAL
-_OK, _ERROR = 1, 2  # STATUS_CODE_OK, STATUS_CODE_ERROR
+_UNSET, _OK, _ERROR = 0, 1, 2  # STATUS_CODE_UNSET, STATUS_CODE_OK, STATUS_CODE_ERROR
 SCOPE = "otel_blackbox.transcripts"
 # A document of ``otlp_documents`` ends after this many spans, or once its attributes' text reaches
 # about this many characters (a span is never split: one span can pass it alone).
 DOCUMENT_SPANS = 64
 DOCUMENT_BYTES = 4 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    call_id: str
-    name: str
-    arguments: str  # JSON text, as the providers send it
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One turn: ``user`` / ``system`` (text), ``assistant`` (text and tool calls, tokens when told;
-    ``is_error`` for a model call that failed, its text the error), ``tool`` (the result of the call
-    ``call_id``; ``is_error`` for an error result), or
-    ``compaction`` (the agent compacted its context: later requests hold only the turns after it)."""
-
-    role: str
-    text: str = ""
-    tool_calls: tuple[ToolCall, ...] = ()
-    call_id: str = ""
-    name: str = ""
-    is_error: bool = False
-    time_ns: int | None = None
-    prompt_tokens: int | None = None  # cached ones included
-    completion_tokens: int | None = None
-    cache_read_tokens: int | None = None
-    cache_write_tokens: int | None = None
-    model: str | None = None  # this turn's model, when it is not the conversation's
-    # Context only: a turn of the history an agent restarted from (Codex's ``replacement_history``),
-    # held by the requests after it but made no span (its call and result happened before).
-    context_only: bool = False
-
-
-@dataclass(frozen=True)
-class Conversation:
-    turns: tuple[Turn, ...]
-    model: str | None = None
-    provider: str | None = None  # "openai", "anthropic"
-    system: str | None = None
-    tools: tuple[dict[str, Any], ...] = ()  # the tool definitions offered, as the source wrote them
-    source: str = "chat"  # the scope's name suffix: chat, claude-code, codex
-    skipped: dict[str, int] = field(default_factory=dict)  # left out, by kind: the root's metadata.left_out
-    metadata: dict[str, Any] = field(default_factory=dict)  # the root span's ``metadata`` (JSON)
-
-
-@dataclass(frozen=True)
-class Keys:
-    """What a document's ids are derived from: the trace id from ``trace``, the span ids from
-    ``spans``. A transcript with no identity of its own uses its content's hash for both."""
-
-    trace: str
-    spans: str
 
 
 # --- attributes -------------------------------------------------------------------------------------
@@ -159,6 +121,18 @@ class _Clock:
         self.last = max(self.last + _MS, told or 0)
         return self.last
 
+    def calls(self, told: list[int | None]) -> list[tuple[int, int]]:
+        """The times of one turn's calls, from their results' times: each starts 1 ms after the one
+        before it and ends at its result (1 ms later if told none, or an earlier one). The model asked
+        for them together and they ran at once (two subagents), so their spans overlap; what
+        follows starts after the last of them ends."""
+        times = []
+        for when in told:
+            start = self.tick()
+            times.append((start, max(start + _MS, when or 0)))
+        self.last = max([self.last, *(end for _, end in times)])
+        return times
+
 
 def _id(key: str, what: str, hex_digits: int) -> str:
     digest = hashlib.sha256(f"{key}\x00{what}".encode()).hexdigest()[:hex_digits]
@@ -167,7 +141,8 @@ def _id(key: str, what: str, hex_digits: int) -> str:
 
 def root_ids(keys: Keys) -> tuple[str, str]:
     """The trace id and root span id of the document ``otlp_document`` makes with ``keys``: a
-    conversation started by another (a subagent's) is placed under them."""
+    conversation started by another (a subagent's) is placed in that trace, under the root when the
+    call that started it has no TOOL span (``tool_span_ids``)."""
     return _id(keys.trace, "trace", 32), _id(keys.spans, "span 0", 16)
 
 
@@ -181,7 +156,9 @@ def _span(
     parent: str | None,
     trace_id: str,
     error: str | None = None,
+    unset: bool = False,
 ) -> dict[str, Any]:
+    status = {"code": _ERROR, "message": error} if error is not None else {"code": _UNSET if unset else _OK}
     span: dict[str, Any] = {
         "traceId": trace_id,
         "spanId": _id(key, f"span {index}", 16),
@@ -190,39 +167,11 @@ def _span(
         "startTimeUnixNano": str(times[0]),
         "endTimeUnixNano": str(times[1]),
         "attributes": _attributes(attributes),
-        "status": {"code": _ERROR, "message": error} if error is not None else {"code": _OK},
+        "status": status,
     }
     if parent is not None:
         span["parentSpanId"] = parent
     return span
-
-
-def _results(turns: tuple[Turn, ...]) -> dict[int, Turn]:
-    """The result turn of each call, by the call's number in the conversation: matched by the call's
-    id, else (a result with no id) the first unanswered call of that name."""
-    open_calls: list[tuple[int, ToolCall]] = []
-    found: dict[int, Turn] = {}
-    numbered = 0
-    for turn in turns:
-        if turn.context_only:
-            continue
-        if turn.role == "assistant":
-            for call in turn.tool_calls:
-                open_calls.append((numbered, call))
-                numbered += 1
-        elif turn.role == "tool":
-            match = next(
-                (
-                    c
-                    for c in open_calls
-                    if (c[1].call_id == turn.call_id if turn.call_id else c[1].name == turn.name)
-                ),
-                None,
-            )
-            if match is not None:
-                open_calls.remove(match)
-                found[match[0]] = turn
-    return found
 
 
 def _llm_attributes(
@@ -254,6 +203,37 @@ def _llm_attributes(
     return attrs
 
 
+_Tools = list[tuple[int, ToolCall, Turn]]
+
+
+def _plan(turns: tuple[Turn, ...]) -> Iterator[tuple[Turn, int, _Tools]]:
+    """The spans after the root, by assistant turn (context-only ones make none): the turn, its LLM
+    span's index, and (index, call, result) of the TOOL span of each of its calls with a result.
+    The one numbering of a conversation's spans: ``_spans`` makes them by it, the ids are named by it."""
+    results = matched_results(turns)
+    index, numbered = 1, 0
+    for turn in turns:
+        if turn.role != "assistant" or turn.context_only:
+            continue
+        llm, index = index, index + 1
+        tools: _Tools = []
+        for call in turn.tool_calls:
+            result = results.get(numbered)
+            numbered += 1
+            if result is not None:
+                tools.append((index, call, result))
+                index += 1
+        yield turn, llm, tools
+
+
+def _root_clock(conversation: Conversation, base_ns: int) -> tuple[_Clock, int]:
+    """The clock of a conversation's spans, and its root's start: the transcript's own times when it
+    tells them, else ``base_ns``."""
+    told = next((t.time_ns for t in conversation.turns if t.time_ns), None)
+    clock = _Clock(told or base_ns)
+    return clock, clock.tick(told)
+
+
 def _spans(
     conversation: Conversation, keys: Keys, base_ns: int, parent: tuple[str, str] | None
 ) -> Iterator[dict[str, Any]]:
@@ -263,13 +243,10 @@ def _spans(
     shared: dict[str, str | int | None] = {
         SpanAttributes.SESSION_ID: session if isinstance(session, str) else None
     }
-    told = next((t.time_ns for t in conversation.turns if t.time_ns), None)
-    clock = _Clock(told or base_ns)  # the transcript's own times when it tells them
-    root_start = clock.tick(told)
+    clock, root_start = _root_clock(conversation, base_ns)
     root_id = _id(key, "span 0", 16)
-    results = _results(conversation.turns)
+    plan = _plan(conversation.turns)
     history: list[Turn] = []
-    index, numbered = 1, 0
     for turn in conversation.turns:
         if turn.role == "compaction":
             history = []
@@ -277,6 +254,7 @@ def _spans(
         if turn.role != "assistant" or turn.context_only:
             history.append(turn)
             continue
+        _, index, tools = next(plan)
         start = clock.tick(turn.time_ns)
         end = clock.tick()
         attrs = {**_llm_attributes(conversation, history, turn), **shared}
@@ -285,21 +263,17 @@ def _spans(
         yield _span(
             key, index, f"chat {model}", (start, end), attrs, parent=root_id, trace_id=trace_id, error=error
         )
-        index += 1
         if not turn.is_error:  # a failed call's message is the client's, never sent to the model
             history.append(turn)
-        for call in turn.tool_calls:
-            result = results.get(numbered)
-            numbered += 1
-            if result is None:
-                continue
-            start = clock.tick()
-            end = clock.tick(result.time_ns)
+        times = clock.calls([result.time_ns for _, _, result in tools])
+        for (index, call, result), (start, end) in zip(tools, times, strict=True):
+            metadata = conversation.call_metadata.get(call.call_id) if call.call_id else None
             tool_attrs: dict[str, str | int | None] = {
                 SpanAttributes.OPENINFERENCE_SPAN_KIND: OpenInferenceSpanKindValues.TOOL.value,
                 SpanAttributes.TOOL_NAME: call.name,
                 SpanAttributes.INPUT_VALUE: call.arguments,
                 SpanAttributes.OUTPUT_VALUE: None if result.is_error else result.text,
+                SpanAttributes.METADATA: json.dumps(metadata, ensure_ascii=False) if metadata else None,
                 **shared,
             }
             error = (result.text or "error") if result.is_error else None
@@ -313,10 +287,11 @@ def _spans(
                 error=error,
                 trace_id=trace_id,
             )
-            index += 1
+    why = incomplete(conversation.turns)
     first_user = next((t.text for t in conversation.turns if t.role == "user" and t.text), None)
     answer = next((t.text for t in reversed(conversation.turns) if t.role == "assistant" and t.text), None)
     root_attrs: dict[str, str | int | None] = {
+        ATTR_RUN_INCOMPLETE: why,  # first: a row stored apart keeps its first short members readable
         SpanAttributes.OPENINFERENCE_SPAN_KIND: OpenInferenceSpanKindValues.AGENT.value,
         SpanAttributes.INPUT_VALUE: first_user,
         SpanAttributes.OUTPUT_VALUE: answer,
@@ -336,6 +311,7 @@ def _spans(
         root_attrs,
         parent=parent[1] if parent is not None else None,
         trace_id=trace_id,
+        unset=why is not None,  # it did not succeed, nor fail: it stopped
     )
 
 
@@ -387,6 +363,27 @@ def conversation_span_ids(
     """The trace id and the span ids the documents of ``otlp_documents`` hold, made without them:
     the root, one LLM span per assistant turn and one TOOL span per call with a result."""
     trace_id = parent[0] if parent is not None else _id(keys.trace, "trace", 32)
-    calls = sum(t.role == "assistant" and not t.context_only for t in conversation.turns)
-    count = 1 + calls + len(_results(conversation.turns))
+    count = 1 + sum(1 + len(tools) for _, _, tools in _plan(conversation.turns))
     return trace_id, {_id(keys.spans, f"span {i}", 16) for i in range(count)}
+
+
+def tool_span_ids(conversation: Conversation, keys: Keys) -> dict[str, str]:
+    """The span id of each call's TOOL span, by call id (a call with no result, or no id, has none),
+    made without the spans: a sub-agent's conversation is placed under the call that started it."""
+    return {
+        call.call_id: _id(keys.spans, f"span {index}", 16)
+        for _, _, tools in _plan(conversation.turns)
+        for index, call, _ in tools
+        if call.call_id
+    }
+
+
+def end_ns(conversation: Conversation, base_ns: int) -> int:
+    """When the root span of the conversation's documents (made with ``base_ns``) ends, without
+    making them: the next conversation of a file starts after it."""
+    clock, _ = _root_clock(conversation, base_ns)
+    for turn, _, tools in _plan(conversation.turns):
+        clock.tick(turn.time_ns)
+        clock.tick()
+        clock.calls([result.time_ns for _, _, result in tools])
+    return clock.tick()

@@ -1,10 +1,13 @@
 """Transcript files as traces to store: read, keyed and made into OTLP/JSON documents.
 
 A chat log has no identity of its own: its content's hash keys it (each line's, in JSON Lines), so
-importing it again stores nothing new. A Claude Code session or a Codex rollout has one (the
-session id, and the file's name), which keys the trace: importing the session again after it grew
-replaces its trace (the spans' ids come from the content, so an unchanged session is stored once).
-A Claude Code session is one trace with the conversations of its subagents' files under its root.
+importing it again stores nothing new; chat logs tell no times, so the first of a file starts at
+the file's time and each next one 1 ms after the one before it ends (a timeline each, in the file's
+order). A Claude Code session or a Codex rollout has one (the session id, and the file's name),
+which keys the trace: importing the session again after it grew replaces its trace (the spans' ids
+come from the content, so an unchanged session is stored once). A Claude Code session is one trace
+with its subagents' conversations (side chains of its file, files of their own imported with it)
+each under the TOOL span of the Task call that started it (``subagents.py``).
 """
 
 from __future__ import annotations
@@ -18,13 +21,9 @@ from typing import Any
 from otel_blackbox._spans.transcripts.chat import is_chat_log, read_chats
 from otel_blackbox._spans.transcripts.claude_code import Session, is_session_record, read_session
 from otel_blackbox._spans.transcripts.codex import is_rollout_record, read_rollout
-from otel_blackbox._spans.transcripts.otlp import (
-    Conversation,
-    Keys,
-    conversation_span_ids,
-    otlp_documents,
-    root_ids,
-)
+from otel_blackbox._spans.transcripts.conversation import Conversation, Keys
+from otel_blackbox._spans.transcripts.otlp import conversation_span_ids, end_ns, otlp_documents
+from otel_blackbox._spans.transcripts.subagents import place_subagents
 
 __all__ = [
     "TRANSCRIPT_KINDS",
@@ -57,8 +56,8 @@ def transcript_kind(document: object) -> str | None:
 class _Part:
     conversation: Conversation
     keys: Keys
-    base_ns: int  # the file's mtime: the times of turns that tell none
-    parent: tuple[str, str] | None = None  # a subagent's: the trace and root span it goes under
+    base_ns: int  # when its spans start if its turns tell no time (the file's mtime, or after another's)
+    parent: tuple[str, str] | None = None  # a subagent's: the trace and span it goes under
 
 
 @dataclass(frozen=True)
@@ -96,8 +95,11 @@ def _keys(source: str, raw: bytes, identity: str | None) -> Keys:
 
 def chat_traces(raw: bytes, label: str, shape: str | None, base_ns: int) -> list[TranscriptBatch]:
     """The chat logs of a file, a trace each, stored together (ImportInputError when the file holds
-    none, or a bad one)."""
-    parts = [_Part(c, _keys("chat", key, None), base_ns) for key, c in read_chats(raw, label, shape)]
+    none, or a bad one): the first starts at ``base_ns``, each next one after the one before ends."""
+    parts = []
+    for key, conversation in read_chats(raw, label, shape):
+        parts.append(_Part(conversation, _keys("chat", key, None), base_ns))
+        base_ns = end_ns(conversation, base_ns) + 1_000_000  # a millisecond after, as its own spans are
     return [TranscriptBatch(label, parts, False)]
 
 
@@ -112,14 +114,18 @@ def claude_code_traces(paths: list[Path]) -> list[TranscriptBatch]:
         read.append((session, _keys("claude-code", raw, identity), path.stat().st_mtime_ns))
     mains = {s.session_id: n for n, (s, _, _) in enumerate(read) if s.main is not None and s.session_id}
     parts: dict[int, list[_Part]] = {}  # by the file whose trace they are stored in
+    sides: dict[int, list[tuple[Conversation, Keys, int]]] = {}  # the subagents of each, in file order
     for n, (session, keys, base_ns) in enumerate(read):
         if session.main is not None:
             parts.setdefault(n, []).append(_Part(session.main, keys, base_ns))
-        # A subagent's file goes under the root of the session that started it, when it is here.
+        # A subagent's file goes with the session that started it, when it is here.
         home = mains.get(session.session_id or "", n) if session.main is None else n
-        parent = root_ids(read[home][1]) if read[home][0].main is not None else None
         for i, side in enumerate(session.side):
-            side_keys = Keys(keys.trace, f"{keys.spans} side {i}")
+            sides.setdefault(home, []).append((side, Keys(keys.trace, f"{keys.spans} side {i}"), base_ns))
+    for home, found in sides.items():
+        # All of a session's subagents at once: a call is matched to one subagent only.
+        placed = place_subagents(read[home][0], read[home][1], [side for side, _, _ in found])
+        for (_, side_keys, base_ns), (side, parent) in zip(found, placed, strict=True):
             parts.setdefault(home, []).append(_Part(side, side_keys, base_ns, parent))
     return [
         TranscriptBatch(read[n][0].name, found, read[n][0].session_id is not None)
