@@ -2,11 +2,12 @@
 
 A cassette is one agent's conversation. A sub-agent that ran a conversation of its own (Claude
 Code's Task tool, an agent used as a tool) gets a cassette beside its parent's, named after it
-(``run.json``: ``run.agent-1.json``, ``run.agent-2.json``...), the two linked both ways. A run or a
-session that holds several independent conversations (several sessions of an imported folder,
-several chat logs of a file, several agent runs of one process) gives one cassette each with
+(``run.json``: ``run.agent-1.json``, ``run.agent-2.json``...), the two linked both ways. A run that
+holds several independent conversations (several sessions of an imported folder, several chat logs
+of a file, several agent runs of one process) gives one cassette each with
 ``--each`` (``run.json``: ``run.1.json``, ``run.2.json``...), one with ``--conversation N``, and
-otherwise a refusal listing them with the command for each: never one merged sequence.
+otherwise a refusal listing them with the command for each: never one merged sequence. A session
+is one conversation by its id: its traces (turns served by several processes) stay one sequence.
 """
 
 from __future__ import annotations
@@ -56,13 +57,13 @@ def beside(output: str, tag: str) -> str:
 @click.option(
     "--each",
     is_flag=True,
-    help="A run or session of several conversations: one cassette each (NAME.1.json...).",
+    help="A run of several conversations: one cassette each (NAME.1.json...).",
 )
 @click.option(
     "--conversation",
     type=click.IntRange(min=1),
     metavar="N",
-    help="A run or session of several conversations: the Nth only (as the refusal lists them).",
+    help="A run of several conversations: the Nth only (as the refusal lists them).",
 )
 @click.option("--force", is_flag=True, help="Write it even if it would fail `verify` (with a warning).")
 @click.pass_context
@@ -86,7 +87,7 @@ def cassette_command(
 
     With --run or --session instead of TRACE_ID, the cassette of all the traces of a run (see
     `runs`) or of a session, with every model and tool round in time order: for frameworks that
-    make each model call a trace of its own. One that holds several independent conversations
+    make each model call a trace of its own. A run that holds several independent conversations
     (several sessions or chat logs imported together, several agent runs of one process) is
     refused with the list of them and the command for each; --each writes them all (run.1.json,
     run.2.json...), --conversation N one.
@@ -106,10 +107,8 @@ def cassette_command(
       otel-blackbox cassette --session chat-42 -o session.json
     """
     exactly_one(ctx, {"TRACE_ID": trace_id, "--run": run_id, "--session": session_id})
-    if trace_id is not None and (each or conversation is not None):
-        raise click.UsageError(
-            "--each and --conversation choose among a run's or a session's conversations", ctx
-        )
+    if run_id is None and (each or conversation is not None):
+        raise click.UsageError("--each and --conversation choose among a run's conversations", ctx)
     if each and conversation is not None:
         raise click.UsageError("give --each or --conversation, not both", ctx)
     with reader(ctx) as conn:
@@ -118,7 +117,9 @@ def cassette_command(
             written = [(output, conversation_cassettes(spans), "")]
         else:
             kind, ident, spans = group_spans(conn, run_id, session_id)
-            groups = run_conversations(spans)
+            # A session is one conversation by its id (turns served by several processes); a run
+            # holds whatever its process did.
+            groups = run_conversations(spans) if kind == "run" else [spans]
             if len(groups) > 1 and not each and conversation is None:
                 _refuse_several(ctx, kind, ident, groups, output)
             if conversation is not None and conversation > len(groups):
