@@ -10,7 +10,7 @@ from typing import Any
 from otel_blackbox._cassette.diff.contract import find_contract
 from otel_blackbox._cassette.diff.report import diff_cassettes as diff_reports
 from otel_blackbox._cassette.diff.text import format_diff
-from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans
+from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans, run_cassette
 from otel_blackbox._cassette.io import save_cassette
 from otel_blackbox._cassette.model import Cassette, terminal_outcome
 from otel_blackbox._cassette.trusted import load_checked_cassette, resealed
@@ -90,7 +90,12 @@ def write_cassette(
             source = f"trace {spans[0].trace_id}"
         else:
             kind, ident, spans = group_spans(conn, run_id, session_id)
-            cassette = cassette_from_spans(spans, cassette_id=f"{kind}-{ident}")
+            own_id = f"{kind}-{ident}"
+            cassette = (
+                run_cassette(spans, cassette_id=own_id)
+                if kind == "run"
+                else cassette_from_spans(spans, cassette_id=own_id)
+            )
             traces = len({s.trace_id for s in spans})
             source = f"{counted(traces, 'trace')} of {kind} {ident}"
     warning = check_before_writing(cassette, force=force)  # CassetteError: a tool error, nothing written

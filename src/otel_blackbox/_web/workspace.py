@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans
+from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans, run_cassette
 from otel_blackbox._cassette.io import save_cassette
 from otel_blackbox._cassette.model import Cassette
 from otel_blackbox._cassette.verify import check_before_writing
@@ -98,7 +98,7 @@ class Workspace:
 
     def write_incident(self, target: Target, spans: list[SpanRecord]) -> tuple[Path, Cassette]:
         """The target as a cassette on disk (CassetteError when it would not verify: nothing written)."""
-        cassette = cassette_from_spans(spans, cassette_id=f"{target.kind}-{target.id}")
+        cassette = _cassette(spans, target)
         check_before_writing(cassette, force=False)
         path = self.incident_path(target)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -112,4 +112,12 @@ class Workspace:
 
 def incident_of(spans: list[SpanRecord], target: Target) -> Incident:
     """The incident a rerun of ``target`` would follow, read in memory (nothing written)."""
-    return read_incident(cassette_from_spans(spans, cassette_id=f"{target.kind}-{target.id}"), target.label)
+    return read_incident(_cassette(spans, target), target.label)
+
+
+def _cassette(spans: list[SpanRecord], target: Target) -> Cassette:
+    """A run's cassette holds its one conversation (a run of several is refused, naming them)."""
+    own_id = f"{target.kind}-{target.id}"
+    if target.kind == "run":
+        return run_cassette(spans, cassette_id=own_id)
+    return cassette_from_spans(spans, cassette_id=own_id)

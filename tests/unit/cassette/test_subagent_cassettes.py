@@ -225,3 +225,32 @@ def test_a_conversation_that_answered_then_called_a_tool_last_is_incomplete_and_
     assert cassette.steps[-1].payload["reason"] == "no_final_answer"
     assert verify_cassette(cassette).passed
     assert run_cli("verify", str(out)).returncode == 0
+
+
+def test_the_workbench_and_the_mcp_tool_refuse_a_run_of_several_conversations(tmp_path: Path) -> None:
+    """Every way to a run's cassette holds one conversation: the MCP tool and the workbench name the
+    traces instead of merging them (each trace is still one cassette)."""
+    from otel_blackbox._mcp.cassettes import write_cassette
+    from otel_blackbox._store import runs
+    from otel_blackbox._store.connection import connect_reader
+    from otel_blackbox._web.workspace import Target, incident_of
+    from otel_blackbox.errors import CassetteError
+
+    db = tmp_path / "blackbox.db"
+    with FakeLLMServer() as server:
+        _record(db, server.openai_base_url, "What is on in Lyon?", "What is on in Nice?")
+    run_id = _only_run(db)
+    traces = [t["trace_id"] for t in json.loads(run_cli("list", "--json", db=db, check=True).stdout)]
+    with pytest.raises(CassetteError, match="holds 2 conversations") as refused:
+        write_cassette(db, str(tmp_path / "run.json"), run_id=run_id)
+    assert all(t in str(refused.value) for t in traces) and not (tmp_path / "run.json").exists()
+    conn = connect_reader(db)
+    try:
+        spans = runs.run_spans(conn, run_id)
+        with pytest.raises(CassetteError, match="holds 2 conversations"):
+            incident_of(spans, Target("run", run_id))
+    finally:
+        conn.close()
+    for n, trace in enumerate(traces):
+        written = json.loads(write_cassette(db, str(tmp_path / f"t{n}.json"), trace_id=trace))
+        assert written["outcome"] == "success"

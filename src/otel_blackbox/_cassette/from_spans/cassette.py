@@ -39,7 +39,13 @@ from otel_blackbox._spans.view.trace import read_trace
 from otel_blackbox._store.queries import SpanRecord
 from otel_blackbox.errors import CassetteError
 
-__all__ = ["PROCESS_EXIT", "cassette_from_spans", "conversation_cassettes", "run_conversations"]
+__all__ = [
+    "PROCESS_EXIT",
+    "cassette_from_spans",
+    "conversation_cassettes",
+    "run_cassette",
+    "run_conversations",
+]
 
 PROCESS_EXIT = "process_exit"
 
@@ -84,6 +90,19 @@ def run_conversations(spans: list[SpanRecord]) -> list[list[SpanRecord]]:
     ordered = ordered_spans(read_trace(spans))
     wire, _, rounds = _rounds(ordered)
     return trace_groups(ordered, rounds, lambda s: opening_of(s, wire))
+
+
+def run_cassette(spans: list[SpanRecord], *, cassette_id: str) -> Cassette:
+    """The cassette of a run that holds one conversation (its main agent's); CassetteError naming the
+    first trace of each when it holds several, which no one sequence replays."""
+    groups = run_conversations(spans)
+    if len(groups) > 1:
+        firsts = ", ".join(group[0].trace_id for group in groups)
+        raise CassetteError(
+            f"{cassette_id} holds {len(groups)} conversations, which one cassette cannot replay in one"
+            f" sequence: take one of its traces ({firsts}), or `cassette --run ... --each`"
+        )
+    return cassette_from_spans(spans, cassette_id=cassette_id)
 
 
 Wire = dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]]
