@@ -18,6 +18,7 @@ from otel_blackbox._cli.common import (
     usd_option,
 )
 from otel_blackbox._cli.playback import PASS_THROUGH
+from otel_blackbox._render.hints import suggest
 from otel_blackbox._render.md_escape import code, inline
 from otel_blackbox._render.text import safe
 from otel_blackbox._render.words import counted
@@ -108,7 +109,8 @@ def blame(
     The decisive step is the last decision from which the run can still succeed when every later
     one cannot; when no decision can, the first corrected tool result that makes it succeed. The
     search bisects over the decisions, measuring each point once, and --max-branches or --max-cost
-    stop it with what it has. Every child is a cassette in -o DIR that verifies and replays offline.
+    stop it with what it has. Every child is a cassette in -o DIR that verifies and replays offline
+    (through the program, a decision branch's: the program sends no correction).
     Exit 0 when a step was found, 1 when none was (the reason is said), 2 for bad input (a
     successful incident, no model step, a --good of another task, a contract that does not parse)
     before any call.
@@ -191,8 +193,23 @@ def _text(report: BlameReport) -> list[str]:
         lines.append(f"stopped: {safe(report.stopped)}")
     lines.append("success rate per point:")
     lines += [f"  {safe(what)}: {rate}" for what, rate in _rates(report)]
-    lines.append(f"children in {safe(report.children)} (each replays offline: otel-blackbox replay CHILD)")
+    lines.append(f"children in {safe(report.children)}{_replay(report)}")
     return lines
+
+
+def _replay(report: BlameReport) -> str:
+    """How a child replays offline: any child of the built-in agent; through the program, a decision
+    branch's (a corrected tool result was sent where the program did not send it: a replay of that
+    child diverges there)."""
+    program = report.program
+    branches = [b for r in report.measured for b in r.branches if not program or b.point.correction is None]
+    if not branches:
+        return ""
+    replay = suggest(
+        "otel-blackbox", "replay", str(branches[0].child), *(["--", *program] if program else [])
+    )
+    which = "a decision branch's child replays" if program else "each replays"
+    return f" ({which} offline: {safe(replay)})"
 
 
 def _markdown(report: BlameReport) -> list[str]:

@@ -121,8 +121,13 @@ def replay(
     recorded = checked_inputs([cassette], allow_unverified)[0] if cassette.is_file() else None
     if not program:
         if recorded is not None and recorded.agent is None:
-            raise click.UsageError("no program to run: give it after -- (only a built-in agent's run replays "
-                                   "without one)")  # fmt: skip
+            from otel_blackbox._render.hints import suggest
+
+            replay = suggest("otel-blackbox", "replay", str(cassette), "--", "CMD")
+            raise click.UsageError(
+                f"no program to run: give it after -- ({replay}; only a built-in agent's run replays "
+                "without one)"
+            )
         if match != "exact":
             raise click.UsageError("--match is for a program replay: a built-in agent's run replays exactly")
         from otel_blackbox._playback.agent.run import replay_built_in
@@ -136,8 +141,10 @@ def _json_option(text: str, option: str) -> Any:
     try:
         return json.loads(text)
     except ValueError:
+        from otel_blackbox._render.hints import as_string
+
         raise click.BadParameter(
-            f"not JSON: {text!r} (quote a string: '\"text\"')", param_hint=option
+            f"not JSON: {text!r} (as a string: {as_string(option, text)})", param_hint=option
         ) from None
 
 

@@ -132,8 +132,8 @@ def rerun(
     says what its model calls cost, priced from their token counts (genai-prices). Before any call,
     -o is checked (a missing folder, a folder, a database), and for the built-in agent the key,
     --base-url (well formed, and something listening there) and each --stub's tool (one the
-    incident offered): exit 2. A child that cannot be written at the end is kept under a name the
-    message gives. With --max-cost
+    incident offered or called): exit 2. A child that cannot be written at the end is kept under
+    a name the message gives. With --max-cost
     USD, before each model call the calls so far are priced (with the model actually called), and a
     program rerun says what they cost at the end: once they reach the budget, the call
     is not made (the built-in agent stops; a program gets a [blackbox] HTTP 400 for it), the child

@@ -49,6 +49,7 @@ from otel_blackbox._playback.budget import MAX_COST
 from otel_blackbox._playback.program_branch import run_program_branch
 from otel_blackbox._playback.record import RunStopped
 from otel_blackbox._render.cassette_text import describe_step
+from otel_blackbox._render.hints import stub_hint, stub_options, suggest
 from otel_blackbox._render.text import safe
 from otel_blackbox._types import JsonObject
 from otel_blackbox.errors import BlackboxError
@@ -104,6 +105,7 @@ class BlameReport:
     reason: str = ""
     stopped: str | None = None  # why the search ended early (--max-branches, --max-cost)
     children: Path = Path()
+    program: tuple[str, ...] = ()  # the program the branches ran (blame -- CMD), which replays them
 
     @property
     def branch_count(self) -> int:
@@ -281,7 +283,8 @@ def blame(incident_path: Path, plan: BlamePlan, say: Callable[[str], None] | Non
         output=plan.output, provider=plan.provider, model=plan.model, base_url=plan.base_url,
         stubs=plan.stubs, max_cost=plan.max_cost, allow_unverified=plan.allow_unverified,
     )  # fmt: skip
-    incident, reader, api, model = prepare_rerun(incident_path, rerun)  # setup errors: exit 2, no call
+    # Setup errors: exit 2, before any call.
+    incident, reader, api, model = prepare_rerun(incident_path, rerun, program=bool(plan.program))
     failure = run_failure(incident)
     check = find_contract(incident_path, plan.contract) if plan.contract is not None else None
     if check is not None:
@@ -291,10 +294,14 @@ def blame(incident_path: Path, plan: BlamePlan, say: Callable[[str], None] | Non
     elif failure is None:
         raise BlackboxError(f"{incident_path}: the incident did not fail: nothing to blame")
     elif not plan.program and answer_before_failure(incident) is not None:
+        agent_only = [
+            o for o, given in (("--provider", plan.provider), ("--base-url", plan.base_url)) if given
+        ]
+        without = f", without {' and '.join(agent_only)}" if agent_only else ""  # blame -- CMD refuses them
         raise BlackboxError(
             f"{incident_path}: the incident failed in its program after its answer ({failure.label}), "
-            "which a branch without the program cannot check: give --contract FILE or the program "
-            "(blame ... -- CMD)"
+            "which a branch without the program cannot check: give a contract "
+            f"({suggest('--contract', 'C.json')}) or the program ({suggest('--', 'CMD')}{without})"
         )
     decisions = decision_points(incident)
     if not decisions:
@@ -311,6 +318,7 @@ def blame(incident_path: Path, plan: BlamePlan, say: Callable[[str], None] | Non
         len(decisions),
         [],
         children=plan.output,
+        program=plan.program,
     )
     fallback = recorded_results(good) if good is not None else []
     search = _Search(incident_path, incident, reader, plan, agent, judge, tell, fallback)
@@ -358,17 +366,37 @@ def _bisect(
             report.decisive = point
             return
     results = search.order
+    unanswered = [b.tool for r in results for b in r.branches if b.tool is not None]
+    stubs = stub_hint(unanswered, search.reader.offered_tools())
+    stubs = f" ({stubs})" if stubs else ""
     if results and all(r.unanswerable == len(r.branches) for r in results):
-        report.reason = "every branch was unanswerable: its tool calls have no recorded result (give --stub)"
+        report.reason = f"every branch was unanswerable: its tool calls have no recorded result{stubs}"
     elif not tools:
         report.reason = (
-            "no branch from a decision succeeded, and no tool result had a correction to try (--good, --stub)"
+            "no branch from a decision succeeded, and no tool result had a correction to try"
+            + _corrections_hint(search)
         )
     else:
         report.reason = "no branch succeeded, from a decision or from a corrected tool result"
     unanswerable = sum(r.unanswerable for r in results)
     if unanswerable and not report.reason.startswith("every branch"):
         total = sum(len(r.branches) for r in results)
-        report.reason += (
-            f"; {unanswerable} of {total} branches were unanswerable (--stub answers their tools)"
-        )
+        report.reason += f"; {unanswerable} of {total} branches were unanswerable{stubs}"
+
+
+def _corrections_hint(search: _Search) -> str:
+    """What would give a tool result a correction: a good run, or a stub of a tool whose result a
+    model call follows (the only results a branch can correct)."""
+    steps = search.incident.steps
+    last_request = max((s.index for s in steps if s.type == "model_input"), default=-1)
+    names = [
+        str(s.payload.get("toolName")) for s in steps if s.type == "tool_result" and s.index < last_request
+    ]
+    if not names:
+        return " (the incident has no tool result that a model call follows: nothing to correct)"
+    good = (
+        f"a successful run of the same task ({suggest('--good', 'GOOD.json')}) or "
+        if search.plan.good is None
+        else ""
+    )
+    return f" (give {good}a stub to try as its tool's results, e.g. {suggest(*stub_options(names))})"

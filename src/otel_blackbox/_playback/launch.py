@@ -75,6 +75,7 @@ def _make_session(mode: str, cassette: str, match: str, plan_json: str | None) -
                 allow_unverified=allow,
                 replay_turns=int(plan.get("replay_turns") or 0),
                 correction=plan.get("correction"),
+                blame_branch=bool(plan.get("blame_branch")),
             ),
             **stubs,
         )

@@ -44,6 +44,7 @@ def run_program_branch(
         "replay_turns": point.turn,
         "stub_tools": stub_tools,
         "allow_unverified": True,  # blame checked the incident before any branch (and warned)
+        "blame_branch": True,
     }
     if point.correction is not None:
         call_id = incident.steps[point.index].payload.get("toolCallId")

@@ -47,6 +47,7 @@ from otel_blackbox._playback.http.exchange import HttpRequest, HttpResponse, Rew
 from otel_blackbox._playback.interceptor import Mode, Session, error_response, json_body, now_ms, provider_of
 from otel_blackbox._playback.record import Recorder, RunStopped
 from otel_blackbox._playback.script import check_replies, scripted_reply
+from otel_blackbox._render.hints import suggest
 from otel_blackbox._render.words import counted
 from otel_blackbox._wire.gemini.translation import GeminiGenerateContent
 from otel_blackbox._wire.protocol import Provider
@@ -68,6 +69,9 @@ class RerunPlan:
     allow_unverified: bool = False  # an incident that fails verify's hash_chain: go on (the caller warns)
     replay_turns: int = 0  # the first model calls answered with the incident's own outputs (blame)
     correction: dict[str, Any] | None = None  # {"toolCallId", "result"}: what the model sees instead
+    # A branch of blame -- CMD: its messages suggest no --allow-network or --run-unrecorded-tools,
+    # which blame does not take.
+    blame_branch: bool = False
 
 
 class RerunSession(Session):
@@ -116,6 +120,7 @@ class RerunSession(Session):
             ids=self.ids,
             by_arguments=recorded_results(self.incident),
             on_miss="run" if self.run_unrecorded_tools else "error",
+            run_hint=not self.plan.blame_branch,
         )
 
     # -- the interceptor ---------------------------------------------------------------------------
@@ -191,7 +196,7 @@ class RerunSession(Session):
             return response
         if self.plan.allow_network:
             return None  # observe() records it
-        message = _refusal(self._exchanges.miss(wanted))
+        message = _refusal(self._exchanges.miss(wanted), hint=not self.plan.blame_branch)
         self._refusals[message] = self._refusals.get(message, 0) + 1
         refused = error_response(message)
         self.recorder.record_exchange(request, refused)  # the child replays what the program received
@@ -232,13 +237,13 @@ def _encoded(body: dict[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
 
-def _refusal(miss: Miss) -> str:
-    """The refusal of a request the incident did not record, naming the closest one it did."""
+def _refusal(miss: Miss, *, hint: bool) -> str:
+    """The refusal of a request the incident did not record, naming the closest one it did (``hint``:
+    and the option that sends it)."""
     request, closest = miss.request, miss.closest
-    head = (
-        f"[blackbox] {request.method} {request.url} was not recorded by the incident, so it was not sent "
-        "(--allow-network sends it)"
-    )
+    head = f"[blackbox] {request.method} {request.url} was not recorded by the incident, so it was not sent"
+    if hint:
+        head += f" ({suggest('--allow-network')} sends it)"
     if closest is None:
         return f"{head}; the incident recorded no request to this URL"
     if miss.kind == "served":

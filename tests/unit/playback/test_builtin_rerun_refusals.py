@@ -90,7 +90,8 @@ def test_a_call_the_incident_did_not_record_stops_the_run_naming_it_and_the_clos
     err = capsys.readouterr().err
     assert (
         '[blackbox] the model called lookup_order({"order_id":42}), which the incident did not record; '
-        'closest recorded: step 3, lookup_order({"order_id":7}) (--stub lookup_order=JSON answers it)'
+        'closest recorded: step 3, lookup_order({"order_id":7}) '
+        "(a stub answers it, e.g. `--stub 'lookup_order={\"ok\": true}'`)"
     ) in err
     assert "failed (unrecorded_tool_call) after 1 model call, 0 tool results from the incident" in err
     written = load_cassette(child)
@@ -116,7 +117,7 @@ def test_a_call_the_killed_incident_made_without_a_result_is_named_as_such(
     assert (
         '[blackbox] the model called lookup_order({"order_id":42}); the incident recorded that call '
         "(step 2) but no result for it: the run ended before the tool returned "
-        "(--stub lookup_order=JSON answers it)"
+        "(a stub answers it, e.g. `--stub 'lookup_order={\"ok\": true}'`)"
     ) in err
     assert "did not record" not in err
 

@@ -342,7 +342,7 @@ def test_rerun_names_the_same_closest_exchange_in_its_refusal(tmp_path: Path, ec
     finally:
         rerun.finish()
     assert [r.status_code for r in refused] == [400, 400]
-    head = "was not recorded by the incident, so it was not sent (--allow-network sends it)"
+    head = "was not recorded by the incident, so it was not sent (`--allow-network` sends it)"
     assert rerun.notes()[:2] == [
         f"[blackbox] GET {weather}?city=Porto {head}; closest recorded: step 0, GET {weather}?city=Lisbon",
         f'[blackbox] POST {forecast} {head}; closest recorded: step 1, whose body differs: recorded "x=1", '

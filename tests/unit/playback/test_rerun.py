@@ -33,7 +33,7 @@ GEMINI_AGENT = str(PROGRAMS / "gemini_agent.py")
 GOOD_MODEL = "gpt-4o-mini"
 GEMINI_MODEL = "gemini-2.5-flash"
 ORDER = {"order_id": 42, "channel": "web"}
-REFUSED = "was not recorded by the incident, so it was not sent (--allow-network sends it)"
+REFUSED = "was not recorded by the incident, so it was not sent (`--allow-network` sends it)"
 
 
 class OrderAPI(LoopbackAPI):

@@ -139,7 +139,8 @@ def test_blame_refuses_without_a_contract_or_the_program(
         .splitlines()[-1]
         .endswith(
             "the incident failed in its program after its answer (error), which a branch without the program "
-            "cannot check: give --contract FILE or the program (blame ... -- CMD)"
+            "cannot check: give a contract (`--contract C.json`) or the program "
+            "(`-- CMD`, without --base-url)"
         )
     )
     assert "Traceback" not in refused.stderr

@@ -194,7 +194,13 @@ def _book(
     after: list[RecordedResult] = [r for r in reader.results if r.step > point.index]
     before = [r for r in reader.results if r.step <= point.index]
     recorded = [*after, *before, *fallback]
-    return ToolBook(recorded, match="arguments", stubs=stubs, unanswered=reader.unanswered)
+    return ToolBook(
+        recorded,
+        match="arguments",
+        stubs=stubs,
+        unanswered=reader.unanswered,
+        stubbable=reader.offered_tools(),
+    )
 
 
 @dataclass(frozen=True)
@@ -205,6 +211,7 @@ class Branch:
     child: Path
     stopped: str | None  # the run_failed reason, e.g. unrecorded_tool_call, model_error, max_cost
     seeded: int  # the child's steps taken from the incident (its own start after them)
+    tool: str | None = None  # unrecorded_tool_call: the tool of the call nothing answered
 
 
 def run_branch(
@@ -243,4 +250,7 @@ def run_branch(
 
     _, stopped = drive_session(session, reader, plan, book, client, check, None, resume)
     session.finish(stopped)
-    return Branch(point, output, None if stopped is None else stopped.reason, seeded)
+    if stopped is None:
+        return Branch(point, output, None, seeded)
+    tool = stopped.details.get("toolName")
+    return Branch(point, output, stopped.reason, seeded, tool if isinstance(tool, str) else None)

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from otel_blackbox._cassette.model import Cassette
+from otel_blackbox._cassette.model import Cassette, tool_calls_of
 from otel_blackbox._types import JsonObject
 from otel_blackbox.errors import CassetteError
 
@@ -61,6 +61,7 @@ class Incident:
     api: str | None  # the API the first call went to, where the cassette says
     stream: bool | None
     user_turn_at: tuple[int, ...] = ()  # the model input (from 0) each of user_turns is added at
+    called: frozenset[str] = frozenset()  # the tools its model called (a call may have no result)
 
     def user_turns_after(self, turn: int) -> list[list[JsonObject]]:
         """The user turns added after model call ``turn``: what a branch from there still says."""
@@ -72,14 +73,15 @@ class Incident:
         return {key: source[key] for key in ("systemPrompt", "tools", "params") if key in source}
 
     def offered_tools(self) -> set[str]:
-        """The names of the tools any model call of the incident offered, and of those it called."""
+        """The names of the tools any model call of the incident offered, and of those it called:
+        the tools a stub may answer (a cassette built from spans may not list the tools offered)."""
         names = {
             str(tool["name"])
             for source in self.model_inputs
             for tool in source.get("tools") or []
             if isinstance(tool, dict) and isinstance(tool.get("name"), str)
         }
-        return names | {result.tool_name for result in self.results}
+        return names | self.called | {result.tool_name for result in self.results}
 
     def first_messages(self) -> list[JsonObject]:
         return [dict(m) for m in self.model_inputs[0].get("messages", [])]
@@ -121,6 +123,7 @@ def read_incident(cassette: Cassette, source: str) -> Incident:
         api=api.get("name") if isinstance(api.get("name"), str) else None,
         stream=api.get("stream") if isinstance(api.get("stream"), bool) else None,
         user_turn_at=tuple(user_turn_at),
+        called=called_tools(cassette),
     )
 
 
@@ -163,6 +166,29 @@ def recorded_results(cassette: Cassette) -> list[RecordedResult]:
                 )
             )
     return found
+
+
+def called_tools(cassette: Cassette) -> frozenset[str]:
+    """The tools the run's model called: in its tool calls and model outputs, and in the history its
+    first request carried (a run that took a conversation up)."""
+    names = {
+        str(s.payload.get("toolName", ""))
+        for s in cassette.steps_of("tool_call")
+        if isinstance(s.payload, dict)
+    }
+    for step in cassette.steps_of("model_output"):
+        names.update(call.tool_name for call in tool_calls_of(step.payload))
+    first = next(iter(cassette.steps_of("model_input")), None)
+    messages = (
+        first.payload.get("messages") if first is not None and isinstance(first.payload, dict) else None
+    )
+    for message in messages if isinstance(messages, list) else []:
+        content = message.get("content") if isinstance(message, dict) else None
+        for part in content if isinstance(content, list) else []:
+            if isinstance(part, dict) and part.get("type") == "tool_use":
+                names.add(str(part.get("toolName", "")))
+    names.discard("")
+    return frozenset(names)
 
 
 def unanswered_calls(cassette: Cassette) -> list[UnansweredCall]:

@@ -33,6 +33,7 @@ from otel_blackbox._playback.interceptor import Mode, now_ms
 from otel_blackbox._playback.launch import PLACEHOLDER_KEYS
 from otel_blackbox._playback.record import RecordSession, RunStopped
 from otel_blackbox._playback.replay import ReplaySession, load_recording
+from otel_blackbox._render.hints import suggest
 from otel_blackbox._render.text import safe
 from otel_blackbox._render.words import counted
 from otel_blackbox._types import JsonObject
@@ -67,6 +68,9 @@ class BuiltInRerun:
     max_turns: int | None = None
     max_cost: Decimal | None = None  # the budget of the model calls, in US dollars
     allow_unverified: bool = False  # an incident that fails verify's hash_chain: go on (the caller warns)
+    # A call no recording answers suggests `--stub`: not where the caller takes no --stub (eval run-all's
+    # stubs come from the contract's rerun block).
+    stub_hints: bool = True
 
 
 class BuiltInRerunSession(RecordSession):
@@ -95,12 +99,13 @@ def choose_api(incident: Incident, provider: str | None, model: str | None) -> s
     found = incident.api if incident.api in API_NAMES else incident.family_api(model)
     if found is None:
         shown = model or incident.model
+        choices = ", ".join(suggest("--provider", name) for name in API_NAMES)
         raise BlackboxError(
             f"{incident.source}: neither the cassette nor the model name "
-            f"({shown!r}) tells which API to rerun on: give --provider ({', '.join(API_NAMES)})"
+            f"({shown!r}) tells which API to rerun on: give --provider ({choices})"
             if shown
             else f"{incident.source}: the cassette does not tell which API it was recorded on: give "
-            f"--provider ({', '.join(API_NAMES)})"
+            f"--provider ({choices})"
         )
     return found
 
@@ -109,10 +114,14 @@ def translation(api: str) -> Provider:
     return next(p for p in PROVIDERS if p.name == api)
 
 
-def prepare_rerun(incident_path: Path, plan: BuiltInRerun) -> tuple[Cassette, Incident, str, str]:
+def prepare_rerun(
+    incident_path: Path, plan: BuiltInRerun, *, program: bool = False
+) -> tuple[Cassette, Incident, str, str]:
     """The incident read and the plan checked against it (its stubs, the API, the model, the budget's
     price), with the API and model chosen: every setup error but the client's (an SDK, a key, the
-    base URL), so that a caller with many incidents can check them all before the first call."""
+    base URL), so that a caller with many incidents can check them all before the first call.
+    ``program``: the program runs the branches (``blame -- CMD``), its requests naming their own API
+    and model: neither is asked for ("" when the incident does not tell)."""
     cassette = checked_cassette(incident_path, allow_unverified=plan.allow_unverified)
     incident = read_incident(cassette, str(incident_path))
     offered = incident.offered_tools()
@@ -122,15 +131,20 @@ def prepare_rerun(incident_path: Path, plan: BuiltInRerun) -> tuple[Cassette, In
             raise BlackboxError(
                 f"--stub {name}: the incident never offered a tool of that name (it offered: {known})"
             )
-    api = choose_api(incident, plan.provider, plan.model)
     model = plan.model or incident.model
-    if not model:
-        raise BlackboxError(f"{incident_path}: the incident names no model: give --model")
-    if plan.max_cost is not None:
-        refused = unpriced(model, api)
+    if program:  # blame -- CMD refuses --provider: never ask for it
+        api = (incident.api if incident.api in API_NAMES else incident.family_api(model)) or ""
+    else:
+        api = choose_api(incident, plan.provider, plan.model)
+    if not model and not program:
+        raise BlackboxError(
+            f"{incident_path}: the incident names no model: give {suggest('--model', 'NAME')}"
+        )
+    if plan.max_cost is not None and model:
+        refused = unpriced(model, api or None)
         if refused is not None:  # before any call: a setup error, exit 2
             raise BlackboxError(f"--max-cost: {refused}")
-    return cassette, incident, api, model
+    return cassette, incident, api, model or ""
 
 
 def rerun_built_in(
@@ -146,7 +160,10 @@ def rerun_built_in(
     agent = {"kind": "built-in", "provider": api, "model": model, "toolMatch": plan.tool_match}
     session = BuiltInRerunSession(cassette, plan.output, agent)
     session.ids.start = incident.next_call_index()  # new calls are numbered after the history's
-    book = ToolBook(incident.results, match=plan.tool_match, stubs=plan.stubs, unanswered=incident.unanswered)
+    book = ToolBook(
+        incident.results, match=plan.tool_match, stubs=plan.stubs, unanswered=incident.unanswered,
+        stubbable=incident.offered_tools() if plan.stub_hints else None,
+    )  # fmt: skip
     agent_plan = AgentPlan(api, model, stream, native=incident.api == api, max_turns=max_turns)
 
     def before_call(call: int) -> None:
@@ -178,10 +195,14 @@ def rerun_built_in(
     else:
         _say(f"{head}: completed in {calls}, {tools}{stubs} -> {written} {cost}")
         if answer_before_failure(cassette) is not None:  # what the child's success cannot show
+            contract = suggest(
+                "otel-blackbox", "diff", str(incident_path), str(plan.output), "--contract", "FILE"
+            )
+            program = suggest("otel-blackbox", "rerun", str(incident_path), "-o", "FILE", "--", "CMD")
             _say(
                 "[blackbox] the incident failed in its program after its answer, which the built-in "
-                "agent does not run: a contract (diff --contract) or the program (rerun -- CMD) can "
-                "tell whether this child fixed it"
+                f"agent does not run: a contract ({contract}) or the program ({program}) can tell "
+                "whether this child fixed it"
             )
     if kept is not None:
         raise kept
@@ -194,9 +215,8 @@ def replay_built_in(child_path: Path, *, allow_unverified: bool = False) -> int:
     cassette = load_recording(child_path, allow_unverified=allow_unverified)
     agent = cassette.agent
     if not isinstance(agent, dict) or agent.get("kind") != "built-in":
-        raise BlackboxError(
-            f"{child_path}: not a run of the built-in agent: give the program to replay after --"
-        )
+        program = suggest("otel-blackbox", "replay", str(child_path), "--", "CMD")
+        raise BlackboxError(f"{child_path}: not a run of the built-in agent: give the program ({program})")
     incident = read_incident(cassette, str(child_path))
     api, model = str(agent.get("provider")), str(agent.get("model"))
     if api not in API_NAMES:

@@ -69,6 +69,7 @@ def _plan(
         stubs=dict(block.get("stubs") or {}),
         max_cost=max_cost,
         allow_unverified=allow_unverified,
+        stub_hints=False,  # `eval run-all` takes no --stub: the contract's rerun block holds the stubs
     )
 
 

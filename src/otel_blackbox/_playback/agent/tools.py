@@ -3,18 +3,21 @@
 A call matches a recorded ``tool_result`` on the tool's name and its canonical arguments (with
 ``--tool-match name``, on the name alone); each recorded result answers once, in recorded order. A
 call with no match is answered by the ``--stub NAME=JSON`` of its tool, marked as a stub. Any other
-call is a miss, named with the closest recorded call. Nothing here runs a tool, ever.
+call is a miss, named with the closest recorded call and what would answer it: a ``--stub`` for a
+tool the incident offered or called (the only names a stub may give), nothing for a tool the model
+made up. Nothing here runs a tool, ever.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from otel_blackbox._cassette.canonical import canonical_or_none
 from otel_blackbox._playback.agent.incident import RecordedResult, UnansweredCall
+from otel_blackbox._render.hints import as_string, stub_example, stub_hint
 from otel_blackbox._types import JsonObject
 from otel_blackbox.errors import SessionError
 
@@ -33,13 +36,12 @@ def parse_stub(text: str) -> tuple[str, Any]:
     """``NAME=JSON`` of ``--stub``; SessionError naming what is wrong."""
     name, sep, value = text.partition("=")
     if not sep or not name.strip():
-        raise SessionError(f"--stub {text!r}: expected NAME=JSON (refund_order='{{\"ok\": true}}')")
+        raise SessionError(f"--stub {text!r}: expected NAME=JSON, e.g. {stub_example(name)}")
     try:
         return name.strip(), json.loads(value)
     except ValueError:
-        raise SessionError(
-            f"--stub {name.strip()}: {value!r} is not JSON (quote a string: '\"text\"')"
-        ) from None
+        quoted = as_string("--stub", value, name.strip())
+        raise SessionError(f"--stub {name.strip()}: {value!r} is not JSON (as a string: {quoted})") from None
 
 
 def describe_call(name: str, arguments: Any) -> str:
@@ -58,9 +60,12 @@ class ToolBook:
         match: ToolMatch,
         stubs: dict[str, Any] | None = None,
         unanswered: Sequence[UnansweredCall] = (),
+        stubbable: Collection[str] | None = None,
     ) -> None:
         self._unused = list(results)
         self._unanswered = list(unanswered)  # recorded calls with no result, for what a miss says
+        # The tools a --stub may name, for what a miss suggests; None: no --stub to suggest (a replay).
+        self.stubbable = stubbable
         self.match = match
         self.stubs = dict(stubs or {})
         self.answered = 0
@@ -84,9 +89,12 @@ class ToolBook:
     def miss(
         self, name: str, arguments: Any, hint: str | None = None, recording: str = "the incident"
     ) -> str:
-        """Why a call has no answer: the call, and the closest recorded one (``hint``: what to do)."""
+        """Why a call has no answer: the call, the closest recorded one, and what answers it (``hint``:
+        the caller's own; by default a ``--stub`` where one may answer it)."""
         call = describe_call(name, arguments)
-        hint = f" ({hint if hint is not None else f'--stub {name}=JSON answers it'})"
+        if hint is None:
+            hint = "" if self.stubbable is None else stub_hint([name], self.stubbable, recording)
+        hint = f" ({hint})" if hint else ""
         wanted = canonical_or_none(arguments)
         for cut in self._unanswered:  # the incident made this call, but ended before its result
             same_input = self.match == "name" or canonical_or_none(cut.tool_input) == wanted

@@ -29,12 +29,12 @@ from otel_blackbox._cassette.canonical import canonical_or_none
 from otel_blackbox._playback.agent.incident import RecordedResult
 from otel_blackbox._playback.agent.tools import ToolBook, describe_call
 from otel_blackbox._playback.tool_stubs import marks
+from otel_blackbox._render.hints import suggest
 from otel_blackbox._wire.call_ids import CallIds
 
 __all__ = ["OnMiss", "ToolAnswer", "ToolStubber"]
 
 OnMiss = Literal["diverge", "error", "run"]
-_RUN_HINT = "--run-unrecorded-tools runs it"
 
 
 @dataclass(frozen=True)
@@ -81,8 +81,10 @@ class ToolStubber:
         recording: str = "the incident",
         diverge: Callable[[str], None] | None = None,
         compare_arguments: bool = True,
+        run_hint: bool = True,
     ) -> None:
         self._ids = ids
+        self._run_hint = run_hint  # a miss suggests --run-unrecorded-tools (not where the command has none)
         self._by_id = {r.call_id: r for r in by_id if r.call_id}
         self._arguments = ToolBook(list(by_arguments), match="arguments")
         self._recording = recording  # what the messages call the cassette
@@ -150,7 +152,9 @@ class ToolStubber:
             if self._on_miss == "diverge":
                 message = f"[blackbox] {describe_call(name, arguments)} has no recorded result"
             else:
-                hint = "the tool did not run; " + _RUN_HINT
+                hint = "the tool did not run"
+                if self._run_hint:
+                    hint += f"; {suggest('--run-unrecorded-tools')} runs it"
                 message = self._arguments.miss(name, arguments, hint=hint, recording=self._recording)
         if self._on_miss == "run":
             self._notes.append(
