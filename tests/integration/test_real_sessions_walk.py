@@ -26,8 +26,7 @@ from helpers import import_transcript, run_cli, write_jsonl
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
-from test_transcripts_claude_code_subagents import concurrent_session
-from test_transcripts_claude_code_versions import Writer, text
+from test_transcripts_claude_code_subagents import concurrent_session, project_folder
 from test_transcripts_codex_current import LISTING, call, event, item, output, rollout, usage
 
 from otel_blackbox._cassette.io import load_cassette
@@ -113,15 +112,7 @@ def test_a_claude_code_session_with_concurrent_subagents(tmp_path: Path, fake_ll
 
 
 def test_a_project_folder_of_three_sessions(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
-    db, folder = tmp_path / "bb.db", tmp_path / "-home-me-shop"
-    concurrent_session(folder)
-    for n, session in enumerate(
-        ("11111111-2222-4333-8444-555555555555", "99999999-8888-4777-8666-555555555555")
-    ):
-        w = Writer("2.0.43", session=session)
-        w.user("u1", f"Question {n}")
-        w.assistant("a1", "msg_1", text(f"Answer {n}"))
-        w.write(folder / f"{session}.jsonl")
+    db, folder = tmp_path / "bb.db", project_folder(tmp_path / "-home-me-shop")
     run_id = _run_id(import_transcript(db, "claude-code", folder))
     refused = run_cli("cassette", "--run", run_id, "-o", str(tmp_path / "all.json"), db=db)
     assert refused.returncode == 2 and "holds 3 conversations" in refused.stderr

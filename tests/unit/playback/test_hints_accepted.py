@@ -31,7 +31,6 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -166,22 +165,16 @@ def calling(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-@pytest.fixture(scope="module")
-def llm() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as server:
-        yield server
-
-
 @pytest.fixture(autouse=True)
-def _keys(monkeypatch: pytest.MonkeyPatch, llm: FakeLLMServer) -> None:
+def _keys(monkeypatch: pytest.MonkeyPatch, fake_llm: FakeLLMServer) -> None:
     """Every SDK's key, and its base URL the fake provider (a suggested --provider reaches it)."""
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
         monkeypatch.setenv(name, KEY)
     for name in ("GOOGLE_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", llm.anthropic_base_url)
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", llm.gemini_base_url)
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_base_url)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_llm.anthropic_base_url)
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake_llm.gemini_base_url)
 
 
 # --- rerun and blame: the tool calls nothing answered ----------------------------------------------
@@ -236,7 +229,7 @@ def test_a_tool_the_model_made_up_gets_no_stub_suggested_and_a_stub_for_it_is_re
 
 
 def test_blame_with_nothing_to_correct_suggests_a_good_run_and_a_stub(
-    tmp_path: Path, llm: FakeLLMServer
+    tmp_path: Path, fake_llm: FakeLLMServer
 ) -> None:
     """The model answers order 7 is lost, which the contract refuses; a branch from the first decision
     asks for order 42, never recorded: no branch succeeds, one is unanswerable, nothing corrected."""
@@ -263,6 +256,12 @@ def test_blame_with_nothing_to_correct_suggests_a_good_run_and_a_stub(
 # --- rerun and blame: setup -------------------------------------------------------------------------
 
 
+def _short(command: str, path: Path, tmp_path: Path) -> list[str]:
+    """``rerun`` or ``blame`` of ``path`` kept to one model call (or one sample a step)."""
+    limit = "--samples" if command == "blame" else "--max-turns"
+    return [command, str(path), limit, "1", "-o", str(tmp_path / "out")]
+
+
 @pytest.mark.parametrize("command", ["rerun", "blame"])
 def test_an_incident_that_names_no_api_or_no_model_gets_the_options_that_do(
     tmp_path: Path, command: str
@@ -271,14 +270,7 @@ def test_an_incident_that_names_no_api_or_no_model_gets_the_options_that_do(
     unknown.api = {"name": "somewhere"}
     unknown.steps[0].payload["model"] = "mistral-large"
     path = saved(tmp_path, resealed(unknown), "unknown.json")  # edited here: hashed again
-    base = [
-        command,
-        str(path),
-        "--samples" if command == "blame" else "--max-turns",
-        "1",
-        "-o",
-        str(tmp_path / "out"),
-    ]
+    base = _short(command, path, tmp_path)
     done = run_cli(*base)
     assert done.returncode == 2 and "give --provider" in done.stderr, done.stderr
     suggestions = suggested(done)
@@ -302,14 +294,7 @@ def test_an_incident_that_names_no_api_or_no_model_gets_the_options_that_do(
 @pytest.mark.parametrize("command", ["rerun", "blame"])
 def test_a_bad_stub_or_budget_is_answered_with_one_that_is_accepted(tmp_path: Path, command: str) -> None:
     path = saved(tmp_path, incident(), "incident.json")
-    base = [
-        command,
-        str(path),
-        "--samples" if command == "blame" else "--max-turns",
-        "1",
-        "-o",
-        str(tmp_path / "out"),
-    ]
+    base = _short(command, path, tmp_path)
     for bad, instead in [
         ("lookup_order", STUB),
         ("lookup_order=12.OO", ["--stub", 'lookup_order="12.OO"']),

@@ -35,12 +35,6 @@ from otel_blackbox._playback.tool_stubs.answers import ToolStubber
 from otel_blackbox._wire.call_ids import CallIds
 
 
-@pytest.fixture(scope="module")
-def llm() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as server:
-        yield server
-
-
 @pytest.fixture(autouse=True)
 def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
@@ -48,12 +42,14 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def sensor(llm: FakeLLMServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[str]]]:
+def sensor(
+    fake_llm: FakeLLMServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Path, list[str]]]:
     """The sensor-offline incident (the program's check raised after the answer), and its program:
     the order API stays up, for what --allow-network sends."""
     path = tmp_path_factory.mktemp("sensor") / "incident.json"
     with SensorOfflineAPI() as api:
-        program = program_of(llm, api)
+        program = program_of(fake_llm, api)
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv("OPENAI_API_KEY", KEY)
             recorded = run_cli("record", "-o", str(path), "--", *program)
@@ -62,11 +58,13 @@ def sensor(llm: FakeLLMServer, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 
 def test_the_built_in_rerun_names_the_diff_and_the_rerun_that_can_judge_its_child(
-    llm: FakeLLMServer, sensor: tuple[Path, list[str]], tmp_path: Path
+    fake_llm: FakeLLMServer, sensor: tuple[Path, list[str]], tmp_path: Path
 ) -> None:
     path, program = sensor
     child = tmp_path / "child.json"
-    done = run_cli("rerun", str(path), "--base-url", llm.openai_base_url, "--model", MODEL, "-o", str(child))
+    done = run_cli(
+        "rerun", str(path), "--base-url", fake_llm.openai_base_url, "--model", MODEL, "-o", str(child)
+    )
     assert done.returncode == 0 and "failed in its program after its answer" in done.stderr, done.stderr
     diff, rerun = suggested(done)
     assert diff[:2] == ["otel-blackbox", "diff"] and rerun[:2] == ["otel-blackbox", "rerun"]
@@ -76,17 +74,17 @@ def test_the_built_in_rerun_names_the_diff_and_the_rerun_that_can_judge_its_chil
 
 
 def test_blame_names_a_contract_and_the_program_and_through_it_what_to_try(
-    llm: FakeLLMServer, sensor: tuple[Path, list[str]], tmp_path: Path
+    fake_llm: FakeLLMServer, sensor: tuple[Path, list[str]], tmp_path: Path
 ) -> None:
     path, program = sensor
     folder = ["-o", str(tmp_path / "branches")]
     built_in = ["blame", str(path), "--samples", "1", *folder]
-    done = run_cli(*built_in[:2], "--base-url", llm.openai_base_url, *built_in[2:])
+    done = run_cli(*built_in[:2], "--base-url", fake_llm.openai_base_url, *built_in[2:])
     assert done.returncode == 2 and "`-- CMD`, without --base-url)" in done.stderr, done.stderr
     contract, through = suggested(done)
     assert (contract, through) == (["--contract", "C.json"], ["--", "CMD"])
     with pytest.MonkeyPatch.context() as patch:  # the built-in agent's provider, as --base-url gave it
-        patch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+        patch.setenv("OPENAI_BASE_URL", fake_llm.openai_base_url)
         accepted(built_in, contract, {"C.json": [str(answer_contract(tmp_path))]})
     done = accepted(built_in, through, {"CMD": program})  # no correction to try: no branch succeeds
     good, stub, replay = suggested(done)
@@ -95,7 +93,7 @@ def test_blame_names_a_contract_and_the_program_and_through_it_what_to_try(
     assert accepted([], replay).returncode == 1  # the program's own check fails again, as recorded
     good_run = tmp_path / "good.json"
     with LoopbackAPI(lambda method, path, body: (200, GOOD)) as api:  # the sensor back
-        assert run_cli("record", "-o", str(good_run), "--", *program_of(llm, api)).returncode == 0
+        assert run_cli("record", "-o", str(good_run), "--", *program_of(fake_llm, api)).returncode == 0
     base = [*built_in, "--", *program]
     assert accepted(base, good, {"GOOD.json": [str(good_run)]}).returncode == 0  # the tool result is found
     accepted(base, stub)
@@ -120,10 +118,16 @@ def test_a_request_the_incident_did_not_record_is_sent_by_the_option_named_where
 
 
 def test_a_stubbed_tool_the_incident_did_not_record_runs_with_the_option_named(
-    llm: FakeLLMServer, tmp_path: Path
+    fake_llm: FakeLLMServer, tmp_path: Path
 ) -> None:
     ledger = tmp_path / "ledger.txt"
-    program = [sys.executable, str(EXAMPLES / "ledger_agent.py"), "openai", "--base-url", llm.openai_base_url]
+    program = [
+        sys.executable,
+        str(EXAMPLES / "ledger_agent.py"),
+        "openai",
+        "--base-url",
+        fake_llm.openai_base_url,
+    ]
     program += ["--ledger", str(ledger)]
     incident = tmp_path / "incident.json"
     assert run_cli("record", "-o", str(incident), "--", *program).returncode == 0

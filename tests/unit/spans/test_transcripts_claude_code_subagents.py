@@ -81,6 +81,20 @@ def concurrent_session(folder: Path) -> Path:
     return main
 
 
+def project_folder(folder: Path) -> Path:
+    """A project folder of three sessions: the concurrent one with its subagents, and two of one
+    question and answer each."""
+    concurrent_session(folder)
+    for n, session in enumerate(
+        ("11111111-2222-4333-8444-555555555555", "99999999-8888-4777-8666-555555555555")
+    ):
+        w = Writer("2.0.43", session=session)
+        w.user("u1", f"Question {n}")
+        w.assistant("a1", "msg_1", text(f"Answer {n}"))
+        w.write(folder / f"{session}.jsonl")
+    return folder
+
+
 def by_kind(stored: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [s for s in stored if s["oi_span_kind"] == kind]
 
@@ -249,15 +263,7 @@ def test_side_chains_of_an_older_session_are_linked_by_prompt_each_call_once_in_
 
 def test_a_project_folder_of_three_sessions_is_three_traces(tmp_path: Path) -> None:
     db = tmp_path / "bb.db"
-    folder = tmp_path / "-home-me-shop"
-    concurrent_session(folder)
-    for n, session in enumerate(
-        ("11111111-2222-4333-8444-555555555555", "99999999-8888-4777-8666-555555555555")
-    ):
-        w = Writer("2.0.43", session=session)
-        w.user("u1", f"Question {n}")
-        w.assistant("a1", "msg_1", text(f"Answer {n}"))
-        w.write(folder / f"{session}.jsonl")
+    folder = project_folder(tmp_path / "-home-me-shop")
     summary = import_transcript(db, "claude-code", folder)
     assert summary["traces"] == 3
     stored = spans(db)
