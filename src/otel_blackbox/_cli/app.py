@@ -39,7 +39,8 @@ __all__ = ["COMMANDS", "cli", "main"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "list": (
         "traces",
-        "Recent traces: start, status (ok / error / open), spans, duration, cost, trace id, root name.",
+        "Recent traces: start, status (ok / error / open / incomplete), spans, duration, cost, trace id,"
+        " root name.",
     ),
     "show": ("traces", "The span tree of one trace; a unique prefix of the trace id is enough."),
     "errors": ("traces", "Recent failed spans, newest first, each with its trace id and exception."),

@@ -60,7 +60,8 @@ def list_traces(
     price_model: str | None,
     as_json: bool,
 ) -> None:
-    """Recent traces: start, status (ok / error / open), spans, duration, cost, trace id, root name.
+    """Recent traces: start, status (ok / error / open / incomplete), spans, duration, cost, trace id,
+    root name.
 
     Status: open if a span is still open, else error if one failed, else incomplete if it is an
     imported conversation that stopped before the model's last word (a call never answered, a
