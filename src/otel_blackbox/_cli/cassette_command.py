@@ -13,12 +13,16 @@ is one conversation by its id: its traces (turns served by several processes) st
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 
 import click
 
 from otel_blackbox._cassette.diff.outcome import outcome_label
-from otel_blackbox._cassette.from_spans.cassette import conversation_cassettes, run_conversations
+from otel_blackbox._cassette.from_spans.cassette import (
+    beside,
+    conversation_cassettes,
+    file_names,
+    run_conversations,
+)
 from otel_blackbox._cassette.io import is_gzip_name, max_file_bytes, save_cassette
 from otel_blackbox._cassette.model import Cassette
 from otel_blackbox._cassette.verify import check_before_writing
@@ -38,17 +42,7 @@ from otel_blackbox._store.queries import SpanRecord
 from otel_blackbox._store.trace_logs import load_trace
 from otel_blackbox.errors import CassetteError
 
-__all__ = ["beside"]
-
-_SUFFIXES = (".json.gz", ".json", ".gz")
-
-
-def beside(output: str, tag: str) -> str:
-    """The file named ``output`` with ``.tag`` before its suffix: ``run.json`` -> ``run.agent-1.json``."""
-    for suffix in _SUFFIXES:
-        if output.endswith(suffix) and len(output) > len(suffix):
-            return f"{output[: -len(suffix)]}.{tag}{suffix}"
-    return f"{output}.{tag}"
+__all__: list[str] = []
 
 
 @cli.command("cassette")
@@ -138,10 +132,8 @@ def cassette_command(
                 )
     plans = [(name, cassettes) for name, cassettes, _ in written]
     warnings = [w for _, cassettes in plans for c in cassettes if (w := check_before_writing(c, force=force))]
-    for name, cassettes in plans:
-        _name_links(name, cassettes)
     for (name, cassettes), (_, _, source) in zip(plans, written, strict=True):
-        for path, cassette in zip(_names(name, cassettes), cassettes, strict=True):
+        for path, cassette in zip(file_names(name, cassettes), cassettes, strict=True):
             _write(path, cassette, source if cassette is cassettes[0] else "")
     for warning in warnings:
         click.echo(f"otel-blackbox: warning: {safe(warning)}", err=True)
@@ -149,20 +141,6 @@ def cassette_command(
 
 def _source(kind: str, ident: str, traces: int) -> str:
     return f" from {counted(traces, 'trace')} of {kind} {safe(ident)}"
-
-
-def _names(output: str, cassettes: list[Cassette]) -> list[str]:
-    return [output, *(beside(output, f"agent-{n}") for n in range(1, len(cassettes)))]
-
-
-def _name_links(output: str, cassettes: list[Cassette]) -> None:
-    """The links between a conversation's cassettes name the files they are written to."""
-    files = {c.id: Path(path).name for c, path in zip(cassettes, _names(output, cassettes), strict=True)}
-    for cassette in cassettes:
-        for link in cassette.subagents or []:
-            link["cassette"] = files.get(str(link.get("id")))
-        if cassette.subagent_of is not None:
-            cassette.subagent_of["cassette"] = files.get(str(cassette.subagent_of.get("id")))
 
 
 def _write(path: str, cassette: Cassette, source: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from otel_blackbox._cassette.diff.contract import find_contract
 from otel_blackbox._cassette.diff.report import diff_cassettes as diff_reports
 from otel_blackbox._cassette.diff.text import format_diff
-from otel_blackbox._cassette.from_spans.cassette import cassette_from_spans, run_cassette
+from otel_blackbox._cassette.from_spans.cassette import conversation_cassettes, file_names, run_cassettes
 from otel_blackbox._cassette.io import save_cassette
 from otel_blackbox._cassette.model import Cassette, terminal_outcome
 from otel_blackbox._cassette.trusted import load_checked_cassette, resealed
@@ -66,6 +66,21 @@ def _target(path: str, db: Path, overwrite: bool) -> Path:
     return target
 
 
+def _subagent_files(names: list[str], cassettes: list[Cassette]) -> list[dict[str, Any]]:
+    """Each sub-agent's cassette written beside the main one: its file, and the step of its parent's
+    (the call its result answers) that started it."""
+    found: list[dict[str, Any]] = []
+    for name, sub in zip(names[1:], cassettes[1:], strict=True):
+        link: dict[str, Any] = sub.subagent_of or {}
+        entry: dict[str, Any] = {
+            "path": name,
+            "steps": len(sub.steps),
+            "outcome": terminal_outcome(sub).status,
+        }
+        found.append({**entry, **{k: link[k] for k in ("step", "toolName") if k in link}})
+    return found
+
+
 def write_cassette(
     db: Path,
     path: str,
@@ -86,20 +101,26 @@ def write_cassette(
     with reading(db) as conn:
         if trace_id is not None:
             spans = load_trace(conn, queries.resolve_trace_id(conn, trace_id))
-            cassette = cassette_from_spans(spans)
+            cassettes = conversation_cassettes(spans)
             source = f"trace {spans[0].trace_id}"
         else:
             kind, ident, spans = group_spans(conn, run_id, session_id)
             own_id = f"{kind}-{ident}"
-            cassette = (
-                run_cassette(spans, cassette_id=own_id)
+            cassettes = (
+                run_cassettes(spans, cassette_id=own_id)
                 if kind == "run"
-                else cassette_from_spans(spans, cassette_id=own_id)
+                else conversation_cassettes(spans, cassette_id=own_id)
             )
             traces = len({s.trace_id for s in spans})
             source = f"{counted(traces, 'trace')} of {kind} {ident}"
-    warning = check_before_writing(cassette, force=force)  # CassetteError: a tool error, nothing written
-    save_cassette(cassette, target)
+    names = file_names(str(target), cassettes)
+    for name in names[1:]:  # a sub-agent's file beside it: the same rule as the main one's
+        _target(name, db, overwrite)
+    # CassetteError: a tool error, nothing written
+    warnings = [w for c in cassettes if (w := check_before_writing(c, force=force)) is not None]
+    for name, written in zip(names, cassettes, strict=True):
+        save_cassette(written, name)
+    cassette = cassettes[0]
     outcome = terminal_outcome(cassette)
     result = {
         "path": str(target),
@@ -110,7 +131,8 @@ def write_cassette(
         "final_answer": outcome.final_answer,
         "failure_reason": outcome.failure_reason,
         "head": cassette.head,
-        **({"warning": warning} if warning else {}),
+        **({"subagents": _subagent_files(names, cassettes)} if len(cassettes) > 1 else {}),
+        **({"warning": "; ".join(warnings)} if warnings else {}),
     }
     return dumps(clip_strings(result, VALUE_CHARS))
 

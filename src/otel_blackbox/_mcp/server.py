@@ -157,7 +157,8 @@ def build_server(db: Path) -> MCPServer[Any]:
     def list_runs(limit: Limit = 20, offset: Offset = 0, price_model: PriceModel = None) -> str:
         """Recent runs, newest first. A run is one recorder's lifetime in one process (one run of the
         agent's program): its run id (for write_cassette run_id), pid, start, last sighting, traces,
-        spans, status (open if a span never ended, else error if one failed, else ok), root span names
+        spans, status (open if a span never ended, else error if one failed, else incomplete if an
+        imported conversation stopped before the model's last word, else ok), root span names
         and cost_usd, unpriced_llm_spans and cost, as list_traces. As `otel-blackbox runs`. Paged by
         next_offset."""
         return _answer(lambda: traces.list_runs(db, limit=limit, offset=offset, price_model=price_model))
@@ -259,8 +260,11 @@ def build_server(db: Path) -> MCPServer[Any]:
         diff, check with eval_run, or replay offline (`otel-blackbox replay`). Give exactly one of
         trace_id, run_id, session_id. The only thing this server writes: never over the database, nor
         over an existing file unless overwrite=true. A cassette that would fail verify_cassette (a
-        tool span no model call asked for) is refused, naming the step, unless force=true. As
-        `otel-blackbox cassette`."""
+        tool span no model call asked for) is refused, naming the step, unless force=true. A cassette
+        is one agent's conversation: each sub-agent that ran its own (a Task call, an agent used as a
+        tool) is written beside it (run.agent-1.json...), listed in `subagents` with the step of the
+        call its result answers; a run of several independent conversations is refused, naming their
+        traces (write each by trace_id). As `otel-blackbox cassette`."""
         return _answer(
             lambda: cassette_tools.write_cassette(
                 db, path, trace_id=trace_id, run_id=run_id, session_id=session_id, overwrite=overwrite,

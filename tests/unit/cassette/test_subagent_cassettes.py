@@ -254,3 +254,18 @@ def test_the_workbench_and_the_mcp_tool_refuse_a_run_of_several_conversations(tm
     for n, trace in enumerate(traces):
         written = json.loads(write_cassette(db, str(tmp_path / f"t{n}.json"), trace_id=trace))
         assert written["outcome"] == "success"
+
+
+def test_the_mcp_tool_writes_the_sub_agents_beside_the_parent(planner_run: Path, tmp_path: Path) -> None:
+    from otel_blackbox._mcp.cassettes import write_cassette
+
+    (trace,) = json.loads(run_cli("list", "--json", db=planner_run, check=True).stdout)
+    answer = json.loads(write_cassette(planner_run, str(tmp_path / "p.json"), trace_id=trace["trace_id"]))
+    assert answer["outcome"] == "success" and answer["path"] == str(tmp_path / "p.json")
+    assert [(s["path"], s["toolName"], s["outcome"]) for s in answer["subagents"]] == [
+        (str(tmp_path / "p.agent-1.json"), "ask_weather", "success"),
+        (str(tmp_path / "p.agent-2.json"), "ask_calendar", "success"),
+    ]
+    parent = load_cassette(tmp_path / "p.json")
+    assert [link["cassette"] for link in parent.subagents or []] == ["p.agent-1.json", "p.agent-2.json"]
+    assert all(verify_cassette(load_cassette(Path(s["path"]))).passed for s in answer["subagents"])

@@ -13,6 +13,7 @@ The cassette keeps what the model did: the OpenAI Agents SDK's handoff spans (a 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from otel_blackbox._cassette.captured import captured_exchange, captured_model_call
@@ -41,9 +42,12 @@ from otel_blackbox.errors import CassetteError
 
 __all__ = [
     "PROCESS_EXIT",
+    "beside",
     "cassette_from_spans",
     "conversation_cassettes",
+    "file_names",
     "run_cassette",
+    "run_cassettes",
     "run_conversations",
 ]
 
@@ -95,6 +99,12 @@ def run_conversations(spans: list[SpanRecord]) -> list[list[SpanRecord]]:
 def run_cassette(spans: list[SpanRecord], *, cassette_id: str) -> Cassette:
     """The cassette of a run that holds one conversation (its main agent's); CassetteError naming the
     first trace of each when it holds several, which no one sequence replays."""
+    return run_cassettes(spans, cassette_id=cassette_id)[0]
+
+
+def run_cassettes(spans: list[SpanRecord], *, cassette_id: str) -> list[Cassette]:
+    """``conversation_cassettes`` of a run that holds one conversation; CassetteError naming the first
+    trace of each when it holds several."""
     groups = run_conversations(spans)
     if len(groups) > 1:
         firsts = ", ".join(group[0].trace_id for group in groups)
@@ -102,7 +112,28 @@ def run_cassette(spans: list[SpanRecord], *, cassette_id: str) -> Cassette:
             f"{cassette_id} holds {len(groups)} conversations, which one cassette cannot replay in one"
             f" sequence: take one of its traces ({firsts}), or `cassette --run ... --each`"
         )
-    return cassette_from_spans(spans, cassette_id=cassette_id)
+    return conversation_cassettes(spans, cassette_id=cassette_id)
+
+
+def file_names(output: str, cassettes: list[Cassette]) -> list[str]:
+    """Where a conversation's cassettes are written: the main one at ``output``, each sub-agent's
+    beside it (``run.json``: ``run.agent-1.json``...); the links between them name these files."""
+    names = [output, *(beside(output, f"agent-{n}") for n in range(1, len(cassettes)))]
+    files = {c.id: Path(name).name for c, name in zip(cassettes, names, strict=True)}
+    for cassette in cassettes:
+        for link in cassette.subagents or []:
+            link["cassette"] = files.get(str(link.get("id")))
+        if cassette.subagent_of is not None:
+            cassette.subagent_of["cassette"] = files.get(str(cassette.subagent_of.get("id")))
+    return names
+
+
+def beside(output: str, tag: str) -> str:
+    """The file named ``output`` with ``.tag`` before its suffix: ``run.json`` -> ``run.agent-1.json``."""
+    for suffix in (".json.gz", ".json", ".gz"):
+        if output.endswith(suffix) and len(output) > len(suffix):
+            return f"{output[: -len(suffix)]}.{tag}{suffix}"
+    return f"{output}.{tag}"
 
 
 Wire = dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]]
