@@ -218,7 +218,7 @@ def parse_cassette(data: Any, source: str = "cassette", *, check_version: bool =
     for key, value in (("parentId", parent_id), ("forkedFromStepId", forked_from)):
         if value is not None and not isinstance(value, str):
             raise CassetteError(f"{source}: field {key!r} must be a string")
-    for key in ("api", "agent", "subagentOf"):
+    for key in ("api", "agent", "subagentOf", "edit"):
         if data.get(key) is not None and not isinstance(data[key], dict):
             raise CassetteError(f"{source}: field {key!r} must be an object")
     subagents = data.get("subagents")
@@ -259,6 +259,7 @@ def parse_cassette(data: Any, source: str = "cassette", *, check_version: bool =
         agent=data.get("agent"),
         subagents=subagents,
         subagent_of=data.get("subagentOf"),
+        edit=data.get("edit"),
     )
 
 

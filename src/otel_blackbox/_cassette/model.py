@@ -85,6 +85,8 @@ class Cassette:
     # (the parent's step that started it), "toolCallId", "toolName" (the call its result answers)}``.
     subagents: list[JsonObject] | None = None
     subagent_of: JsonObject | None = None
+    # A fork's change at its branch point (``fork --at N``): ``{"step", "kind", "description", "by"}``.
+    edit: JsonObject | None = None
 
     def append(
         self, step_type: str, payload: Any, timestamp: int | float, *, hasher: StepHash = hash_step
@@ -125,6 +127,8 @@ class Cassette:
             data["subagents"] = self.subagents
         if self.subagent_of is not None:
             data["subagentOf"] = self.subagent_of
+        if self.edit is not None:
+            data["edit"] = self.edit
         data["steps"] = [s.to_json() for s in self.steps]
         return data
 

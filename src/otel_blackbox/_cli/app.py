@@ -90,7 +90,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "fork": (
         "playback",
-        "Replay a run up to a tool result, replace it, and let the run continue from there.",
+        "Change one step of a run and let the run continue from there.",
     ),
     "rerun": (
         "rerun",

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from otel_blackbox._cassette.io import loads_json, read_text
+from otel_blackbox._cli.agent_options import agent_only_given, built_in_agent_options, built_in_plan
 from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import ALLOW_UNVERIFIED, checked_inputs, output_option
 from otel_blackbox.errors import SessionError
@@ -148,24 +149,170 @@ def _json_option(text: str, option: str) -> Any:
         ) from None
 
 
+# Each change a fork can make at --at N: the option, its metavar, what it says in --help.
+_CHANGES = (
+    ("--set", "JSON", "A tool_result step: the result the tool returns instead (JSON)."),
+    ("--set-error", "TEXT", "A tool_result step: the tool fails with this error instead (built-in agent)."),
+    ("--answer", "TEXT", "A model_output step: the model gives this final answer instead (built-in agent)."),
+    (
+        "--calls",
+        "JSON",
+        'A model_output step: the model makes these tool calls instead, a JSON list of {"toolName", '
+        '"toolInput"} (built-in agent).',
+    ),
+    ("--user", "TEXT", "A model_input step: its last user message says this instead (built-in agent)."),
+    ("--insert-user", "TEXT", "A model_input step: a user message appended to it (built-in agent)."),
+    (
+        "--system",
+        "TEXT",
+        "A model_input step: the system prompt of it and every later request (built-in agent).",
+    ),
+    (
+        "--tool",
+        "NAME=JSON",
+        'A model_input step: tool NAME\'s definition, {"description"?, "inputSchema"?}, in it and every '
+        "later request (built-in agent).",
+    ),
+)
+
+
+def _change_options(command: _F) -> _F:
+    for option, metavar, text in reversed(_CHANGES):
+        command = click.option(option, metavar=metavar, help=text)(command)
+    return command
+
+
 @cli.command(context_settings=PASS_THROUGH)
 @click.argument("cassette", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--at", "at", required=True, type=click.IntRange(min=0), help="The step to change.")
+@_change_options
+@built_in_agent_options
 @click.option(
-    "--at", "at", required=True, type=click.IntRange(min=0), help="The tool_result step to replace."
+    "--script",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="With -- CMD: model outputs to serve after the fork.",
 )
 @click.option(
-    "--set", "result", required=True, metavar="JSON", help="The result the tool returns instead (JSON)."
+    "--live", is_flag=True, help="With -- CMD: after the fork, send model calls to the real upstream."
 )
-@click.option(
-    "--script", type=click.Path(dir_okay=False, path_type=Path), help="Model outputs to serve after the fork."
-)
-@click.option("--live", is_flag=True, help="After the fork, send model calls to the real upstream.")
 @output_option("Child cassette.", path=True)
 @click.option("--match", type=click.Choice(["exact", "sequence"]), default="exact", show_default=True)
 @stub_tools_option(unrecorded=True)
 @ALLOW_UNVERIFIED
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def fork(
+    cassette: Path,
+    at: int,
+    script: Path | None,
+    live: bool,
+    output: Path,
+    match: str,
+    stub_tools: bool,
+    run_unrecorded_tools: bool,
+    allow_unverified: bool,
+    command: tuple[str, ...],
+    **options: Any,
+) -> None:
+    """Change one step of a run and let the run continue from there.
+
+    Steps before --at are copied verbatim (same timestamps, so the same hashes: `diff` shows the
+    shared prefix); give exactly one change for step N: a tool_result's --set JSON or --set-error
+    TEXT, a model_output's --answer TEXT or --calls JSON, a model_input's --user TEXT,
+    --insert-user TEXT, --system TEXT or --tool NAME=JSON (the system prompt and a tool's
+    definition change for that request and every later one). The child records the change as its
+    `edit` field, and `diff PARENT CHILD` names it first. A change that does not fit the step, a
+    step out of range, or JSON that does not parse: one line, exit 2, before any model call.
+
+    With no program, the built-in agent continues the run, as `rerun` does: any --provider and
+    --model, every tool call answered from the parent's recorded results (on name and arguments,
+    each once, those after the step first) or a --stub, never executed; a call neither answers
+    stops the run (exit 1, the call named). An --answer ends the child there, with no model call.
+    Exit 0 when the child completed.
+
+    With -- CMD (only --set, for now), the program is replayed up to the tool result and continues
+    --live or from a --script of neutral model outputs (a JSON list of {"type": "final_answer",
+    "text": ...} / {"type": "tool_calls", ...}); the model sees the replacement, the program's own
+    variables still hold the original. With --stub-tools the program's tools do not run: before
+    the fork point each call gets the parent's result for it (the forked one, the replacement),
+    after it the parent's result with the same tool name and arguments. A call with no such result
+    is a tool error the model sees, named at the end (or, with --run-unrecorded-tools, runs for
+    real).
+
+    \b
+    Example:
+      otel-blackbox fork run.json --at 9 --set '"refunded 12.00"' -o child.json
+      otel-blackbox fork run.json --at 7 --calls '[{"toolName": "refund_order",
+          "toolInput": {"order_id": "Alpha", "amount": "12.00"}}]' -o child.json
+      otel-blackbox fork run.json --at 6 --system 'Refund exactly what was paid.' \\
+          --provider anthropic --model claude-sonnet-4-5 --max-cost 0.50 -o child.json
+      otel-blackbox fork run.json --at 7 --set '{"available": false}' \\
+          --script replies.json -o child.json -- python agent.py
+      otel-blackbox diff run.json child.json     # edited at step 9: tool result of refund_order
+    """
+    changes = {option: options.pop(option[2:].replace("-", "_")) for option, _, _ in _CHANGES}
+    given = [(option, value) for option, value in changes.items() if value is not None]
+    if len(given) != 1:
+        names = ", ".join(f"{option} {metavar}" for option, metavar, _ in _CHANGES)
+        raise click.UsageError(f"give exactly one change for step {at}: one of {names}")
+    ((change, value),) = given
+    program = command[1:] if command and command[0] == "--" else command
+    if program:
+        if change != "--set":
+            raise click.UsageError(
+                f"{change} is for the built-in agent only for now: leave out the program (-- CMD)"
+            )
+        agent_only = agent_only_given(
+            options["provider"], options["stream"], options["base_url"], options["stubs"],
+            options["tool_match"], options["max_turns"],
+        )  # fmt: skip
+        for option, used in (("--model", options["model"]), ("--max-cost", options["max_cost"])):
+            agent_only = agent_only or (option if used is not None else None)
+        if agent_only is not None:
+            raise click.UsageError(f"{agent_only} is for the built-in agent: leave out the program (-- CMD)")
+        _program_fork(cassette, at, value, script, live, output, match, stub_tools, run_unrecorded_tools,
+                      allow_unverified, program)  # fmt: skip
+    program_only = (("--script", script), ("--live", live), ("--match", match != "exact"),
+                    ("--run-unrecorded-tools", run_unrecorded_tools))  # fmt: skip
+    for option, used in program_only:
+        if used:
+            raise click.UsageError(f"{option} is for a program fork: give the program after --")
+    if options["model"] is not None and not options["model"].strip():
+        raise click.BadParameter("give a model name", param_hint="--model")
+    checked_inputs([cassette], allow_unverified)
+    if output.resolve() == cassette.resolve():
+        raise click.BadParameter("the child cassette would overwrite the parent", param_hint="-o")
+    edit = _edit(at, change, value)
+    from otel_blackbox._playback.agent.fork_run import fork_built_in  # the execution side
+
+    plan = built_in_plan(output, allow_unverified=allow_unverified, **options)
+    sys.exit(fork_built_in(cassette, edit, plan))
+
+
+def _edit(at: int, change: str, value: str) -> Any:
+    """The Edit a change option asks for (its JSON parsed: exit 2 when it is not JSON)."""
+    from otel_blackbox._playback.agent.edit import Edit
+
+    if change == "--set":
+        return Edit("tool_result", at, {"result": _json_option(value, change)})
+    if change == "--set-error":
+        return Edit("tool_result", at, {"error": value})
+    if change == "--answer":
+        return Edit("model_output", at, {"text": value})
+    if change == "--calls":
+        return Edit("model_output", at, {"calls": _json_option(value, change)})
+    if change in ("--user", "--insert-user"):
+        return Edit("user_message", at, {"text": value, "insert": change == "--insert-user"})
+    if change == "--system":
+        return Edit("system_prompt", at, value)
+    name, sep, definition = value.partition("=")
+    if not sep or not name.strip():
+        raise click.BadParameter(f"{value!r}: expected NAME=JSON", param_hint="--tool")
+    return Edit(
+        "tool_definition", at, {"name": name.strip(), "definition": _json_option(definition, "--tool")}
+    )
+
+
+def _program_fork(
     cassette: Path,
     at: int,
     result: str,
@@ -176,27 +323,9 @@ def fork(
     stub_tools: bool,
     run_unrecorded_tools: bool,
     allow_unverified: bool,
-    command: tuple[str, ...],
+    program: tuple[str, ...],
 ) -> None:
-    """Replay a run up to a tool result, replace it, and let the run continue from there.
-
-    Steps before --at are copied verbatim; the model then sees the replacement (the program's own
-    variables still hold the original). Continue --live, or from a --script of neutral model
-    outputs (a JSON list of {"type": "final_answer", "text": ...} / {"type": "tool_calls", ...}).
-
-    With --stub-tools the program's tools do not run: before the fork point each call gets the
-    parent's result for it (the forked one, the replacement), after it the parent's result with the
-    same tool name and arguments. A call with no such result is a tool error the model sees, named
-    at the end (or, with --run-unrecorded-tools, runs for real).
-
-    \b
-    Example:
-      otel-blackbox fork run.json --at 7 --set '{"available": false}' \\
-          --script replies.json -o child.json -- python agent.py
-      otel-blackbox fork run.json --at 7 --set '"declined"' --stub-tools \\
-          --script replies.json -o child.json -- python agent.py
-      otel-blackbox diff run.json child.json
-    """
+    """``fork --at N --set JSON -- CMD``: the program replayed up to the tool result, continued."""
     if live == (script is not None):
         raise click.UsageError("give exactly one of --live and --script FILE")
     replies = read_script(script) if script is not None else None
@@ -210,7 +339,7 @@ def fork(
     }
     if cassette.is_file():  # checked before the program starts; a missing one: the launcher's line
         checked_inputs([cassette], allow_unverified)
-    sys.exit(run_program("fork", cassette, program_command(command), match=match, plan=plan))
+    sys.exit(run_program("fork", cassette, program, match=match, plan=plan))
 
 
 def read_script(script: Path) -> list[dict[str, Any]]:

@@ -11,15 +11,9 @@ from typing import Any
 
 import click
 
+from otel_blackbox._cli.agent_options import agent_only_given, built_in_agent_options, built_in_plan
 from otel_blackbox._cli.app import cli
-from otel_blackbox._cli.common import (
-    ALLOW_UNVERIFIED,
-    base_url_option,
-    checked_inputs,
-    output_option,
-    parse_stubs,
-    usd_option,
-)
+from otel_blackbox._cli.common import ALLOW_UNVERIFIED, checked_inputs, output_option
 from otel_blackbox._cli.playback import (
     PASS_THROUGH,
     read_script,
@@ -27,57 +21,13 @@ from otel_blackbox._cli.playback import (
     stub_plan,
     stub_tools_option,
 )
-from otel_blackbox._wire.apis import API_NAMES
 
 __all__: list[str] = []
 
 
 @cli.command(context_settings=PASS_THROUGH)
 @click.argument("incident", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--model", metavar="NAME", help="The model to call instead of the incident's.")
-@click.option(
-    "--provider",
-    type=click.Choice(API_NAMES),
-    help="Built-in agent: the API to rerun on (default: the incident's, else the model name's family).",
-)
-@click.option(
-    "--stream/--no-stream",
-    default=None,
-    help="Built-in agent: stream the model's answers or not (default: as the incident's first call did).",
-)
-@click.option(
-    "--base-url",
-    metavar="URL",
-    callback=base_url_option,
-    help="Built-in agent: the provider's base URL (default: the SDK's own variable).",
-)
-@click.option(
-    "--stub",
-    "stubs",
-    multiple=True,
-    metavar="NAME=JSON",
-    help="Built-in agent: answer the calls of tool NAME the incident did not record (repeatable).",
-)
-@click.option(
-    "--tool-match",
-    type=click.Choice(["arguments", "name"]),
-    default="arguments",
-    show_default=True,
-    help="Built-in agent: match a call with a recorded result on its name and arguments, or its name alone.",
-)
-@click.option(
-    "--max-turns",
-    type=click.IntRange(min=1),
-    help="Built-in agent: stop after this many model calls (default: twice the incident's, at least 10).",
-)
-@click.option(
-    "--max-cost",
-    metavar="USD",
-    callback=usd_option,
-    help="Stop before the next model call once the calls so far cost this many US dollars (priced "
-    "from their token counts with genai-prices); the child ends run_failed / max_cost. A model with "
-    "no price is refused.",
-)
+@built_in_agent_options
 @click.option(
     "--script",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -169,17 +119,9 @@ def rerun(
                 raise click.UsageError(f"{option} is for a program rerun: give the program after --")
         sys.exit(_rerun_built_in(incident, output, model, provider, stream, base_url, stubs, tool_match,
                                  max_turns, budget, allow_unverified))  # fmt: skip
-    agent_only: dict[str, object] = {
-        "--provider": provider,
-        "--stream/--no-stream": stream is not None,
-        "--base-url": base_url,
-        "--stub": stubs,
-        "--tool-match": tool_match != "arguments",
-        "--max-turns": max_turns,
-    }
-    for option, used in agent_only.items():
-        if used:
-            raise click.UsageError(f"{option} is for the built-in agent: leave out the program (-- CMD)")
+    agent_only = agent_only_given(provider, stream, base_url, stubs, tool_match, max_turns)
+    if agent_only is not None:
+        raise click.UsageError(f"{agent_only} is for the built-in agent: leave out the program (-- CMD)")
     if model is not None and script is not None:
         raise click.UsageError("--model chooses the live model and --script answers instead of one: give one")
     if budget is not None and model is not None:
@@ -225,22 +167,10 @@ def _rerun_built_in(
     budget: Decimal | None,
     allow_unverified: bool,
 ) -> int:
-    from otel_blackbox._playback.agent.run import (
-        BuiltInRerun,
-        rerun_built_in,
-    )  # the execution side: only when it runs
+    from otel_blackbox._playback.agent.run import rerun_built_in  # the execution side: only when it runs
 
-    parsed = parse_stubs(stubs)
-    plan = BuiltInRerun(
-        output=output,
-        provider=provider,
-        model=model,
-        stream=stream,
-        base_url=base_url,
-        tool_match="name" if tool_match == "name" else "arguments",
-        stubs=parsed,
-        max_turns=max_turns,
-        max_cost=budget,
-        allow_unverified=allow_unverified,
-    )
+    plan = built_in_plan(
+        output, model=model, provider=provider, stream=stream, base_url=base_url, stubs=stubs,
+        tool_match=tool_match, max_turns=max_turns, max_cost=budget, allow_unverified=allow_unverified,
+    )  # fmt: skip
     return rerun_built_in(incident, plan)

@@ -142,6 +142,11 @@ class Recorder:
         model_input = self._shared(model_input)
         self.cassette.append("model_input", model_input, now_ms(), hasher=self._hasher.hash_step)
         self.cassette.append("model_output", output, now_ms())
+        self.took_output(output)
+
+    def took_output(self, output: dict[str, Any]) -> None:
+        """``output`` is the run's latest model output (also one a fork's child starts with, edited):
+        its calls wait for their results, or its answer ends the run so far."""
         self.last_output = output
         if output.get("type") == "final_answer":  # a final answer ends the run so far
             self._final_answer = str(output.get("text", ""))

@@ -29,6 +29,7 @@ class DiffReport:
     outcome: OutcomeDiff
     parent_cost: CassetteCost | None = None
     child_cost: CassetteCost | None = None
+    edit: dict[str, Any] | None = None  # the child's ``edit`` hint: the change a fork made, named first
 
     @property
     def diverged(self) -> bool:
@@ -52,6 +53,7 @@ class DiffReport:
             "childStep": None if self.child_step is None else self.child_step.to_json(),
             "difference": None if self.difference is None else self.difference.to_json(),
             "outcome": self.outcome.to_json(),
+            "edit": self.edit,
             "cost_usd": {
                 "parent": None if self.parent_cost is None else self.parent_cost.dollars,
                 "child": None if self.child_cost is None else self.child_cost.dollars,
@@ -82,4 +84,5 @@ def diff_cassettes(
         outcome=diff_outcome(parent, child, contract=contract),
         parent_cost=cassette_cost(parent),
         child_cost=cassette_cost(child),
+        edit=child.edit if child.edit is not None and child.parent_id == parent.id else None,
     )

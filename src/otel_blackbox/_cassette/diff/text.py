@@ -98,6 +98,7 @@ def format_diff(report: DiffReport) -> list[str]:
     """The readable report, one fact per line, every recorded value clipped and made terminal-safe."""
     compared = "step hashes" if report.mode == "hash" else "type and payload (timestamps and ids ignored)"
     return [
+        *_edit_line(report),
         f"parent: {safe(report.parent_id)} ({counted(report.parent_length, 'step')})",
         f"child: {safe(report.child_id)} ({counted(report.child_length, 'step')})",
         *_cost_lines(report),
@@ -106,6 +107,15 @@ def format_diff(report: DiffReport) -> list[str]:
         *_divergence_lines(report),
         *_outcome_lines(report.outcome),
     ]
+
+
+def _edit_line(report: DiffReport) -> list[str]:
+    """``edited at step 7: tool result of lookup_order``: the change a fork made, before all else."""
+    edit = report.edit
+    if edit is None:
+        return []
+    what = safe(clip(str(edit.get("description")), VALUE_LIMIT))
+    return [f"edited at step {safe(str(edit.get('step')))}: {what}"]
 
 
 def _cost_lines(report: DiffReport) -> list[str]:

@@ -1,30 +1,33 @@
-"""A branch of an incident (``blame``): its steps kept up to a point, the built-in agent from there.
+"""A branch of an incident (``blame``, ``fork --at N`` with no program): its steps kept up to a point,
+changed there (edit.py), the built-in agent from there.
 
-Two kinds of point. A *decision* is a ``model_output`` step: the branch keeps every step before the
+Blame's two kinds of point. A *decision* is a ``model_output`` step: the branch keeps every step before the
 request that produced it, verbatim (same timestamps, so the same hashes: a fork's proof), and sends
 that request again to the model, live. An *intervention* is a ``tool_result`` step: the branch keeps
 every step before it, puts a corrected result in its place (the rest of that tool round as
 recorded), and lets the model go on from the next request. Either way the conversation goes on as
 ``rerun`` runs it: every tool call answered from the incident's results (name and arguments, each
 once, those after the point first), then a good run's, or a ``--stub``, never executed; a call
-none answers ends the branch ``unrecorded_tool_call``, which ``blame`` counts as unanswerable.
+none answers ends the branch ``unrecorded_tool_call``, which ``blame`` counts as unanswerable. A
+fork's edits (``continue_edit``) go the same way, their change recorded as the child's ``edit``.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from otel_blackbox._cassette.model import Cassette, Step, highest_call_index
+from otel_blackbox._playback.agent.edit import Edit, Start, start_of
 from otel_blackbox._playback.agent.incident import Incident, RecordedResult
-from otel_blackbox._playback.agent.loop import AgentPlan, Resume
+from otel_blackbox._playback.agent.loop import AgentPlan, AgentRun
 from otel_blackbox._playback.agent.run import BuiltInRerunSession, drive_session
 from otel_blackbox._playback.agent.sdk import ModelClient
-from otel_blackbox._playback.agent.tools import ToolBook
+from otel_blackbox._playback.agent.tools import ToolBook, ToolMatch
 from otel_blackbox._playback.interceptor import Mode, now_ms
+from otel_blackbox._playback.record import RunStopped
 from otel_blackbox._types import JsonObject
 from otel_blackbox.errors import BlackboxError
 
@@ -32,6 +35,8 @@ __all__ = [
     "Branch",
     "BranchPoint",
     "BranchSession",
+    "Continued",
+    "continue_edit",
     "corrections_from",
     "decision_points",
     "run_branch",
@@ -49,6 +54,12 @@ class BranchPoint:
     turn: int  # the model call (from 0) the branch sends first
     correction: JsonObject | None = None  # {"result": ...} or {"error": ...}; None for a decision
     source: str | None = None  # where the correction came from: "good" or "stub"
+
+    def edit(self) -> Edit:
+        """The change a branch from here makes: none (the request sent again), or the correction."""
+        if self.correction is None:
+            return Edit("resend", self.index)
+        return Edit("tool_result", self.index, self.correction)
 
     def intervention(self) -> JsonObject | None:
         if self.correction is None:
@@ -125,82 +136,112 @@ def _outcome(step: Step) -> JsonObject:
 
 
 class BranchSession(BuiltInRerunSession):
-    """A rerun session whose child starts with the incident's steps before the branch point."""
+    """A rerun session whose child starts with the parent's steps before the branch point, changed."""
 
     mode: ClassVar[Mode] = "rerun"
 
-    def __init__(self, incident: Cassette, point: BranchPoint, output: Path, agent: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        incident: Cassette,
+        start: Start,
+        output: Path,
+        agent: dict[str, Any],
+        *,
+        label: str = "branch",
+        hint: JsonObject | None = None,
+    ) -> None:
         super().__init__(incident, output, agent)
         now = now_ms()
-        steps = incident.steps
+        index = start.edit.step
         self.cassette = Cassette(
-            id=f"{incident.id}-branch-{point.index}-{now}",
+            id=f"{incident.id}-{label}-{index}-{now}",
             created_at=now,
             parent_id=incident.id,
-            forked_from_step_id=steps[point.index].id,
+            forked_from_step_id=incident.steps[index].id,
             api=incident.api,
             agent=agent,
+            edit=hint,
         )
         self.recorder.cassette = self.cassette
-        for step_type, payload, timestamp in _seed(incident, point):
+        for step_type, payload, timestamp in start.seed:
             self.cassette.append(step_type, payload, timestamp)
-
-
-def _request_of(incident: Cassette, point: BranchPoint) -> int:
-    """The index of the model_input the branch sends first."""
-    return _model_input_indexes(incident)[point.turn]
-
-
-def _seed(incident: Cassette, point: BranchPoint) -> list[tuple[str, Any, int | float]]:
-    """The steps a branch's child starts with (type, payload, timestamp): before the request a
-    decision re-sends; before an intervention, then the corrected result and the rest of its round."""
-    request = _request_of(incident, point)
-    if point.correction is None:
-        kept = incident.steps[:request]
-        return [(s.type, s.payload, s.timestamp) for s in kept]
-    forked = incident.steps[point.index]
-    head = {k: forked.payload[k] for k in ("toolCallId", "toolName") if k in forked.payload}
-    rest = incident.steps[point.index + 1 : request]
-    return [
-        *[(s.type, s.payload, s.timestamp) for s in incident.steps[: point.index]],
-        ("tool_result", {**head, **point.correction}, forked.timestamp),
-        *[(s.type, s.payload, s.timestamp) for s in rest],
-    ]
-
-
-def resume_at(incident: Cassette, reader: Incident, point: BranchPoint) -> Resume:
-    """The conversation the branch's first request carries, and the user turns still to come."""
-    messages = copy.deepcopy(reader.model_inputs[point.turn].get("messages", []))
-    if point.correction is not None:
-        call_id = incident.steps[point.index].payload.get("toolCallId")
-        for message in messages:
-            for part in message.get("content") if isinstance(message.get("content"), list) else []:
-                if (
-                    isinstance(part, dict)
-                    and part.get("type") == "tool_result"
-                    and part.get("toolCallId") == call_id
-                ):
-                    part.pop("result", None)
-                    part.pop("error", None)
-                    part.update(point.correction)
-    return Resume(messages, point.turn, reader.user_turns_after(point.turn))
+        if start.resume.output is not None:  # an edited output: its calls wait for their answers
+            self.recorder.took_output(start.resume.output)
 
 
 def _book(
-    reader: Incident, point: BranchPoint, stubs: dict[str, Any], fallback: Sequence[RecordedResult]
+    reader: Incident,
+    index: int,
+    stubs: dict[str, Any],
+    fallback: Sequence[RecordedResult],
+    match: ToolMatch = "arguments",
 ) -> ToolBook:
-    """The incident's results, those after the point first (each once), then ``fallback`` (a good
+    """The incident's results, those after step ``index`` first (each once), then ``fallback`` (a good
     run's), then the stubs."""
-    after: list[RecordedResult] = [r for r in reader.results if r.step > point.index]
-    before = [r for r in reader.results if r.step <= point.index]
+    after: list[RecordedResult] = [r for r in reader.results if r.step > index]
+    before = [r for r in reader.results if r.step <= index]
     recorded = [*after, *before, *fallback]
     return ToolBook(
         recorded,
-        match="arguments",
+        match=match,
         stubs=stubs,
         unanswered=reader.unanswered,
         stubbable=reader.offered_tools(),
     )
+
+
+@dataclass
+class Continued:
+    """A child continued from an edit, its session still to finish (``finish``): how its run ended."""
+
+    session: BranchSession
+    start: Start
+    seeded: int  # the child's steps taken from the parent (its own start after them)
+    run: AgentRun
+    book: ToolBook
+    stopped: RunStopped | None
+
+
+def continue_edit(
+    incident: Cassette,
+    reader: Incident,
+    edit: Edit,
+    *,
+    output: Path,
+    plan: AgentPlan,
+    client: ModelClient,
+    stubs: dict[str, Any],
+    match: ToolMatch = "arguments",
+    before_call: Callable[[Cassette, int, int], None] | None = None,
+    fallback: Sequence[RecordedResult] = (),
+    label: str = "branch",
+    hint: str | None = None,
+) -> Continued:
+    """Copy the parent up to the edit, change it, and let the built-in agent run on to its end; the
+    child written to ``output``. ``before_call(child, seeded, n)`` runs before each model call, and may
+    stop the run (RunStopped). ``hint``: who asked, recorded as the child's ``edit`` field."""
+    start = start_of(incident, reader, edit)
+    agent: dict[str, Any] = {
+        "kind": "built-in",
+        "provider": plan.api,
+        "model": plan.model,
+        "toolMatch": match,
+    }
+    turn = start.resume.turn
+    # Where a replay of the child takes it up: its first own request, at model call ``turn``.
+    agent["branch"] = {"from": edit.step, "turn": turn, "seeded": len(start.seed)}
+    mark = None if hint is None else start.edit.hint(hint)
+    session = BranchSession(incident, start, output, agent, label=label, hint=mark)
+    session.ids.start = highest_call_index(session.cassette.steps) + 1
+    book = _book(reader, edit.step, stubs, fallback, match)
+    seeded = len(session.cassette.steps)
+
+    def check(call: int) -> None:
+        if before_call is not None:
+            before_call(session.cassette, seeded, call)
+
+    run, stopped = drive_session(session, start.incident, plan, book, client, check, None, start.resume)
+    return Continued(session, start, seeded, run, book, stopped)
 
 
 @dataclass(frozen=True)
@@ -228,29 +269,18 @@ def run_branch(
 ) -> Branch:
     """Run one branch to its end with the built-in agent; its child written to ``output``.
     ``before_call(child, n)`` runs before each model call, and may stop the branch (RunStopped)."""
-    if point.turn >= len(reader.model_inputs):
-        raise BlackboxError(f"step {point.index}: no model call follows it to branch from")
-    agent: dict[str, Any] = {
-        "kind": "built-in",
-        "provider": plan.api,
-        "model": plan.model,
-        "toolMatch": "arguments",
-    }
-    # Where a replay of the child takes it up: its first own request, at model call ``turn``.
-    agent["branch"] = {"from": point.index, "turn": point.turn, "seeded": len(_seed(incident, point))}
-    session = BranchSession(incident, point, output, agent)
-    session.ids.start = highest_call_index(session.cassette.steps) + 1
-    resume = resume_at(incident, reader, point)
-    book = _book(reader, point, stubs, fallback)
-    seeded = len(session.cassette.steps)
 
-    def check(call: int) -> None:
+    def check(child: Cassette, _seeded: int, call: int) -> None:
         if before_call is not None:
-            before_call(session.cassette, call)
+            before_call(child, call)
 
-    _, stopped = drive_session(session, reader, plan, book, client, check, None, resume)
-    session.finish(stopped)
+    done = continue_edit(
+        incident, reader, point.edit(), output=output, plan=plan, client=client, stubs=stubs,
+        before_call=check, fallback=fallback,
+    )  # fmt: skip
+    done.session.finish(done.stopped)
+    stopped = done.stopped
     if stopped is None:
-        return Branch(point, output, None, seeded)
+        return Branch(point, output, None, done.seeded)
     tool = stopped.details.get("toolName")
-    return Branch(point, output, stopped.reason, seeded, tool if isinstance(tool, str) else None)
+    return Branch(point, output, stopped.reason, done.seeded, tool if isinstance(tool, str) else None)

@@ -40,12 +40,14 @@ class AgentPlan:
 
 @dataclass(frozen=True)
 class Resume:
-    """Where a branch takes the conversation up (blame): the messages model call ``turn`` (from 0)
-    sends, and the user turns the incident adds after it."""
+    """Where a branch takes the conversation up (blame, fork): the messages model call ``turn`` (from
+    0) sends, and the user turns the incident adds after it. ``output``: that call's output is given
+    (an edited model output, already in the child): it is acted on as if the call had returned it."""
 
     messages: list[JsonObject]
     turn: int
     user_turns: list[list[JsonObject]]
+    output: JsonObject | None = None
 
 
 @dataclass
@@ -84,30 +86,15 @@ def drive(
     requests = RequestMemo(
         provider, native=plan.native
     )  # ``messages`` only grows: each turn writes its new ones
+    given = None if resume is None else resume.output
     while True:
-        if run.turns - first >= plan.max_turns:
-            raise RunStopped(
-                "max_turns",
-                f"[blackbox] stopped after {run.turns} model turns (--max-turns {plan.max_turns})",
-                maxTurns=plan.max_turns,
+        if given is not None:  # an edited output: acted on with no model call
+            output, given = given, None
+            run.turns += 1
+        else:
+            output = _call(
+                incident, plan, requests, client, messages, run, first, last_output, before_call, tell
             )
-        request = {**incident.settings_at(run.turns), "messages": messages, "model": plan.model}
-        wire = requests.wire_request(request, stream=plan.stream)
-        run.dropped.extend(d for d in wire.dropped if d not in run.dropped)
-        if before_call is not None:
-            before_call(run.turns + 1)
-        tell({"event": "model_call", "call": run.turns + 1, "model": plan.model})
-        before = last_output()
-        try:
-            client.send(wire.body, model=plan.model, stream=plan.stream)
-        except Exception as exc:  # the SDK's error, after its own retries: the child records it
-            raise RunStopped(
-                "model_error", f"[blackbox] model call {run.turns + 1} failed: {type(exc).__name__}: {exc}"
-            ) from exc
-        output = last_output()
-        if output is None or output is before:
-            raise RunStopped("model_error", f"[blackbox] model call {run.turns + 1} returned no model output")
-        run.turns += 1
         messages.append(assistant_message(output))
         calls = tool_calls_of(output)
         text = output.get("text") if isinstance(output.get("text"), str) else None
@@ -120,6 +107,45 @@ def drive(
             run.final_answer = str(output.get("text", ""))
             return
         messages.append({"role": "user", "content": [_answer(call, book, answered, tell) for call in calls]})
+
+
+def _call(
+    incident: Incident,
+    plan: AgentPlan,
+    requests: RequestMemo,
+    client: ModelClient,
+    messages: list[JsonObject],
+    run: AgentRun,
+    first: int,
+    last_output: Callable[[], JsonObject | None],
+    before_call: Callable[[int], None] | None,
+    tell: Callable[[JsonObject], None],
+) -> JsonObject:
+    """One model call of the conversation so far: its output; RunStopped when it is not made or fails."""
+    if run.turns - first >= plan.max_turns:
+        raise RunStopped(
+            "max_turns",
+            f"[blackbox] stopped after {run.turns} model turns (--max-turns {plan.max_turns})",
+            maxTurns=plan.max_turns,
+        )
+    request = {**incident.settings_at(run.turns), "messages": messages, "model": plan.model}
+    wire = requests.wire_request(request, stream=plan.stream)
+    run.dropped.extend(d for d in wire.dropped if d not in run.dropped)
+    if before_call is not None:
+        before_call(run.turns + 1)
+    tell({"event": "model_call", "call": run.turns + 1, "model": plan.model})
+    before = last_output()
+    try:
+        client.send(wire.body, model=plan.model, stream=plan.stream)
+    except Exception as exc:  # the SDK's error, after its own retries: the child records it
+        raise RunStopped(
+            "model_error", f"[blackbox] model call {run.turns + 1} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    output = last_output()
+    if output is None or output is before:
+        raise RunStopped("model_error", f"[blackbox] model call {run.turns + 1} returned no model output")
+    run.turns += 1
+    return output
 
 
 def _answer(

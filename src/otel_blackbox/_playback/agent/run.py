@@ -49,6 +49,8 @@ __all__ = [
     "prepare_rerun",
     "replay_built_in",
     "rerun_built_in",
+    "say",
+    "say_dropped",
 ]
 
 MIN_TURNS = 10
@@ -173,7 +175,7 @@ def rerun_built_in(
     try:
         run, stopped = drive_session(session, incident, agent_plan, book, client, before_call, progress)
     except KeyboardInterrupt:  # the child is written, ending run_failed / interrupted
-        _say(f"[blackbox] interrupted: {plan.output} holds the rerun so far")
+        say(f"[blackbox] interrupted: {plan.output} holds the rerun so far")
         return 130
     finally:
         client.close()
@@ -182,7 +184,7 @@ def rerun_built_in(
         session.finish(stopped)
     except ResultKept as exc:  # paid for: the summary still says what it cost, and where it is
         kept = exc
-    _say_dropped(api, run)
+    say_dropped(api, run)
     tools = f"{counted(book.answered, 'tool result')} from the incident"
     stubs = f", {counted(book.stubbed, 'stub')}" if book.stubbed else ""
     cost = f"(cost {cassette_cost(session.cassette).describe()})"
@@ -190,16 +192,16 @@ def rerun_built_in(
     calls = counted(run.turns, "model call")
     written = plan.output if kept is None else kept.kept
     if stopped is not None:
-        _say(str(stopped))
-        _say(f"{head}: failed ({stopped.reason}) after {calls}, {tools}{stubs} -> {written} {cost}")
+        say(str(stopped))
+        say(f"{head}: failed ({stopped.reason}) after {calls}, {tools}{stubs} -> {written} {cost}")
     else:
-        _say(f"{head}: completed in {calls}, {tools}{stubs} -> {written} {cost}")
+        say(f"{head}: completed in {calls}, {tools}{stubs} -> {written} {cost}")
         if answer_before_failure(cassette) is not None:  # what the child's success cannot show
             contract = suggest(
                 "otel-blackbox", "diff", str(incident_path), str(plan.output), "--contract", "FILE"
             )
             program = suggest("otel-blackbox", "rerun", str(incident_path), "-o", "FILE", "--", "CMD")
-            _say(
+            say(
                 "[blackbox] the incident failed in its program after its answer, which the built-in "
                 f"agent does not run: a contract ({contract}) or the program ({program}) can tell "
                 "whether this child fixed it"
@@ -238,6 +240,8 @@ def replay_built_in(child_path: Path, *, allow_unverified: bool = False) -> int:
     agent_plan = AgentPlan(api, model, bool(incident.stream), native=True, max_turns=turns)
     book = ToolBook([r for r in incident.results if r.step >= seeded], match=match)
     player = session.player
+    if resume is not None and resume.output is not None and resume.output.get("type") == "final_answer":
+        player.final_answer = str(resume.output.get("text", ""))  # a fork's edited answer: no call serves it
     budget_stop = terminal_outcome(cassette).failure_reason == MAX_COST
 
     def before_call(call: int) -> None:
@@ -254,10 +258,10 @@ def replay_built_in(child_path: Path, *, allow_unverified: bool = False) -> int:
         recorded = terminal_outcome(cassette)
         if recorded.status != "error" or recorded.failure_reason != stopped.reason:
             raise ReplayDivergence(f"[blackbox] the replay stopped where the recording did not: {stopped}")
-        _say(f"[blackbox] replayed {child_path}: it stopped as recorded ({stopped.reason})")
+        say(f"[blackbox] replayed {child_path}: it stopped as recorded ({stopped.reason})")
         return 1
     session.finish(stopped)
-    _say(f"[blackbox] replayed {child_path}: {counted(run.turns, 'model call')}, as recorded")
+    say(f"[blackbox] replayed {child_path}: {counted(run.turns, 'model call')}, as recorded")
     return 0
 
 
@@ -266,6 +270,16 @@ def _branch_resume(cassette: Cassette, incident: Incident, branch: dict[str, Any
     the branch's prefix, not its run): that request's messages, at its model call."""
     seeded, turn = int(branch["seeded"]), int(branch["turn"])
     first = cassette.steps[seeded] if seeded < len(cassette.steps) else None
+    edited = cassette.steps[seeded - 1] if 0 < seeded <= len(cassette.steps) else None
+    if (
+        (first is None or first.type != "model_input")
+        and edited is not None
+        and edited.type == "model_output"
+    ):
+        # A fork's edited model output ends its prefix: acted on again, with no model call.
+        request = next(s for s in reversed(cassette.steps[:seeded]) if s.type == "model_input")
+        messages = [dict(m) for m in request.payload.get("messages", [])]
+        return Resume(messages, turn, incident.user_turns_after(turn), output=edited.payload)
     if first is None or first.type != "model_input":
         raise BlackboxError(f"{incident.source}: the branch has no request of its own to replay from")
     messages = [dict(m) for m in first.payload.get("messages", [])]
@@ -315,10 +329,10 @@ def drive_session(
     return run, None
 
 
-def _say_dropped(api: str, run: AgentRun) -> None:
+def say_dropped(api: str, run: AgentRun) -> None:
     if run.dropped:
-        _say(f"[blackbox] not sent to {api}, which has no equivalent: {', '.join(run.dropped)}")
+        say(f"[blackbox] not sent to {api}, which has no equivalent: {', '.join(run.dropped)}")
 
 
-def _say(line: str) -> None:
+def say(line: str) -> None:
     print(safe(line), file=sys.stderr)

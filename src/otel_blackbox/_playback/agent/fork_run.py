@@ -1,0 +1,79 @@
+"""``fork CASSETTE --at N <change> -o CHILD`` with no program: the parent copied up to step N, changed
+there (edit.py), and continued by the built-in agent as ``rerun`` runs it (branch.py's
+``continue_edit``, blame's machinery): any provider and model, every tool answered from the parent's
+results or a ``--stub``, never executed, ``--max-cost`` counting the child's own model calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from otel_blackbox._cassette.model import Cassette
+from otel_blackbox._cost.cassettes import cassette_cost
+from otel_blackbox._playback.agent.branch import continue_edit
+from otel_blackbox._playback.agent.edit import Edit, start_of
+from otel_blackbox._playback.agent.loop import AgentPlan
+from otel_blackbox._playback.agent.run import MIN_TURNS, BuiltInRerun, prepare_rerun, say, say_dropped
+from otel_blackbox._playback.agent.sdk import make_client
+from otel_blackbox._playback.budget import Budget
+from otel_blackbox._render.words import counted
+from otel_blackbox.errors import ResultKept
+
+__all__ = ["fork_built_in"]
+
+
+def fork_built_in(parent_path: Path, edit: Edit, plan: BuiltInRerun) -> int:
+    """Fork the parent at ``edit`` and continue with the built-in agent: 0 when the child completed,
+    1 when it stopped short, 130 when interrupted. Every setup error (the edit that does not fit its
+    step among them) is raised before any model call."""
+    parent, reader, api, model = prepare_rerun(parent_path, plan)
+    start = start_of(parent, reader, edit)  # refused here, before the client starts
+    budget = Budget(plan.max_cost) if plan.max_cost is not None else None
+    stream = plan.stream if plan.stream is not None else bool(reader.stream)
+    max_turns = plan.max_turns or max(MIN_TURNS, 2 * len(reader.model_inputs))
+    agent_plan = AgentPlan(api, model, stream, native=reader.api == api, max_turns=max_turns)
+    client = make_client(api, base_url=plan.base_url)
+
+    def before_call(child: Cassette, seeded: int, call: int) -> None:
+        if budget is not None:  # the child's own calls: the parent's, copied, were paid for already
+            budget.before_call(_own(child, seeded), model=model, api=api, call=call)
+
+    try:
+        done = continue_edit(
+            parent, reader, edit, output=plan.output, plan=agent_plan, client=client, stubs=plan.stubs,
+            match=plan.tool_match, before_call=before_call, label="fork", hint="command",
+        )  # fmt: skip
+    except KeyboardInterrupt:  # the child is written, ending run_failed / interrupted
+        say(f"[blackbox] interrupted: {plan.output} holds the fork so far")
+        return 130
+    finally:
+        client.close()
+    kept: ResultKept | None = None
+    try:
+        done.session.finish(done.stopped)
+    except ResultKept as exc:  # paid for: the summary still says what it cost, and where it is
+        kept = exc
+    say_dropped(api, done.run)
+    book, stopped = done.book, done.stopped
+    tools = f"{counted(book.answered, 'tool result')} from the parent"
+    stubs = f", {counted(book.stubbed, 'stub')}" if book.stubbed else ""
+    cost = f"(cost {cassette_cost(_own(done.session.cassette, done.seeded)).describe()})"
+    head = (
+        f"[blackbox] fork of {parent.id} at step {edit.step} ({start.edit.description}) by the built-in "
+        f"agent on {api} (model {model})"
+    )
+    own = done.session.cassette.steps[done.seeded :]
+    calls = counted(sum(1 for s in own if s.type == "model_output"), "model call")
+    written = plan.output if kept is None else kept.kept
+    if stopped is not None:
+        say(str(stopped))
+        say(f"{head}: failed ({stopped.reason}) after {calls}, {tools}{stubs} -> {written} {cost}")
+    else:
+        say(f"{head}: completed in {calls}, {tools}{stubs} -> {written} {cost}")
+    if kept is not None:
+        raise kept
+    return 0 if stopped is None else 1
+
+
+def _own(child: Cassette, seeded: int) -> Cassette:
+    """The child's steps after those copied from its parent: what its own model calls cost."""
+    return Cassette(id=child.id, created_at=child.created_at, steps=child.steps[seeded:], api=child.api)
