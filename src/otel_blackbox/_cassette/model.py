@@ -119,16 +119,11 @@ class Cassette:
         if self.forked_from_step_id is not None:
             data["forkedFromStepId"] = self.forked_from_step_id
         data["createdAt"] = self.created_at
-        if self.api is not None:
-            data["api"] = self.api
-        if self.agent is not None:
-            data["agent"] = self.agent
-        if self.subagents is not None:
-            data["subagents"] = self.subagents
-        if self.subagent_of is not None:
-            data["subagentOf"] = self.subagent_of
-        if self.edit is not None:
-            data["edit"] = self.edit
+        hints = (
+            ("api", self.api), ("agent", self.agent), ("subagents", self.subagents),
+            ("subagentOf", self.subagent_of), ("edit", self.edit),
+        )  # fmt: skip
+        data.update((key, value) for key, value in hints if value is not None)
         data["steps"] = [s.to_json() for s in self.steps]
         return data
 

@@ -8,15 +8,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from otel_blackbox._cassette.model import Cassette
-from otel_blackbox._cost.cassettes import cassette_cost
 from otel_blackbox._playback.agent.branch import continue_edit
 from otel_blackbox._playback.agent.edit import Edit, start_of
 from otel_blackbox._playback.agent.loop import AgentPlan
-from otel_blackbox._playback.agent.run import MIN_TURNS, BuiltInRerun, prepare_rerun, say, say_dropped
+from otel_blackbox._playback.agent.run import (
+    MIN_TURNS,
+    BuiltInRerun,
+    finish_child,
+    prepare_rerun,
+    say,
+    say_dropped,
+)
 from otel_blackbox._playback.agent.sdk import make_client
 from otel_blackbox._playback.budget import Budget
 from otel_blackbox._render.words import counted
-from otel_blackbox.errors import ResultKept
 
 __all__ = ["fork_built_in"]
 
@@ -47,31 +52,18 @@ def fork_built_in(parent_path: Path, edit: Edit, plan: BuiltInRerun) -> int:
         return 130
     finally:
         client.close()
-    kept: ResultKept | None = None
-    try:
-        done.session.finish(done.stopped)
-    except ResultKept as exc:  # paid for: the summary still says what it cost, and where it is
-        kept = exc
     say_dropped(api, done.run)
-    book, stopped = done.book, done.stopped
-    tools = f"{counted(book.answered, 'tool result')} from the parent"
-    stubs = f", {counted(book.stubbed, 'stub')}" if book.stubbed else ""
-    cost = f"(cost {cassette_cost(_own(done.session.cassette, done.seeded)).describe()})"
     head = (
         f"[blackbox] fork of {parent.id} at step {edit.step} ({start.edit.description}) by the built-in "
         f"agent on {api} (model {model})"
     )
-    own = done.session.cassette.steps[done.seeded :]
-    calls = counted(sum(1 for s in own if s.type == "model_output"), "model call")
-    written = plan.output if kept is None else kept.kept
-    if stopped is not None:
-        say(str(stopped))
-        say(f"{head}: failed ({stopped.reason}) after {calls}, {tools}{stubs} -> {written} {cost}")
-    else:
-        say(f"{head}: completed in {calls}, {tools}{stubs} -> {written} {cost}")
+    own = _own(done.session.cassette, done.seeded)
+    calls = counted(sum(1 for s in own.steps if s.type == "model_output"), "model call")
+    kept = finish_child(done.session, done.stopped, plan.output, head=head, calls=calls, book=done.book,
+                        source="the parent", priced=own)  # fmt: skip
     if kept is not None:
         raise kept
-    return 0 if stopped is None else 1
+    return 0 if done.stopped is None else 1
 
 
 def _own(child: Cassette, seeded: int) -> Cassette:

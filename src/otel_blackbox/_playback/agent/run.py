@@ -46,6 +46,7 @@ __all__ = [
     "BuiltInRerun",
     "BuiltInRerunSession",
     "drive_session",
+    "finish_child",
     "prepare_rerun",
     "replay_built_in",
     "rerun_built_in",
@@ -179,33 +180,21 @@ def rerun_built_in(
         return 130
     finally:
         client.close()
-    kept: ResultKept | None = None
-    try:
-        session.finish(stopped)
-    except ResultKept as exc:  # paid for: the summary still says what it cost, and where it is
-        kept = exc
     say_dropped(api, run)
-    tools = f"{counted(book.answered, 'tool result')} from the incident"
-    stubs = f", {counted(book.stubbed, 'stub')}" if book.stubbed else ""
-    cost = f"(cost {cassette_cost(session.cassette).describe()})"
     head = f"[blackbox] rerun of {incident.id} by the built-in agent on {api} (model {model})"
     calls = counted(run.turns, "model call")
-    written = plan.output if kept is None else kept.kept
-    if stopped is not None:
-        say(str(stopped))
-        say(f"{head}: failed ({stopped.reason}) after {calls}, {tools}{stubs} -> {written} {cost}")
-    else:
-        say(f"{head}: completed in {calls}, {tools}{stubs} -> {written} {cost}")
-        if answer_before_failure(cassette) is not None:  # what the child's success cannot show
-            contract = suggest(
-                "otel-blackbox", "diff", str(incident_path), str(plan.output), "--contract", "FILE"
-            )
-            program = suggest("otel-blackbox", "rerun", str(incident_path), "-o", "FILE", "--", "CMD")
-            say(
-                "[blackbox] the incident failed in its program after its answer, which the built-in "
-                f"agent does not run: a contract ({contract}) or the program ({program}) can tell "
-                "whether this child fixed it"
-            )
+    kept = finish_child(session, stopped, plan.output, head=head, calls=calls, book=book,
+                        source="the incident", priced=session.cassette)  # fmt: skip
+    if stopped is None and answer_before_failure(cassette) is not None:  # what its success cannot show
+        contract = suggest(
+            "otel-blackbox", "diff", str(incident_path), str(plan.output), "--contract", "FILE"
+        )
+        program = suggest("otel-blackbox", "rerun", str(incident_path), "-o", "FILE", "--", "CMD")
+        say(
+            "[blackbox] the incident failed in its program after its answer, which the built-in "
+            f"agent does not run: a contract ({contract}) or the program ({program}) can tell "
+            "whether this child fixed it"
+        )
     if kept is not None:
         raise kept
     return 0 if stopped is None else 1
@@ -284,6 +273,38 @@ def _branch_resume(cassette: Cassette, incident: Incident, branch: dict[str, Any
         raise BlackboxError(f"{incident.source}: the branch has no request of its own to replay from")
     messages = [dict(m) for m in first.payload.get("messages", [])]
     return Resume(messages, turn, incident.user_turns_after(turn))
+
+
+def finish_child(
+    session: RecordSession,
+    stopped: RunStopped | None,
+    output: Path,
+    *,
+    head: str,
+    calls: str,
+    book: ToolBook,
+    source: str,
+    priced: Cassette,
+) -> ResultKept | None:
+    """Write the child of a built-in run (``rerun``'s, ``fork``'s) and say how it ended: what it
+    called, answered from ``source`` or stubbed, where it is and what ``priced`` cost. A child the
+    write could not put at ``output`` is kept elsewhere: that ResultKept comes back, for the caller
+    to raise once it has said the rest (paid for: the summary still names it)."""
+    kept: ResultKept | None = None
+    try:
+        session.finish(stopped)
+    except ResultKept as exc:
+        kept = exc
+    tools = f"{counted(book.answered, 'tool result')} from {source}"
+    stubs = f", {counted(book.stubbed, 'stub')}" if book.stubbed else ""
+    cost = f"(cost {cassette_cost(priced).describe()})"
+    written = output if kept is None else kept.kept
+    if stopped is not None:
+        say(str(stopped))
+        say(f"{head}: failed ({stopped.reason}) after {calls}, {tools}{stubs} -> {written} {cost}")
+    else:
+        say(f"{head}: completed in {calls}, {tools}{stubs} -> {written} {cost}")
+    return kept
 
 
 def drive_session(
