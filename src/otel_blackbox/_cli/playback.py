@@ -16,7 +16,7 @@ from otel_blackbox._cassette.io import loads_json, read_text
 from otel_blackbox._cli.agent_options import agent_only_given, built_in_agent_options, built_in_plan
 from otel_blackbox._cli.app import cli
 from otel_blackbox._cli.common import ALLOW_UNVERIFIED, checked_inputs, output_option
-from otel_blackbox.errors import SessionError
+from otel_blackbox.errors import BlackboxError, SessionError
 
 __all__: list[str] = []
 
@@ -289,27 +289,13 @@ def fork(
 
 
 def _edit(at: int, change: str, value: str) -> Any:
-    """The Edit a change option asks for (its JSON parsed: exit 2 when it is not JSON)."""
-    from otel_blackbox._playback.agent.edit import Edit
+    """The Edit a change option asks for: exit 2 with its line when it cannot be one."""
+    from otel_blackbox._playback.agent.edit import edit_from
 
-    if change == "--set":
-        return Edit("tool_result", at, {"result": _json_option(value, change)})
-    if change == "--set-error":
-        return Edit("tool_result", at, {"error": value})
-    if change == "--answer":
-        return Edit("model_output", at, {"text": value})
-    if change == "--calls":
-        return Edit("model_output", at, {"calls": _json_option(value, change)})
-    if change in ("--user", "--insert-user"):
-        return Edit("user_message", at, {"text": value, "insert": change == "--insert-user"})
-    if change == "--system":
-        return Edit("system_prompt", at, value)
-    name, sep, definition = value.partition("=")
-    if not sep or not name.strip():
-        raise click.BadParameter(f"{value!r}: expected NAME=JSON", param_hint="--tool")
-    return Edit(
-        "tool_definition", at, {"name": name.strip(), "definition": _json_option(definition, "--tool")}
-    )
+    try:
+        return edit_from(at, change[2:], value)
+    except BlackboxError as exc:
+        raise click.BadParameter(str(exc).removeprefix(f"{change}: "), param_hint=change) from None
 
 
 def _program_fork(

@@ -21,6 +21,7 @@ The kinds, by the step they change:
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -30,7 +31,7 @@ from otel_blackbox._playback.agent.loop import Resume
 from otel_blackbox._types import JsonObject
 from otel_blackbox.errors import BlackboxError
 
-__all__ = ["EDIT_OPTIONS", "Edit", "EditKind", "Start", "start_of"]
+__all__ = ["CHANGES", "EDIT_OPTIONS", "Edit", "EditKind", "Start", "edit_from", "start_of"]
 
 EditKind = Literal[
     "resend", "tool_result", "model_output", "user_message", "system_prompt", "tool_definition"
@@ -53,6 +54,9 @@ EDIT_OPTIONS: dict[str, str] = {
     "tool_definition": "--tool",
 }
 _TOOL_FIELDS = {"description", "inputSchema"}
+# The changes a person names (the CLI's options without their dashes, the workbench's and the MCP
+# tool's "change"), each given as text: JSON for set, calls and tool's NAME=JSON.
+CHANGES = ("set", "set-error", "answer", "calls", "user", "insert-user", "system", "tool")
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,41 @@ class Start:
     seed: list[tuple[str, Any, int | float]]
     resume: Resume
     incident: Incident
+
+
+def edit_from(step: int, change: str, text: str) -> Edit:
+    """The Edit that ``change`` (one of CHANGES) with ``text`` asks for at ``step``; BlackboxError
+    (one line naming the option) for an unknown change or JSON that does not parse."""
+    if change == "set":
+        return Edit("tool_result", step, {"result": _json(text, change)})
+    if change == "set-error":
+        return Edit("tool_result", step, {"error": text})
+    if change == "answer":
+        return Edit("model_output", step, {"text": text})
+    if change == "calls":
+        return Edit("model_output", step, {"calls": _json(text, change)})
+    if change in ("user", "insert-user"):
+        return Edit("user_message", step, {"text": text, "insert": change == "insert-user"})
+    if change == "system":
+        return Edit("system_prompt", step, text)
+    if change != "tool":
+        raise BlackboxError(f"{change!r}: not a change (one of: {', '.join(CHANGES)})")
+    name, sep, definition = text.partition("=")
+    if not sep or not name.strip():
+        raise BlackboxError(f"--tool {text!r}: expected NAME=JSON")
+    return Edit("tool_definition", step, {"name": name.strip(), "definition": _json(definition, "tool")})
+
+
+def _json(text: str, change: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        from otel_blackbox._render.hints import as_string
+
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise BlackboxError(
+            f"--{change}: not JSON: {shown!r} (as a string: {as_string('--' + change, text)})"
+        ) from None
 
 
 def start_of(parent: Cassette, reader: Incident, edit: Edit) -> Start:

@@ -26,10 +26,11 @@ from otel_blackbox._render.words import counted
 __all__ = ["fork_built_in"]
 
 
-def fork_built_in(parent_path: Path, edit: Edit, plan: BuiltInRerun) -> int:
+def fork_built_in(parent_path: Path, edit: Edit, plan: BuiltInRerun, *, by: str = "command") -> int:
     """Fork the parent at ``edit`` and continue with the built-in agent: 0 when the child completed,
     1 when it stopped short, 130 when interrupted. Every setup error (the edit that does not fit its
-    step among them) is raised before any model call."""
+    step among them) is raised before any model call. ``by``: who asked (the child's ``edit.by``:
+    command, workbench, mcp)."""
     parent, reader, api, model = prepare_rerun(parent_path, plan)
     start = start_of(parent, reader, edit)  # refused here, before the client starts
     budget = Budget(plan.max_cost) if plan.max_cost is not None else None
@@ -45,7 +46,7 @@ def fork_built_in(parent_path: Path, edit: Edit, plan: BuiltInRerun) -> int:
     try:
         done = continue_edit(
             parent, reader, edit, output=plan.output, plan=agent_plan, client=client, stubs=plan.stubs,
-            match=plan.tool_match, before_call=before_call, label="fork", hint="command",
+            match=plan.tool_match, before_call=before_call, label="fork", hint=by,
         )  # fmt: skip
     except KeyboardInterrupt:  # the child is written, ending run_failed / interrupted
         say(f"[blackbox] interrupted: {plan.output} holds the fork so far")
