@@ -222,6 +222,7 @@ def cassette_data(cassette: Cassette) -> dict[str, Any]:
             "createdAt": cassette.created_at,
             "parentId": cassette.parent_id,
             "forkedFromStepId": cassette.forked_from_step_id,
+            "edit": cassette.edit,
             "head": cassette.head,
             "stepCount": len(cassette.steps),
             "toolRounds": rounds,
@@ -276,10 +277,20 @@ def group_report(
     return _page({**data, "selectFailure": select_failure, "full": full})
 
 
-def cassette_report(cassette: Cassette, *, unverified: str | None = None) -> str:
+# The steps a person can change and let the run go on from (the workbench's "Edit and continue").
+EDITABLE_STEPS = ("model_input", "model_output", "tool_result")
+
+
+def cassette_report(
+    cassette: Cassette, *, unverified: str | None = None, edit_base: str | None = None
+) -> str:
     """The cassette page: the steps in order with type, description, short hash and tool round;
-    ``unverified``: why the cassette failed verify, shown first when it is used anyway."""
+    ``unverified``: why the cassette failed verify, shown first when it is used anyway;
+    ``edit_base``: where each editable step's "Edit and continue" goes (``edit_base/N``: the
+    workbench's editor), none when not given (a static report)."""
     data = cassette_data(cassette)
     if unverified is not None:
         data["cassette"]["unverified"] = unverified
+    if edit_base is not None:
+        data["editBase"], data["editable"] = edit_base, list(EDITABLE_STEPS)
     return _page(data)

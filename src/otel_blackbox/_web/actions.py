@@ -20,8 +20,9 @@ from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import terminal_outcome
 from otel_blackbox._cassette.suite import SuiteEntry, load_suite, save_entry, stubs_of, with_rerun
 from otel_blackbox._cassette.trusted import checked_cassette
+from otel_blackbox._playback.agent.incident import Incident
 from otel_blackbox._types import JsonObject
-from otel_blackbox._web.jobs import Job, JobBoard
+from otel_blackbox._web.jobs import CHILD_JOBS, Job, JobBoard
 from otel_blackbox._web.workspace import Target, Workspace, incident_of, stub_fields
 from otel_blackbox.errors import BlackboxError
 
@@ -30,8 +31,13 @@ __all__ = [
     "Form",
     "RerunForm",
     "child_contract",
+    "form_value",
     "job_verdict",
+    "max_cost_field",
+    "model_field",
+    "provider_field",
     "read_rerun_form",
+    "read_stubs",
     "save_contract",
     "start_blame",
     "start_rerun",
@@ -49,21 +55,21 @@ class BadForm(Exception):
 Form = Mapping[str, list[str]]
 
 
-def _one(form: Form, name: str, default: str = "") -> str:
+def form_value(form: Form, name: str, default: str = "") -> str:
     values = form.get(name) or [default]
     return values[-1].strip()
 
 
-def _provider(form: Form, apis: list[str]) -> str:
-    provider = _one(form, "provider")
+def provider_field(form: Form, apis: list[str]) -> str:
+    provider = form_value(form, "provider")
     if provider not in apis:
         offered = ", ".join(apis) or "none: start ui with a key or a base URL in its environment"
         raise BadForm(f"provider {provider or '(none)'!r} is not available here (available: {offered})")
     return provider
 
 
-def _model(form: Form, *, required: bool) -> str | None:
-    model = _one(form, "model")
+def model_field(form: Form, *, required: bool) -> str | None:
+    model = form_value(form, "model")
     if not model:
         if required:
             raise BadForm("give a model name")
@@ -73,8 +79,8 @@ def _model(form: Form, *, required: bool) -> str | None:
     return model
 
 
-def _max_cost(form: Form, model: str | None, api: str) -> Decimal | None:
-    text = _one(form, "max_cost")
+def max_cost_field(form: Form, model: str | None, api: str) -> Decimal | None:
+    text = form_value(form, "max_cost")
     if not text:
         return None
     from otel_blackbox._playback.budget import parse_usd, unpriced  # genai-prices: when a limit is given
@@ -104,18 +110,25 @@ def read_rerun_form(
     """The rerun form, checked against the incident (its tools, its model) before anything starts.
     ``program``: the one ``ui --program`` names, which the form may choose instead of the built-in
     agent (its tools then answered from the recording, as ``rerun --stub-tools -- CMD`` does)."""
-    agent = _one(form, "agent", "built-in")
+    agent = form_value(form, "agent", "built-in")
     if agent not in ("built-in", "program") or (agent == "program" and program is None):
         raise BadForm(
             f"agent {agent!r}: the built-in agent only (start ui with --program CMD to rerun a program)"
         )
     incident = incident_of(spans, target)
-    model = _model(form, required=False) or incident.model
+    model = model_field(form, required=False) or incident.model
     if not model:
         raise BadForm("the incident names no model: give a model name")
     if agent == "program":  # its own provider and base URL; its tools answered from the recording
-        return RerunForm(target, "program", model, _max_cost(form, model, incident.api or ""), {}, program)
-    provider = _provider(form, apis)
+        max_cost = max_cost_field(form, model, incident.api or "")
+        return RerunForm(target, "program", model, max_cost, {}, program)
+    provider = provider_field(form, apis)
+    max_cost = max_cost_field(form, model, provider)
+    return RerunForm(target, provider, model, max_cost, read_stubs(form, incident))
+
+
+def read_stubs(form: Form, incident: Incident) -> dict[str, Any]:
+    """The ``stub:TOOL`` fields written: each a tool the incident offered, its answer JSON."""
     offered = incident.offered_tools()
     # A failing call's arguments are no answer: the rerun would fail the same way.
     asked = {f.tool: f.asked for f in stub_fields(incident) if f.failed and f.asked is not None}
@@ -137,7 +150,7 @@ def read_rerun_form(
                 f"stub {name}: that is what the failing call asked, not an answer: write the answer "
                 "the tool should have given"
             )
-    return RerunForm(target, provider, model, _max_cost(form, model, provider), stubs)
+    return stubs
 
 
 def start_rerun(board: JobBoard, form: RerunForm, spans: list[Any]) -> Job:
@@ -193,7 +206,7 @@ def start_blame(board: JobBoard, form: Form, target: Target, spans: list[Any], a
 
 
 def _number(form: Form, name: str, default: int | None, most: int) -> int | None:
-    text = _one(form, name)
+    text = form_value(form, name)
     if not text:
         return default
     if not text.isdigit() or not 1 <= int(text) <= most:
@@ -211,9 +224,10 @@ def start_run_all(board: JobBoard, form: Form, apis: list[str]) -> Job:
     entries = suite.entries  # a broken entry is listed on the contracts page; the others run
     if not entries:
         raise BadForm(f"no contract can run: {len(suite.broken)} broken (the contracts page says why)")
-    provider = _provider(form, apis) if _one(form, "provider") else None  # blank: each contract's own
-    model = _model(form, required=False)
-    max_cost = _max_cost(form, model, provider or "")
+    # blank: each contract's own provider
+    provider = provider_field(form, apis) if form_value(form, "provider") else None
+    model = model_field(form, required=False)
+    max_cost = max_cost_field(form, model, provider or "")
     asked: JsonObject = {
         "provider": provider,
         "model": model,
@@ -231,8 +245,9 @@ def start_run_all(board: JobBoard, form: Form, apis: list[str]) -> Job:
 
 
 def job_verdict(job: Job) -> tuple[DiffReport | None, bool]:
-    """A finished rerun's diff against its incident, and whether its child completed."""
-    if job.kind != "rerun" or job.state != "done" or job.child is None or job.incident is None:
+    """A finished rerun's (or fork's) diff against its incident (parent), and whether its child
+    completed."""
+    if job.kind not in CHILD_JOBS or job.state != "done" or job.child is None or job.incident is None:
         return None, False
     child = checked_cassette(job.child)  # a broken one (edited by hand): 400, with its line
     return diff_cassettes(checked_cassette(job.incident), child), terminal_outcome(child).status == "success"
@@ -263,7 +278,7 @@ def save_contract(workspace: Workspace, job: Job, form: Form) -> SuiteEntry:
         raise BadForm("keep at least one assertion")
     if keep[-1] >= len(assertions) or keep[0] < 0:
         raise BadForm(f"keep: this contract has {len(assertions)} assertions, numbered from 0")
-    name = _one(form, "name")
+    name = form_value(form, "name")
     assert job.child is not None and job.incident is not None
     child = load_cassette(job.child)
     # A proposal kept is the person's own assertion: saved without the mark.

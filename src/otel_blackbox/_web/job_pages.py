@@ -83,6 +83,9 @@ def _asked_line(job: Job) -> str:
         on = _on(asked.get("provider"), asked.get("model"), "each contract’s own")
         return f"run of every contract {on}{cost}"
     model = asked.get("model") or "the incident's model"
+    if job.kind == "fork":
+        what = f"edit of {asked.get('parent_label')} at step {asked.get('step')} ({asked.get('edit')})"
+        return f"{what}, continued on {asked.get('provider')} (model {model}){cost}{stub}"
     what = f"rerun of {job.target.label}" if job.target is not None else "run of every contract"
     if job.kind == "blame" and job.target is not None:
         what = f"blame of {job.target.label}, {asked.get('samples')} samples a point,"
@@ -154,6 +157,7 @@ def _blame_report(events: list[JsonObject]) -> str:
 
 
 def _verdict(report: DiffReport, job: Job) -> str:
+    parent = "parent" if job.kind == "fork" else "incident"
     outcome = report.outcome
     tone = "good" if outcome.kind in GOOD_VERDICTS else "bad" if outcome.kind in BAD_VERDICTS else "other"
     parent_cost = "unpriced" if report.parent_cost is None else report.parent_cost.describe()
@@ -164,14 +168,15 @@ def _verdict(report: DiffReport, job: Job) -> str:
         else f"step {report.index} ({report.shared_prefix} steps shared)"
     )
     rows = [
-        ("incident", outcome.parent_label + (f": {outcome.parent_result}" if outcome.parent_result else "")),
+        (parent, outcome.parent_label + (f": {outcome.parent_result}" if outcome.parent_result else "")),
         ("child", outcome.child_label + (f": {outcome.child_result}" if outcome.child_result else "")),
         ("first divergence", divergence),
-        ("cost", f"child {child_cost} (incident {parent_cost})"),
+        ("cost", f"child {child_cost} ({parent} {parent_cost})"),
     ]
     table = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in rows)
-    links = f'<a href="/job/{e(job.id)}/child">the child</a> · '
-    links += f'<a href="/job/{e(job.id)}/incident">the incident</a>'
+    links = f'<a href="/job/{e(job.id)}/child" data-testid="child-link">the child</a> '
+    links += '<span class="hint">(edit any step of it and continue)</span> · '
+    links += f'<a href="/job/{e(job.id)}/incident" data-testid="parent-link">the {parent}</a>'
     if job.target is not None:
         links += f' · <a href="{e(job.target.path)}">the recorded {e(job.target.kind)}</a>'
     return (
@@ -181,15 +186,35 @@ def _verdict(report: DiffReport, job: Job) -> str:
     )
 
 
+def _lineage(chain: Sequence[tuple[str | None, str]]) -> str:
+    """A fork's chain of edits, from the run it started from to this job: each a link to its job."""
+    if not chain:
+        return ""
+    items = "".join(
+        f"<li>{e(what)}</li>" if job_id is None
+        else f'<li><a href="/job/{e(job_id)}">job {e(job_id)}</a>: edited at {e(what)}</li>'
+        for job_id, what in chain
+    )  # fmt: skip
+    return f'<ol data-testid="lineage" class="lineage">{items}</ol>'
+
+
 def job_page(
-    job: Job, report: DiffReport | None, *, token: str, read_only: bool, child_completed: bool
+    job: Job,
+    report: DiffReport | None,
+    *,
+    token: str,
+    read_only: bool,
+    child_completed: bool,
+    chain: Sequence[tuple[str | None, str]] = (),
 ) -> str:
-    """A job: what it was asked, its progress as it happens, then its verdict and diff, or why it failed."""
+    """A job: what it was asked, its progress as it happens, then its verdict and diff, or why it failed.
+    ``chain``: a fork's lineage, oldest first (``fork_action.lineage``)."""
     record = job.record()
     lines = "".join(f"<li>{e(line)}</li>" for line in event_lines(record["events"]))
     parts = [
         f'<div data-testid="job" data-state="{e(job.state)}" data-job-id="{e(job.id)}">',
         f"<h1>{e(_asked_line(job))}</h1>",
+        _lineage(chain),
         f'<p>job {e(job.id)}: <span class="{e(job.state)}" id="state">{e(job.state)}</span> '
         f'<span id="seconds">{job.seconds:.1f} s</span></p>',
         f'<ol id="events">{lines}</ol>',
@@ -207,7 +232,7 @@ def job_page(
             )
     if report is not None:
         parts.append(_verdict(report, job))
-        if child_completed:
+        if child_completed and job.kind == "rerun":  # a contract is saved with its incident
             parts.append(
                 f'<p><a data-testid="generate-contract" href="/job/{e(job.id)}/contract">'
                 "Generate contract</a> "

@@ -1,6 +1,7 @@
 """What the workbench answers about its jobs: a job's page, its cassettes (``/child``, ``/incident``)
 and the contract its child would hold (``/contract``), its progress as JSON, the contracts page; and
-the actions, each a POST that starts a job (rerun, blame, run all), saves a contract or cancels a job.
+the pages of "Edit and continue" (a run's steps, a step's editor: ``edit_pages.py``); and the
+actions, each a POST that starts a job (rerun, fork, blame, run all), saves a contract or cancels a job.
 Each returns the body (or, for an action, where to go next); ``server.py`` guards the request (an
 action's token too) and sends the answer.
 """
@@ -12,9 +13,7 @@ import re
 
 from otel_blackbox._cassette.diff.contract import CONTRACT_SUFFIX
 from otel_blackbox._cassette.suite import Suite, load_suite
-from otel_blackbox._cassette.trusted import checked_cassette
 from otel_blackbox._playback.agent.sdk import available_apis
-from otel_blackbox._render.html_report import cassette_report
 from otel_blackbox._web.actions import (
     BadForm,
     child_contract,
@@ -26,6 +25,8 @@ from otel_blackbox._web.actions import (
     start_run_all,
 )
 from otel_blackbox._web.contract_pages import contract_page, contracts_page
+from otel_blackbox._web.edit_pages import editor_page, steps_page
+from otel_blackbox._web.fork_action import lineage, parent_of, start_fork
 from otel_blackbox._web.job_pages import event_lines, job_page
 from otel_blackbox._web.jobs import Job
 from otel_blackbox._web.masking import mask_spans
@@ -34,17 +35,26 @@ from otel_blackbox._web.workspace import target_spans
 from otel_blackbox.errors import BlackboxError
 
 __all__ = [
+    "EDIT_PAGE",
     "JOB_API",
     "JOB_PAGE",
+    "STEPS_PAGE",
     "act",
+    "edit_view",
     "is_action",
     "job_progress",
     "job_view",
+    "run_steps_view",
     "saved_contracts_page",
 ]
 
-ACTIONS = frozenset({"/rerun", "/blame", "/contracts/save", "/contracts/run-all"})
+ACTIONS = frozenset({"/rerun", "/blame", "/fork", "/contracts/save", "/contracts/run-all"})
 JOB_PAGE = re.compile(r"/job/(?P<id>[\w-]+)(?:/(?P<what>child|incident|contract))?")
+# "Edit and continue": a recorded run's steps, and a step's editor (of a run, or of a job's cassette).
+STEPS_PAGE = re.compile(r"/(?P<parent>(?:run|trace)/[\w.:-]+)/steps")
+EDIT_PAGE = re.compile(
+    r"/(?P<parent>(?:run|trace)/[\w.:-]+|job/[\w-]+/(?:child|incident))/edit/(?P<step>\d{1,9})"
+)
 JOB_API = re.compile(r"/api/job/(?P<id>[\w-]+)")
 _JOB_CANCEL = re.compile(r"/job/(?P<id>[\w-]+)/cancel")
 
@@ -77,16 +87,26 @@ def job_view(server: Workbench, job_id: str, what: str | None) -> str:
     if what is None:
         report, completed = job_verdict(job)
         return job_page(job, report, token=guard.action_token, read_only=guard.read_only,
-                        child_completed=completed)  # fmt: skip
-    if what in ("child", "incident"):
-        path = job.child if what == "child" else job.incident
-        if path is None or not path.is_file():
-            raise NotFound(f"job {job.id} has no {what} cassette")
-        return cassette_report(checked_cassette(path))  # broken: 400, its line
+                        child_completed=completed, chain=lineage(server.board, job))  # fmt: skip
+    if what in ("child", "incident"):  # broken: 400, its line; each step editable (a chain of edits)
+        return steps_page(parent_of(server, f"job/{job.id}/{what}"), (f"/job/{job.id}", f"job {job.id}"))
     _, results = child_contract(job)  # contract
     name = _contract_name(job)
     return contract_page(job, results, name, server.workspace.contracts,
                          token=guard.action_token, read_only=guard.read_only)  # fmt: skip
+
+
+def run_steps_view(server: Workbench, parent: str) -> str:
+    """``/run/<id>/steps``: the recorded run as the cassette a fork starts from, each step editable."""
+    found = parent_of(server, parent)
+    back = found.target.path if found.target is not None else "/"
+    return steps_page(found, (back, f"the recorded {found.target.kind if found.target else 'run'}"))
+
+
+def edit_view(server: Workbench, parent: str, step: int) -> str:
+    """``.../edit/<N>``: step N of a run or a job's cassette, and the form that changes it."""
+    guard = server.guard
+    return editor_page(parent_of(server, parent), step, token=guard.action_token, read_only=guard.read_only)
 
 
 def job_progress(server: Workbench, job_id: str) -> str:
@@ -127,6 +147,8 @@ def act(server: Workbench, path: str, form: dict[str, list[str]]) -> str:
             asked = read_rerun_form(form, target, spans, available_apis(), server.program)
             job = start_rerun(board, asked, spans)
         return f"/job/{job.id}"
+    if path == "/fork":
+        return f"/job/{start_fork(server, form, available_apis()).id}"
     if path == "/contracts/save":
         job = _job(server, (form.get("job") or [""])[-1])
         save_contract(server.workspace, job, form)

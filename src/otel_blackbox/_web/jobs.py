@@ -1,4 +1,5 @@
-"""The workbench's background jobs: a rerun, or a run of every saved contract, each a worker process.
+"""The workbench's background jobs: a rerun, a fork (an edit and continue), a blame, or a run of every
+saved contract, each a worker process.
 
 ``JobBoard.start`` writes the job's spec and starts ``python -m otel_blackbox._web.worker``; a thread
 reads its JSON events as they come (the progress a page shows), another its log. When the process
@@ -30,12 +31,13 @@ from otel_blackbox._types import JsonObject
 from otel_blackbox._web.masking import mask, masked
 from otel_blackbox._web.workspace import Target, Workspace
 
-__all__ = ["Job", "JobBoard", "failure_line", "what_ran"]
+__all__ = ["CHILD_JOBS", "Job", "JobBoard", "failure_line", "what_ran"]
 
 MAX_EVENTS = 2_000  # a job's events kept (a run of many contracts); the rest counted
 MAX_LOG_LINES = 200
 MAX_JOBS = 100  # finished jobs kept in memory; their records stay on disk
 CANCEL_GRACE_S = 5.0  # after SIGINT, the worker writes its child; then it is killed
+CHILD_JOBS = ("rerun", "fork")  # the jobs that end on one child cassette, judged against their parent
 
 
 # What a job's events say ran before it ended: (event, one, many), counted in this order.
@@ -65,7 +67,7 @@ def failure_line(events: list[JsonObject], reason: str) -> str:
 @dataclass
 class Job:
     id: str
-    kind: str  # "rerun" or "run-all"
+    kind: str  # "rerun", "fork", "blame" or "run-all"
     asked: JsonObject  # what the form asked, as shown (provider, model, max_cost, stubs, ...)
     target: Target | None = None  # a rerun's run or trace
     incident: Path | None = None
@@ -235,7 +237,7 @@ class JobBoard:
         elif ended is None or (code not in (0, 1) and not job.asked.get("program")):
             last = next((line for line in reversed(job.log) if line.strip()), "no output")
             state, message = "failed", f"the job ended with exit code {code}: {last}"
-        elif job.kind == "rerun":
+        elif job.kind in CHILD_JOBS:
             state, message = self._judge_child(job)
         else:
             state = "done"

@@ -10,9 +10,10 @@ contracts, the actions).
 
 GET: ``/`` runs and traces (filters as query parameters), ``/api/traces`` the traces as JSON,
 ``/run/<id>`` and ``/trace/<id>`` the report opened on where it failed, with the rerun form (a unique
-id prefix is enough), ``/job/<id>`` a job (``/child``, ``/incident``: its cassettes; ``/contract``:
-the contract its child holds), ``/api/job/<id>`` its progress, ``/contracts`` the saved contracts.
-POST (the actions): ``/rerun``, ``/blame``, ``/job/<id>/cancel``, ``/contracts/save``, ``/contracts/run-all``.
+id prefix is enough; ``/steps``: its steps to edit), ``/job/<id>`` a job (``/child``, ``/incident``:
+its cassettes; ``/contract``: the contract its child holds), ``.../edit/<N>`` a step's editor,
+``/api/job/<id>`` its progress, ``/contracts`` the saved contracts. POST (the actions): ``/rerun``,
+``/blame``, ``/fork``, ``/job/<id>/cancel``, ``/contracts/save``, ``/contracts/run-all``.
 """
 
 from __future__ import annotations
@@ -32,12 +33,16 @@ from otel_blackbox._web.actions import BadForm
 from otel_blackbox._web.filters import BadRequest
 from otel_blackbox._web.guard import ACCESS_COOKIE, LOCAL_HOST, Guard, Refused
 from otel_blackbox._web.job_routes import (
+    EDIT_PAGE,
     JOB_API,
     JOB_PAGE,
+    STEPS_PAGE,
     act,
+    edit_view,
     is_action,
     job_progress,
     job_view,
+    run_steps_view,
     saved_contracts_page,
 )
 from otel_blackbox._web.jobs import JobBoard
@@ -241,6 +246,10 @@ class ViewerHandler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.NO_CONTENT, "", "image/x-icon")
         elif path == "/api/traces":
             self._send(HTTPStatus.OK, traces_json(server, query), "application/json")
+        elif match := STEPS_PAGE.fullmatch(path):
+            self._send(HTTPStatus.OK, run_steps_view(server, unquote(match["parent"])))
+        elif match := EDIT_PAGE.fullmatch(path):
+            self._send(HTTPStatus.OK, edit_view(server, unquote(match["parent"]), int(match["step"])))
         elif path.startswith(("/trace/", "/run/")):
             kind, _, ident = path[1:].partition("/")
             self._send(HTTPStatus.OK, target_page(server, kind, unquote(ident)))

@@ -20,7 +20,7 @@ from otel_blackbox._web.masking import mask_spans
 from otel_blackbox._web.pages import list_page, row_cells, summary_json
 from otel_blackbox._web.request_context import StoreReader, Workbench
 from otel_blackbox._web.trace_list import find_traces
-from otel_blackbox._web.workbench_pages import BAR_CSS, rerun_panel, runs_section
+from otel_blackbox._web.workbench_pages import rerun_panel, runs_section, under_bar
 from otel_blackbox._web.workspace import incident_of, stub_fields, target_spans
 from otel_blackbox.errors import BlackboxError
 
@@ -93,6 +93,4 @@ def target_page(server: Workbench, kind: str, ident: str) -> str:
         panel = rerun_panel(target, status, stub_fields(incident), apis, api=api, model=incident.model,
                             token=guard.action_token, read_only=guard.read_only, jobs=jobs,
                             program=server_program, known=known)  # fmt: skip
-    head, _, rest = page.partition("</head>")
-    rest, body, after = rest.partition("<body>")
-    return f"{head}<style>{BAR_CSS}</style></head>{rest}{body}{panel}{after}"
+    return under_bar(page, panel)

@@ -29,6 +29,9 @@ __all__ = [
     "rerun_panel",
     "runs_section",
     "shell",
+    "stub_field",
+    "under_bar",
+    "workbench_bar",
 ]
 
 e = html.escape
@@ -139,7 +142,11 @@ def rerun_panel(
     """The bar above a run's report: nav, its jobs, and on a failed (or killed) run the rerun form
     (``unusable``: why the built-in agent cannot follow it, instead). ``known``: a good answer
     recorded for a stub's tool, which its field is prefilled with."""
-    parts = ['<section id="workbench"><nav><a href="/">runs</a><a href="/contracts">contracts</a></nav>']
+    parts = ['<section id="workbench"><nav><a href="/">runs</a><a href="/contracts">contracts</a>']
+    if unusable is None:  # a run the built-in agent can follow: any of its steps can be changed
+        parts.append(f'<a href="{e(target.path)}/steps" data-testid="edit-steps">Edit and continue '
+                     "from a step</a>")  # fmt: skip
+    parts.append("</nav>")
     if jobs:
         links = ", ".join(
             f'<a href="/job/{e(j.id)}" class="{e(j.state)}">{e(j.id)} ({e(j.state)})</a>' for j in jobs
@@ -150,7 +157,7 @@ def rerun_panel(
             f'<div class="note">this {e(target.kind)} did not fail: nothing to rerun</div></section>'
         )
         return _bar(parts)
-    stubs = [_stub_field(stub, (known or {}).get(stub.tool)) for stub in fields]
+    stubs = [stub_field(stub, (known or {}).get(stub.tool)) for stub in fields]
     agent = (
         '<label>agent<span><input type="radio" name="agent" value="built-in" checked> built-in'
         f' <input type="radio" name="agent" value="program"{"" if program else " disabled"}> program</span>'
@@ -186,10 +193,11 @@ def rerun_panel(
 WRITE_ANSWER = "write the answer the tool should have given"
 
 
-def _stub_field(stub: StubField, known: KnownAnswer | None) -> str:
+def stub_field(stub: StubField, known: KnownAnswer | None, *, required: bool = True) -> str:
     """A ``stub:TOOL`` field. Prefilled only with an answer the tool gave (``known``); a failing
-    tool's field is otherwise empty and required: the browser refuses the form until it is written.
-    The failing call's arguments are a hint, never the value (they are no answer)."""
+    tool's field is otherwise empty and ``required``: the browser refuses the form until it is
+    written (an edit's form leaves it optional: the edit may be the fix). The failing call's
+    arguments are a hint, never the value (they are no answer)."""
     asked = "" if stub.asked is None else json.dumps(stub.asked, ensure_ascii=False)
     name = f"stub:{stub.tool}"
     if known is not None:
@@ -198,7 +206,7 @@ def _stub_field(stub: StubField, known: KnownAnswer | None) -> str:
         attrs, state = f'value="{e(value)}" placeholder="{e(WRITE_ANSWER)}"', "known"
     elif stub.failed:
         hint = f"{WRITE_ANSWER} (JSON: a string in quotes); the failing call asked: {asked}"
-        attrs, state = f'value="" placeholder="{e(WRITE_ANSWER)}" required', "write"
+        attrs, state = f'value="" placeholder="{e(WRITE_ANSWER)}"{" required" if required else ""}', "write"
     else:
         hint = "never answered in the incident"
         attrs, state = 'value="" placeholder="blank: no stub"', "optional"
@@ -210,3 +218,17 @@ def _stub_field(stub: StubField, known: KnownAnswer | None) -> str:
 
 def _bar(parts: list[str]) -> str:
     return "".join(parts)
+
+
+def under_bar(page: str, bar: str) -> str:
+    """A report page (``html_report``) with the workbench's ``bar`` over it, and the bar's style."""
+    head, _, rest = page.partition("</head>")
+    rest, body, after = rest.partition("<body>")
+    return f"{head}<style>{BAR_CSS}</style></head>{rest}{body}{bar}{after}"
+
+
+def workbench_bar(*links: tuple[str, str]) -> str:
+    """The bar over a cassette's page: the nav, then (href, text) links back where it came from."""
+    extra = "".join(f'<a href="{e(href)}">{e(text)}</a>' for href, text in links)
+    nav = '<nav><a href="/">runs</a><a href="/contracts">contracts</a>'
+    return f'<section id="workbench">{nav}{extra}</nav></section>'

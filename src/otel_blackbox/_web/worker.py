@@ -3,11 +3,11 @@
 A process rather than a thread of the viewer: the built-in agent's HTTP hook is process-wide (one
 session at a time), a cancel is the SIGINT a rerun already answers (its child written, ending
 ``interrupted``), and nothing a job does can take the viewer down. The job calls what the CLI calls
-(``rerun_built_in``, ``run_entry``) and tells the workbench what happens as JSON lines on stdout:
-the rerun's own events (``model_call``, ``model_output``, ``tool_answer``), ``contract_start`` and
-``contract_result`` for a run of all contracts, ``branch`` and ``blame`` for a blame, then ``end``
-with the exit code, or ``error`` with
-one line for a rerun that could not start. Its stderr (the rerun's summary) is the job's log.
+(``rerun_built_in``, ``fork_built_in``, ``run_entry``) and tells the workbench what happens as JSON
+lines on stdout: the rerun's (or fork's) own events (``model_call``, ``model_output``,
+``tool_answer``), ``contract_start`` and ``contract_result`` for a run of all contracts, ``branch``
+and ``blame`` for a blame, then ``end`` with the exit code, or ``error`` with one line for a job
+that could not start. Its stderr (the rerun's summary) is the job's log.
 """
 
 from __future__ import annotations
@@ -59,6 +59,23 @@ def _rerun(spec: dict[str, Any]) -> int:
         max_cost=_cost(spec),
     )
     return rerun_built_in(Path(spec["incident"]), plan, progress=_emit)
+
+
+def _fork(spec: dict[str, Any]) -> int:
+    """``fork PARENT --at N <change> -o CHILD`` by the built-in agent, asked by the workbench."""
+    from otel_blackbox._playback.agent.edit import edit_from
+    from otel_blackbox._playback.agent.fork_run import fork_built_in
+    from otel_blackbox._playback.agent.run import BuiltInRerun
+
+    plan = BuiltInRerun(
+        output=Path(spec["child"]),
+        provider=spec.get("provider"),
+        model=spec.get("model"),
+        stubs=dict(spec.get("stubs") or {}),
+        max_cost=_cost(spec),
+    )
+    edit = edit_from(int(spec["step"]), str(spec["change"]), str(spec["value"]))
+    return fork_built_in(Path(spec["parent"]), edit, plan, by="workbench", progress=_emit)
 
 
 def _run_all(spec: dict[str, Any]) -> int:
@@ -128,7 +145,7 @@ def _blame(spec: dict[str, Any]) -> int:
     return 0 if report.decisive is not None else 1
 
 
-_KINDS = {"rerun": _rerun, "run-all": _run_all, "blame": _blame}
+_KINDS = {"rerun": _rerun, "fork": _fork, "run-all": _run_all, "blame": _blame}
 
 
 def main(argv: list[str]) -> int:

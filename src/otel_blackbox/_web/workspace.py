@@ -26,7 +26,15 @@ from otel_blackbox._store.queries import SpanRecord
 from otel_blackbox._store.trace_logs import attached, load_trace
 from otel_blackbox.errors import RunNotFound
 
-__all__ = ["StubField", "Target", "Workspace", "incident_of", "stub_fields", "target_spans"]
+__all__ = [
+    "StubField",
+    "Target",
+    "Workspace",
+    "incident_of",
+    "stub_fields",
+    "target_cassette",
+    "target_spans",
+]
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -98,7 +106,7 @@ class Workspace:
 
     def write_incident(self, target: Target, spans: list[SpanRecord]) -> tuple[Path, Cassette]:
         """The target as a cassette on disk (CassetteError when it would not verify: nothing written)."""
-        cassette = _cassette(spans, target)
+        cassette = target_cassette(spans, target)
         check_before_writing(cassette, force=False)
         path = self.incident_path(target)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -112,10 +120,10 @@ class Workspace:
 
 def incident_of(spans: list[SpanRecord], target: Target) -> Incident:
     """The incident a rerun of ``target`` would follow, read in memory (nothing written)."""
-    return read_incident(_cassette(spans, target), target.label)
+    return read_incident(target_cassette(spans, target), target.label)
 
 
-def _cassette(spans: list[SpanRecord], target: Target) -> Cassette:
+def target_cassette(spans: list[SpanRecord], target: Target) -> Cassette:
     """A run's cassette holds its one conversation (a run of several is refused, naming them)."""
     own_id = f"{target.kind}-{target.id}"
     if target.kind == "run":

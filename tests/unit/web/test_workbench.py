@@ -24,7 +24,7 @@ from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import terminal_outcome
 
 STUB = REFUND_STUB.split("=", 1)[1]
-ACTIONS = ["/rerun", "/contracts/save", "/contracts/run-all", "/job/20261207-000000-abcdef/cancel"]
+ACTIONS = ["/rerun", "/fork", "/contracts/save", "/contracts/run-all", "/job/20261207-000000-abcdef/cancel"]
 
 
 @pytest.fixture(scope="module")

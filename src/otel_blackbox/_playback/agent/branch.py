@@ -216,10 +216,12 @@ def continue_edit(
     fallback: Sequence[RecordedResult] = (),
     label: str = "branch",
     hint: str | None = None,
+    progress: Callable[[JsonObject], None] | None = None,
 ) -> Continued:
     """Copy the parent up to the edit, change it, and let the built-in agent run on to its end; the
     child written to ``output``. ``before_call(child, seeded, n)`` runs before each model call, and may
-    stop the run (RunStopped). ``hint``: who asked, recorded as the child's ``edit`` field."""
+    stop the run (RunStopped). ``hint``: who asked, recorded as the child's ``edit`` field;
+    ``progress`` hears each model call and tool answer (the workbench's job page)."""
     start = start_of(incident, reader, edit)
     agent: dict[str, Any] = {
         "kind": "built-in",
@@ -240,7 +242,7 @@ def continue_edit(
         if before_call is not None:
             before_call(session.cassette, seeded, call)
 
-    run, stopped = drive_session(session, start.incident, plan, book, client, check, None, start.resume)
+    run, stopped = drive_session(session, start.incident, plan, book, client, check, progress, start.resume)
     return Continued(session, start, seeded, run, book, stopped)
 
 

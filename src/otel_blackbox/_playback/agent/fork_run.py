@@ -5,6 +5,7 @@ results or a ``--stub``, never executed, ``--max-cost`` counting the child's own
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from otel_blackbox._cassette.model import Cassette
@@ -22,15 +23,23 @@ from otel_blackbox._playback.agent.run import (
 from otel_blackbox._playback.agent.sdk import make_client
 from otel_blackbox._playback.budget import Budget
 from otel_blackbox._render.words import counted
+from otel_blackbox._types import JsonObject
 
 __all__ = ["fork_built_in"]
 
 
-def fork_built_in(parent_path: Path, edit: Edit, plan: BuiltInRerun, *, by: str = "command") -> int:
+def fork_built_in(
+    parent_path: Path,
+    edit: Edit,
+    plan: BuiltInRerun,
+    *,
+    by: str = "command",
+    progress: Callable[[JsonObject], None] | None = None,
+) -> int:
     """Fork the parent at ``edit`` and continue with the built-in agent: 0 when the child completed,
     1 when it stopped short, 130 when interrupted. Every setup error (the edit that does not fit its
     step among them) is raised before any model call. ``by``: who asked (the child's ``edit.by``:
-    command, workbench, mcp)."""
+    command, workbench, mcp); ``progress`` hears each model call and tool answer."""
     parent, reader, api, model = prepare_rerun(parent_path, plan)
     start = start_of(parent, reader, edit)  # refused here, before the client starts
     budget = Budget(plan.max_cost) if plan.max_cost is not None else None
@@ -46,7 +55,7 @@ def fork_built_in(parent_path: Path, edit: Edit, plan: BuiltInRerun, *, by: str 
     try:
         done = continue_edit(
             parent, reader, edit, output=plan.output, plan=agent_plan, client=client, stubs=plan.stubs,
-            match=plan.tool_match, before_call=before_call, label="fork", hint=by,
+            match=plan.tool_match, before_call=before_call, label="fork", hint=by, progress=progress,
         )  # fmt: skip
     except KeyboardInterrupt:  # the child is written, ending run_failed / interrupted
         say(f"[blackbox] interrupted: {plan.output} holds the fork so far")
