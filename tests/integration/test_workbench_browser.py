@@ -14,22 +14,29 @@ the documentation's images, docs/images/workbench-*.png.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import socket
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from fake_llm import HASTY_MODEL, THOROUGH_MODEL, FakeLLMServer
 from helpers import CHROMIUM, REFUND_STUB, ROOT, RefundRun, open_page, record_refund_incident, run_cli
+from workbench_process import (
+    JOB_PAGE,
+    KEY,
+    LEFT_OUT,
+    Workbench,
+    act,
+    ended,
+    only_the_workbench,
+    text_of,
+    ui_process,
+    wait_for_job,
+)
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -39,69 +46,9 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromiu
 ARTIFACTS = ROOT / "test-artifacts" / "workbench"
 DOC_IMAGES = ROOT / "docs" / "images"
 VIEWPORT = {"width": 1280, "height": 800}
-KEY = "sk-workbench-not-a-real-key"
 CONTRACT = "refund"
 STUB_TOOL, _, STUB_VALUE = REFUND_STUB.partition("=")  # refund_order, "refunded 12.00 on order Alpha"
-JOB_TIMEOUT_MS = 60_000
-JOB_ENDED = "[data-testid=job]:not([data-state=running])"
-JOB_PAGE = re.compile(r"/job/[\w-]+$")
 TURN_LIMIT = re.compile(r"at most \d+ model turns")  # the assertion the contract is saved without
-# Variables the workbench is started without: other providers' (it offers OpenAI alone), the recorder's.
-_LEFT_OUT = ("ANTHROPIC_", "GEMINI_", "GOOGLE_", "OPENAI_", "OTEL_")
-_LISTENING = re.compile(r"otel-blackbox workbench on (http://127\.0\.0\.1:\d+) ")
-
-
-@dataclass
-class Workbench:
-    """``otel-blackbox ui`` running in a process of its own, and what it wrote to stderr."""
-
-    url: str
-    root: Path  # its files: incidents, children, jobs, contracts
-    stderr: list[str] = field(default_factory=list)
-
-    @property
-    def contracts(self) -> Path:
-        return self.root / "contracts"
-
-
-def _drain(stream: IO[str], lines: list[str], listening: threading.Event) -> None:
-    for line in stream:
-        lines.append(line.rstrip("\n"))
-        if _LISTENING.search(line):
-            listening.set()
-    listening.set()  # it ended, or closed stderr, without saying where it listens
-
-
-@contextlib.contextmanager
-def workbench(db: Path, openai_base_url: str, *extra: str) -> Iterator[Workbench]:
-    """The real CLI's ``ui`` on any free port, offering OpenAI's APIs at ``openai_base_url`` alone."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_LEFT_OUT)}
-    env |= {"OPENAI_BASE_URL": openai_base_url, "OPENAI_API_KEY": KEY}
-    # Run in the database's folder, as a user does: the pages (and the docs' screenshots) name it
-    # as given, blackbox.db, not a temporary path.
-    argv = [sys.executable, "-m", "otel_blackbox.cli", "--db", db.name, "ui", "--port", "0", *extra]
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=db.parent)  # fmt: skip
-    assert proc.stderr is not None
-    lines: list[str] = []
-    listening = threading.Event()
-    reader = threading.Thread(target=_drain, args=(proc.stderr, lines, listening), daemon=True)
-    reader.start()
-    try:
-        assert listening.wait(30), "ui said nothing in 30 s"
-        found = next((m for m in map(_LISTENING.search, lines) if m), None)
-        assert found is not None, "\n".join(lines)
-        where = Path(extra[extra.index("--workdir") + 1]) if "--workdir" in extra else None
-        yield Workbench(found[1], where or db.parent / f"{db.stem}.workbench", lines)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        reader.join(5)
-        proc.stderr.close()
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +66,7 @@ def incident(tmp_path_factory: pytest.TempPathFactory, llm: FakeLLMServer) -> Re
 @pytest.fixture(scope="module")
 def ui(incident: RefundRun, llm: FakeLLMServer) -> Iterator[Workbench]:
     """The workbench over the incident's database, its files beside it (blackbox.workbench/)."""
-    with workbench(incident.db, llm.openai_base_url) as running:
+    with ui_process(incident.db, llm.openai_base_url) as running:
         yield running
 
 
@@ -127,7 +74,7 @@ def ui(incident: RefundRun, llm: FakeLLMServer) -> Iterator[Workbench]:
 def openai_env(monkeypatch: pytest.MonkeyPatch, llm: FakeLLMServer) -> None:
     """For run_cli (which passes the environment on): the fake provider, a made-up key, no other."""
     for name in list(os.environ):
-        if name.startswith(_LEFT_OUT):
+        if name.startswith(LEFT_OUT):
             monkeypatch.delenv(name)
     monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
@@ -148,39 +95,13 @@ def _shot(page: Page, name: str, doc_name: str) -> None:
         page.screenshot(path=str(DOC_IMAGES / doc_name), full_page=False)
 
 
-def _text(page: Page, selector: str) -> str:
-    return (page.locator(selector).first.text_content() or "").strip()
-
-
-def _wait_for_job(page: Page) -> str:
-    """The job's page once the job has ended (the page reloads itself then): its state."""
-    page.wait_for_selector(JOB_ENDED, timeout=JOB_TIMEOUT_MS)
-    return page.locator("[data-testid=job]").get_attribute("data-state") or ""
-
-
-def _act(page: Page, button: str, leads_to: str | re.Pattern[str]) -> None:
-    """Click a form's submit ``button``: its POST is answered 303, and the browser follows to ``leads_to``."""
-    with page.expect_response(lambda r: r.request.method == "POST") as answer:
-        page.locator(button).click()
-    response = answer.value
-    assert response.status == 303, f"POST {response.url} answered {response.status}: {response.text()}"
-    page.wait_for_url(leads_to)
-
-
-def _ended(page: Page, expected: str) -> None:
-    state = _wait_for_job(page)
-    why = _text(page, "[data-testid=job-error]") if state == "failed" else ""
-    log = page.locator("#log").text_content() if page.locator("#log").count() else ""
-    assert state == expected, f"job {state}: {why}\n{log}"
-
-
 def _rerun_thorough(page: Page) -> None:
     """On a failed run's page: the rerun on ``thorough`` with the stub for refund_order, to its end."""
     form = page.locator("form[data-testid=rerun-form]")
     form.locator("input[name=model]").fill(THOROUGH_MODEL)
     form.locator(f"input[name='stub:{STUB_TOOL}']").fill(STUB_VALUE)
-    _act(page, "[data-testid=rerun-submit]", JOB_PAGE)
-    _ended(page, "done")
+    act(page, "[data-testid=rerun-submit]", JOB_PAGE)
+    ended(page, "done")
 
 
 def _save_contract(page: Page, name: str) -> tuple[list[str], str]:
@@ -200,8 +121,8 @@ def _save_contract(page: Page, name: str) -> tuple[list[str], str]:
 def _run_all(page: Page, model: str) -> None:
     """On /contracts: Run all on ``model``, to its end (the run-all job's page)."""
     page.locator("form:has([data-testid=run-all]) input[name=model]").fill(model)
-    _act(page, "[data-testid=run-all]", JOB_PAGE)
-    _wait_for_job(page)
+    act(page, "[data-testid=run-all]", JOB_PAGE)
+    wait_for_job(page)
 
 
 def _failed_run(page: Page, incident: RefundRun) -> None:
@@ -217,11 +138,6 @@ def _no_refund(incident: RefundRun) -> None:
     assert not incident.ledger.exists() or incident.ledger.read_text() == "", incident.ledger.read_text()
 
 
-def _only_the_workbench(seen: dict[str, list[str]], bench: Workbench) -> None:
-    assert seen["errors"] == [] and seen["dialogs"] == [], seen
-    assert seen["requests"] and all(url.startswith(bench.url + "/") for url in seen["requests"]), seen
-
-
 def test_the_incident_path_clicked_to_a_green_contract_suite(
     browser: Any, ui: Workbench, incident: RefundRun, openai_env: None
 ) -> None:
@@ -234,7 +150,7 @@ def test_the_incident_path_clicked_to_a_green_contract_suite(
 
     # The run's page, opened on the failing span: refund_order, which rejected "12.OO".
     _failed_run(page, incident)
-    assert _text(page, "[data-testid=span-detail] h2") == STUB_TOOL
+    assert text_of(page, "[data-testid=span-detail] h2") == STUB_TOOL
     selected = page.locator("[data-testid=span-detail]").get_attribute("data-span-id")
     row = page.locator(f"[data-testid=span-row][data-span-id='{selected}']")
     assert row.get_attribute("data-status") == "error"
@@ -249,13 +165,13 @@ def test_the_incident_path_clicked_to_a_green_contract_suite(
     _shot(page, "2-run", "workbench-2-run.png")
 
     # The rerun: its job, then its verdict and diff.
-    _act(page, "[data-testid=rerun-submit]", JOB_PAGE)
+    act(page, "[data-testid=rerun-submit]", JOB_PAGE)
     job_url = page.url
-    _ended(page, "done")
+    ended(page, "done")
     verdict = page.locator("[data-testid=verdict]")
     assert (verdict.text_content() or "").startswith("failure fixed"), verdict.text_content()
     assert verdict.get_attribute("data-kind") == "failure_fixed"
-    assert _text(page, "[data-testid=diff]")
+    assert text_of(page, "[data-testid=diff]")
     assert page.locator("#events li").count() > 0  # its progress lines
     assert page.locator(f"a[href='{job_url.removeprefix(ui.url)}/child']").count() >= 1
     _shot(page, "3-verdict", "workbench-3-verdict.png")
@@ -265,13 +181,13 @@ def test_the_incident_path_clicked_to_a_green_contract_suite(
     assert f"tool {STUB_TOOL} called at least 1 time" in texts, texts
     assert page.locator("input[name=keep]:checked").count() == len(texts) - 1
     _shot(page, "4-contract", "workbench-4-contract.png")
-    _act(page, "[data-testid=save-contract]", "**/contracts")
+    act(page, "[data-testid=save-contract]", "**/contracts")
     saved = page.locator("[data-testid=saved-contract]")
     assert saved.count() == 1 and saved.first.get_attribute("data-name") == CONTRACT
 
     # Run all: green on the good model.
     _run_all(page, THOROUGH_MODEL)
-    _ended(page, "done")
+    ended(page, "done")
     results = page.locator("[data-testid=contract-result]")
     assert results.count() == 1, page.content()
     assert results.first.get_attribute("data-state") == "pass", results.first.text_content()
@@ -283,7 +199,7 @@ def test_the_incident_path_clicked_to_a_green_contract_suite(
     _shot(page, "5-run-all", "workbench-5-run-all.png")
 
     _no_refund(incident)
-    _only_the_workbench(seen, ui)
+    only_the_workbench(seen, ui)
     page.close()
 
     # What it saved is a suite the CLI runs as it is.
@@ -304,7 +220,7 @@ def test_run_all_red_shows_the_failing_assertion(browser: Any, ui: Workbench, in
         _failed_run(page, incident)
         _rerun_thorough(page)
         _save_contract(page, CONTRACT)
-        _act(page, "[data-testid=save-contract]", "**/contracts")
+        act(page, "[data-testid=save-contract]", "**/contracts")
     else:
         page, seen = _page(browser, ui, "/contracts", "[data-testid=saved-contract]")
     _run_all(page, HASTY_MODEL)
@@ -318,7 +234,7 @@ def test_run_all_red_shows_the_failing_assertion(browser: Any, ui: Workbench, in
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "run-all-red.png"), full_page=False)
     _no_refund(incident)
-    _only_the_workbench(seen, ui)
+    only_the_workbench(seen, ui)
     page.close()
 
 
@@ -330,21 +246,21 @@ def _closed_port() -> int:
 
 def test_a_job_whose_provider_is_down(browser: Any, incident: RefundRun, tmp_path: Path) -> None:
     down = f"http://127.0.0.1:{_closed_port()}/v1"
-    with workbench(incident.db, down, "--workdir", str(tmp_path / "work")) as bench:
+    with ui_process(incident.db, down, "--workdir", str(tmp_path / "work")) as bench:
         page, seen = _page(browser, bench, f"/run/{incident.run_id}", "form[data-testid=rerun-form]")
         form = page.locator("form[data-testid=rerun-form]")
         form.locator("input[name=model]").fill(THOROUGH_MODEL)
         form.locator(f"input[name='stub:{STUB_TOOL}']").fill(STUB_VALUE)
-        _act(page, "[data-testid=rerun-submit]", JOB_PAGE)
-        assert _wait_for_job(page) == "failed"
-        why = _text(page, "[data-testid=job-error]")
+        act(page, "[data-testid=rerun-submit]", JOB_PAGE)
+        assert wait_for_job(page) == "failed"
+        why = text_of(page, "[data-testid=job-error]")
         assert why, page.content()
         assert re.search(r"model call|connect", why, re.IGNORECASE), why
         body = page.locator("body").text_content() or ""
         assert "Traceback" not in body, body
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "provider-down.png"), full_page=False)
-        _only_the_workbench(seen, bench)
+        only_the_workbench(seen, bench)
         page.close()
         assert not any("Traceback" in line or "internal error" in line for line in bench.stderr), bench.stderr
     _no_refund(incident)

@@ -19,9 +19,11 @@ def mcp_command(ctx: click.Context) -> None:
     """A Model Context Protocol server over stdio, for a coding agent to read the black box.
 
     Tools: list_traces, list_runs, errors, show_trace, get_span, stats, write_cassette,
-    inspect_cassette, verify_cassette, diff_cassettes, eval_run. The database is opened read-only
-    at each call; the only file the server writes is a cassette, where a call says. Every result
-    is bounded, and a paged one says how to ask for the rest.
+    inspect_cassette, verify_cassette, diff_cassettes, eval_run, and two that call the model
+    (keys from the server's environment): blame, and fork_from_step (change one step of a run
+    and let it continue). The database is opened read-only at each call; the only files the
+    server writes are cassettes, where a call says. Every result is bounded, and a paged one says
+    how to ask for the rest.
 
     Needs the official MCP SDK: pip install 'otel-blackbox[mcp]'.
 

@@ -1,10 +1,12 @@
 """What every tool result keeps to: at most ``MAX_CHARS`` characters, long values shortened, and a
-way to ask for the rest (an ``offset`` of items, or a ``char_offset`` into one long text)."""
+way to ask for the rest (an ``offset`` of items, or a ``char_offset`` into one long text); and the
+checks of the arguments several tools take (``text_arg``, ``usd_arg``)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 from otel_blackbox._render.text import clip, safe_json
@@ -18,6 +20,7 @@ __all__ = [
     "fit",
     "text_arg",
     "text_page",
+    "usd_arg",
 ]
 
 MAX_CHARS = 20_000  # one tool result, all told
@@ -34,6 +37,16 @@ def text_arg(name: str, value: str | None) -> str | None:
         except UnicodeEncodeError:
             raise BadArgument(f"{name} is not UTF-8 text: {value!r}") from None
     return value
+
+
+def usd_arg(name: str, value: str | None) -> Decimal | None:
+    """A budget argument (``0.50``, ``$2``) as the CLI's ``--max-cost`` takes it."""
+    from otel_blackbox._playback.budget import parse_usd  # the execution side: only for the tools that run
+
+    try:
+        return None if value is None else parse_usd(value)
+    except ValueError as exc:
+        raise BadArgument(f"{name}: {exc}") from None
 
 
 def dumps(value: Any) -> str:

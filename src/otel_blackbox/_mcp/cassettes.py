@@ -16,7 +16,7 @@ from otel_blackbox._cassette.model import Cassette, terminal_outcome
 from otel_blackbox._cassette.trusted import load_checked_cassette, resealed
 from otel_blackbox._cassette.verify import check_before_writing, verify_file
 from otel_blackbox._cli.common import group_spans
-from otel_blackbox._mcp.bounds import MAX_CHARS, VALUE_CHARS, clip_strings, dumps, fit, text_arg
+from otel_blackbox._mcp.bounds import MAX_CHARS, VALUE_CHARS, clip_strings, dumps, fit, text_arg, usd_arg
 from otel_blackbox._mcp.traces import reading
 from otel_blackbox._output_file import check_output_file
 from otel_blackbox._render.cassette_text import render_timeline
@@ -29,9 +29,13 @@ from otel_blackbox.errors import BadArgument, OutputError
 __all__ = [
     "MAX_CASSETTES",
     "blame_incident",
+    "carrying",
+    "checked_cassettes",
     "diff_cassettes",
+    "diff_result",
     "eval_run",
     "inspect_cassette",
+    "output_target",
     "verify_cassette",
     "write_cassette",
 ]
@@ -41,7 +45,7 @@ _DETAIL_CHARS = 300  # an assertion's description or detail in eval_run
 ALLOW = "allow_unverified=true"  # how a tool's caller goes on with a cassette that fails verify
 
 
-def _checked(paths: list[str], allow_unverified: bool) -> tuple[list[Cassette], str | None]:
+def checked_cassettes(paths: list[str], allow_unverified: bool) -> tuple[list[Cassette], str | None]:
     """The cassettes, each checked before use (schema_version, hash_chain): a broken one is the
     tool's error (one line: the file, the check, the step), unless ``allow_unverified``; then the
     warnings, joined, for the answer to carry."""
@@ -50,11 +54,11 @@ def _checked(paths: list[str], allow_unverified: bool) -> tuple[list[Cassette], 
     return [c.cassette for c in checked], "; ".join(warnings) or None
 
 
-def _carrying(warning: str | None, result: dict[str, Any]) -> dict[str, Any]:
+def carrying(warning: str | None, result: dict[str, Any]) -> dict[str, Any]:
     return result if warning is None else {"unverified": warning, **result}
 
 
-def _target(path: str, db: Path, overwrite: bool) -> Path:
+def output_target(path: str, db: Path, overwrite: bool) -> Path:
     """Where the cassette goes: a file the CLI's -o would take (never the database, a folder, or a
     missing folder), and not over a file unless ``overwrite``."""
     try:
@@ -97,7 +101,7 @@ def write_cassette(
         got = f" (got {' and '.join(named)})" if named else ""
         raise BadArgument(f"give exactly one of trace_id, run_id, session_id{got}")
     text_arg("session_id", session_id)
-    target = _target(path, db, overwrite)
+    target = output_target(path, db, overwrite)
     with reading(db) as conn:
         if trace_id is not None:
             spans = load_trace(conn, queries.resolve_trace_id(conn, trace_id))
@@ -115,7 +119,7 @@ def write_cassette(
             source = f"{counted(traces, 'trace')} of {kind} {ident}"
     names = file_names(str(target), cassettes)
     for name in names[1:]:  # a sub-agent's file beside it: the same rule as the main one's
-        _target(name, db, overwrite)
+        output_target(name, db, overwrite)
     # CassetteError: a tool error, nothing written
     warnings = [w for c in cassettes if (w := check_before_writing(c, force=force)) is not None]
     for name, written in zip(names, cassettes, strict=True):
@@ -143,7 +147,7 @@ def inspect_cassette(
     """``otel-blackbox inspect``: the cassette's header, then its steps from ``offset``, one a line
     (with ``allow_unverified``, a cassette that fails verify: the warning first, and every line
     starting ``[unverified] ``)."""
-    (cassette,), warning = _checked([path], allow_unverified)
+    (cassette,), warning = checked_cassettes([path], allow_unverified)
     lines = render_timeline(cassette, limit=width)
     total = len(cassette.steps)
     if offset and offset >= total:
@@ -176,8 +180,15 @@ def verify_cassette(path: str, *, expect_head: str | None = None) -> str:
 def diff_cassettes(parent: str, child: str, *, semantic: bool = False, allow_unverified: bool = False) -> str:
     """``otel-blackbox diff``: the first divergent step and what it changed in the outcome, and the
     contract kept beside the parent (``incident.contract.json``) checked on the child when there is one."""
+    return dumps(diff_result(parent, child, semantic=semantic, allow_unverified=allow_unverified))
+
+
+def diff_result(
+    parent: str, child: str, *, semantic: bool = False, allow_unverified: bool = False
+) -> dict[str, Any]:
+    """What ``diff_cassettes`` answers, as a dict (``fork_from_step`` carries it)."""
     check = find_contract(Path(parent), None)
-    (parent_cassette, child_cassette), warning = _checked([parent, child], allow_unverified)
+    (parent_cassette, child_cassette), warning = checked_cassettes([parent, child], allow_unverified)
     if warning is not None:  # compared by what their content hashes to, never by a hash kept in the file
         parent_cassette, child_cassette = resealed(parent_cassette), resealed(child_cassette)
     evidence = None if check is None else check.evidence(parent_cassette, child_cassette)
@@ -192,7 +203,7 @@ def diff_cassettes(parent: str, child: str, *, semantic: bool = False, allow_unv
     }
     if check is not None:
         result["contract"] = clip_strings(check.to_json(), _DETAIL_CHARS)
-    return dumps(_carrying(warning, result))
+    return carrying(warning, result)
 
 
 def eval_run(contract: str, cassettes: list[str], *, allow_unverified: bool = False) -> str:
@@ -204,7 +215,7 @@ def eval_run(contract: str, cassettes: list[str], *, allow_unverified: bool = Fa
     if len(cassettes) > MAX_CASSETTES:
         raise BadArgument(f"{len(cassettes)} cassettes: at most {MAX_CASSETTES} a call")
     loaded = load_contract(Path(contract))
-    checked, warning = _checked(cassettes, allow_unverified)
+    checked, warning = checked_cassettes(cassettes, allow_unverified)
     rows: list[dict[str, Any]] = []
     for path, cassette in zip(cassettes, checked, strict=True):
         results = run_contract(loaded, cassette)
@@ -227,7 +238,7 @@ def eval_run(contract: str, cassettes: list[str], *, allow_unverified: bool = Fa
         "passed": all(row["status"] == "pass" for row in rows),
         "cassettes": clip_strings(rows, _DETAIL_CHARS),
     }
-    return dumps(_carrying(warning, result))
+    return dumps(carrying(warning, result))
 
 
 def blame_incident(
@@ -246,20 +257,16 @@ def blame_incident(
 ) -> str:
     """``otel-blackbox blame --format json``: the decisive step, found by branching and rerunning."""
     from otel_blackbox._playback.blame import BlamePlan, blame  # the execution side: only for this tool
-    from otel_blackbox._playback.budget import parse_usd
 
-    try:
-        budget = None if max_cost is None else parse_usd(max_cost)
-    except ValueError as exc:
-        raise BadArgument(f"max_cost: {exc}") from None
+    budget = usd_arg("max_cost", max_cost)
     folder = Path(output)
     if folder.exists() and not folder.is_dir():
         raise BadArgument(f"output {output}: not a folder")
-    _, warning = _checked([incident] if good is None else [incident, good], allow_unverified)
+    _, warning = checked_cassettes([incident] if good is None else [incident, good], allow_unverified)
     plan = BlamePlan(
         output=folder, provider=provider, model=model, stubs=dict(stubs or {}),
         good=None if good is None else Path(good), contract=None if contract is None else Path(contract),
         samples=samples, max_cost=budget, max_branches=max_branches, allow_unverified=allow_unverified,
     )  # fmt: skip
     report = blame(Path(incident), plan, say=lambda _line: None)  # stdout is the protocol
-    return dumps(_carrying(warning, clip_strings(report.to_json(), VALUE_CHARS)))
+    return dumps(carrying(warning, clip_strings(report.to_json(), VALUE_CHARS)))

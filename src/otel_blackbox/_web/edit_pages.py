@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from otel_blackbox._cassette.model import Step, tool_calls_of
+from otel_blackbox._playback.agent.incident import Incident
 from otel_blackbox._playback.agent.sdk import available_apis
 from otel_blackbox._render.cassette_text import describe_step
 from otel_blackbox._render.html_report import EDITABLE_STEPS, cassette_report
@@ -27,7 +28,7 @@ from otel_blackbox._web.workbench_pages import (
     under_bar,
     workbench_bar,
 )
-from otel_blackbox._web.workspace import stub_fields
+from otel_blackbox._web.workspace import StubField, stub_fields
 
 __all__ = ["editor_page", "steps_page"]
 
@@ -71,9 +72,10 @@ def editor_page(parent: ForkParent, index: int, *, token: str, read_only: bool) 
     choices = "".join(_choice(change, values[change], checked=n == 0) for n, change in enumerate(fits))
     apis = available_apis()
     api = incident.api if incident.api in apis else (apis[0] if apis else None)
-    stubs = "".join(stub_field(f, None, required=False) for f in stub_fields(incident))
+    stubs = "".join(stub_field(f, None, required=False) for f in _stubbable(incident))
     stub_part = (
-        f"<details><summary>answers for tools the recording has none for</summary>{stubs}</details>"
+        "<details><summary>answers for calls the recording has no result for</summary>"
+        f"{stubs}</details>"
         if stubs
         else ""
     )
@@ -97,6 +99,14 @@ def editor_page(parent: ForkParent, index: int, *, token: str, read_only: bool) 
         "goes on; every tool answered from the recording, never run</span></p></form>"
     )
     return shell(f"edit step {index}", body, script=_TOOL_SCRIPT if "tool" in fits else "")
+
+
+def _stubbable(incident: Incident) -> list[StubField]:
+    """A stub field for each tool offered: those with no good recorded answer first (stub_fields),
+    then the others, whose calls after an edit may ask what the recording never answered."""
+    first = stub_fields(incident)
+    named = {f.tool for f in first}
+    return first + [StubField(tool, None, False) for tool in sorted(incident.offered_tools() - named)]
 
 
 def _choice(change: str, value: Any, *, checked: bool) -> str:

@@ -149,9 +149,10 @@ def rerun_panel(
     parts.append("</nav>")
     if jobs:
         links = ", ".join(
-            f'<a href="/job/{e(j.id)}" class="{e(j.state)}">{e(j.id)} ({e(j.state)})</a>' for j in jobs
+            f'<a href="/job/{e(j.id)}" class="{e(j.state)}">{e(j.kind)} {e(j.id)} ({e(j.state)})</a>'
+            for j in jobs
         )
-        parts.append(f"<div>reruns of this {e(target.kind)}: {links}</div>")
+        parts.append(f"<div>jobs of this {e(target.kind)}: {links}</div>")
     if status not in ("error", "open"):
         parts.append(
             f'<div class="note">this {e(target.kind)} did not fail: nothing to rerun</div></section>'

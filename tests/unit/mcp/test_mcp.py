@@ -32,7 +32,7 @@ from otel_blackbox._cassette.verify import verify_cassette
 
 TOOLS = {
     "list_traces", "list_runs", "errors", "show_trace", "get_span", "stats", "write_cassette",
-    "inspect_cassette", "verify_cassette", "diff_cassettes", "eval_run", "blame",
+    "inspect_cassette", "verify_cassette", "diff_cassettes", "eval_run", "blame", "fork_from_step",
 }  # fmt: skip
 FAILURE = "weather service unavailable for Paris"
 SESSION = "chat-42"
@@ -77,15 +77,20 @@ def _state(db: Path) -> list[str]:
 
 
 def serve(
-    db: Path, cwd: Path, body: Callable[[ClientSession], Awaitable[T]], args: list[str] | None = None
+    db: Path,
+    cwd: Path,
+    body: Callable[[ClientSession], Awaitable[T]],
+    args: list[str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> T:
-    """Start the server on ``db`` as a client does (or with these command-line ``args``), initialize,
-    run ``body``, close. Its stderr is checked: a tool error is never a traceback."""
+    """Start the server on ``db`` as a client does (or with these command-line ``args``; ``env``: its
+    environment, over the few variables the client passes on), initialize, run ``body``, close. Its
+    stderr is checked: a tool error is never a traceback."""
     errlog = cwd / "server-stderr.txt"
     argv = ["-m", "otel_blackbox.cli", *(args or ["--db", str(db), "mcp"])]
 
     async def run() -> T:
-        params = StdioServerParameters(command=sys.executable, args=argv, cwd=cwd)
+        params = StdioServerParameters(command=sys.executable, args=argv, cwd=cwd, env=env)
         with errlog.open("w") as err:
             async with (
                 stdio_client(params, errlog=err) as (read, write),
