@@ -177,6 +177,10 @@ BAD = [
     (["--at", "6", "--tool", "refund_order={bad"], "not JSON"),
     (["--at", "9", "--set", "{bad"], "not JSON"),
     (["--at", "7", "--calls", "[1]"], 'call 0 has no "toolName"'),
+    (
+        ["--at", "7", "--calls", '[{"toolName": "made_up", "toolInput": {}}]'],
+        "--calls made_up: the request at step 6 offers no such tool (it offers: ",
+    ),
     (["--at", "9"], "give exactly one change for step 9"),
     (["--at", "9", "--set", "1", "--answer", "x"], "give exactly one change for step 9"),
     (["--at", "9", "--set", "1", "--live"], "--live is for a program fork"),

@@ -13,7 +13,8 @@ The kinds, by the step they change:
 - ``tool_result``: a new result or error; the rest of that tool round as recorded, then the model
   goes on from the next request (blame's intervention).
 - ``model_output``: a different answer (the child ends there, no model call) or different tool
-  calls (numbered after the parent's highest call id), answered as the run's other calls are.
+  calls (numbered after the parent's highest call id; each to a tool its request offered, or, when
+  the request lists none, one the recording called), answered as the run's other calls are.
 - ``user_message`` (a model_input): its last user message replaced, or a new one appended.
 - ``system_prompt``, ``tool_definition`` (a model_input): for that request and every later one.
 """
@@ -144,7 +145,8 @@ def start_of(parent: Cassette, reader: Incident, edit: Edit) -> Start:
         if edit.kind == "resend":
             seed = [(s.type, s.payload, s.timestamp) for s in steps[: inputs[turn]]]
             return Start(replace(edit, description="model call sent again"), seed, resume, reader)
-        output, described = _new_output(edit, highest_call_index(steps) + 1)
+        tools = _callable(reader, turn, inputs[turn])
+        output, described = _new_output(edit, highest_call_index(steps) + 1, tools)
         seed = [*kept, ("model_output", output, step.timestamp)]
         return Start(replace(edit, description=described), seed, replace(resume, output=output), reader)
     if edit.kind == "tool_result":
@@ -207,8 +209,33 @@ def _tool_result(parent: Cassette, reader: Incident, edit: Edit, inputs: list[in
     return Start(replace(edit, description=described), seed, resume, reader)
 
 
-def _new_output(edit: Edit, first_id: int) -> tuple[JsonObject, str]:
-    """The edited model output (new calls numbered from ``call-<first_id>``) and its description."""
+def _callable(reader: Incident, turn: int, at: int) -> tuple[list[str], str, str] | None:
+    """The tools a new call answering request ``turn`` (step ``at``) may name, with what a refusal
+    says of a name not among them and of those that are; None when there is nothing to check against."""
+    tools = reader.model_inputs[turn].get("tools")
+    offered = [
+        str(t["name"])
+        for t in (tools if isinstance(tools, list) else [])
+        if isinstance(t, dict) and isinstance(t.get("name"), str)
+    ]
+    if offered:
+        return offered, f"the request at step {at} offers no such tool", "it offers"
+    # A request that lists no tools (an import that recorded no tool definitions): the tools the
+    # recording's model called anywhere are the ones it had.
+    if reader.called:
+        return (
+            sorted(reader.called),
+            f"the request at step {at} lists no tools, the recording never calls it",
+            "it calls",
+        )
+    return None  # no tool offered, none called: nothing to check a name against, any is taken
+
+
+def _new_output(
+    edit: Edit, first_id: int, tools: tuple[list[str], str, str] | None = None
+) -> tuple[JsonObject, str]:
+    """The edited model output (new calls numbered from ``call-<first_id>``) and its description;
+    ``tools``: the names a call may have and the refusal's words for one it may not (``_callable``)."""
     value = edit.value if isinstance(edit.value, dict) else {}
     if "text" in value:
         return {"type": "final_answer", "text": str(value["text"])}, "model output: an answer"
@@ -220,6 +247,9 @@ def _new_output(edit: Edit, first_id: int) -> tuple[JsonObject, str]:
         name = call.get("toolName") if isinstance(call, dict) else None
         if not isinstance(name, str) or not name:
             raise BlackboxError(f'--calls: call {n} has no "toolName" (expected {{"toolName", "toolInput"}})')
+        if tools is not None and name not in tools[0]:
+            allowed, why, which = tools
+            raise BlackboxError(f"--calls {name}: {why} ({which}: {', '.join(allowed)})")
         made.append(
             {"toolCallId": f"call-{first_id + n}", "toolName": name, "toolInput": call.get("toolInput", {})}
         )
