@@ -152,26 +152,22 @@ def _json_option(text: str, option: str) -> Any:
 # Each change a fork can make at --at N: the option, its metavar, what it says in --help.
 _CHANGES = (
     ("--set", "JSON", "A tool_result step: the result the tool returns instead (JSON)."),
-    ("--set-error", "TEXT", "A tool_result step: the tool fails with this error instead (built-in agent)."),
-    ("--answer", "TEXT", "A model_output step: the model gives this final answer instead (built-in agent)."),
+    ("--set-error", "TEXT", "A tool_result step: the tool fails with this error instead."),
+    ("--answer", "TEXT", "A model_output step: the model gives this final answer instead."),
     (
         "--calls",
         "JSON",
         'A model_output step: the model makes these tool calls instead, a JSON list of {"toolName", '
-        '"toolInput"} (built-in agent).',
+        '"toolInput"}.',
     ),
-    ("--user", "TEXT", "A model_input step: its last user message says this instead (built-in agent)."),
-    ("--insert-user", "TEXT", "A model_input step: a user message appended to it (built-in agent)."),
-    (
-        "--system",
-        "TEXT",
-        "A model_input step: the system prompt of it and every later request (built-in agent).",
-    ),
+    ("--user", "TEXT", "A model_input step: its last user message says this instead."),
+    ("--insert-user", "TEXT", "A model_input step: a user message appended to it."),
+    ("--system", "TEXT", "A model_input step: the system prompt of it and every later request."),
     (
         "--tool",
         "NAME=JSON",
         'A model_input step: tool NAME\'s definition, {"description"?, "inputSchema"?}, in it and every '
-        "later request (built-in agent).",
+        "later request.",
     ),
 )
 
@@ -229,14 +225,19 @@ def fork(
     stops the run (exit 1, the call named). An --answer ends the child there, with no model call.
     Exit 0 when the child completed.
 
-    With -- CMD (only --set, for now), the program is replayed up to the tool result and continues
-    --live or from a --script of neutral model outputs (a JSON list of {"type": "final_answer",
-    "text": ...} / {"type": "tool_calls", ...}); the model sees the replacement, the program's own
-    variables still hold the original. With --stub-tools the program's tools do not run: before
-    the fork point each call gets the parent's result for it (the forked one, the replacement),
-    after it the parent's result with the same tool name and arguments. A call with no such result
-    is a tool error the model sees, named at the end (or, with --run-unrecorded-tools, runs for
-    real).
+    With -- CMD, the program is replayed from the parent up to step N (its model calls answered
+    with the parent's outputs, its other requests with the parent's exchanges) and continues --live
+    or from a --script of neutral model outputs (a JSON list of {"type": "final_answer", "text":
+    ...} / {"type": "tool_calls", ...}). The model sees the change: a tool result's replacement or
+    error in every request that carries it; an --answer or --calls as the answer to the program's
+    call at that turn (new calls numbered after the parent's); a user message, the system prompt
+    or a tool's definition rewritten in the program's request at that turn (and, but for a user
+    message of another conversation, in every later one). The program's own variables still hold
+    what really happened. With --stub-tools the program's tools do not run: before the fork point
+    each call gets the parent's result for it (a forked tool result's call, the change), after it
+    the parent's result with the same tool name and arguments. A call with no such result is a
+    tool error the model sees, named at the end (or, with --run-unrecorded-tools, runs for real).
+    The options of the built-in agent (--provider, --model, --max-cost, --stub...) are refused.
 
     \b
     Example:
@@ -247,6 +248,8 @@ def fork(
           --provider anthropic --model claude-sonnet-4-5 --max-cost 0.50 -o child.json
       otel-blackbox fork run.json --at 7 --set '{"available": false}' \\
           --script replies.json -o child.json -- python agent.py
+      otel-blackbox fork run.json --at 6 --system 'Refund exactly what was paid.' \\
+          --live --stub-tools -o child.json -- python agent.py
       otel-blackbox diff run.json child.json     # edited at step 9: tool result of refund_order
     """
     changes = {option: options.pop(option[2:].replace("-", "_")) for option, _, _ in _CHANGES}
@@ -257,10 +260,6 @@ def fork(
     ((change, value),) = given
     program = command[1:] if command and command[0] == "--" else command
     if program:
-        if change != "--set":
-            raise click.UsageError(
-                f"{change} is for the built-in agent only for now: leave out the program (-- CMD)"
-            )
         agent_only = agent_only_given(
             options["provider"], options["stream"], options["base_url"], options["stubs"],
             options["tool_match"], options["max_turns"],
@@ -269,8 +268,8 @@ def fork(
             agent_only = agent_only or (option if used is not None else None)
         if agent_only is not None:
             raise click.UsageError(f"{agent_only} is for the built-in agent: leave out the program (-- CMD)")
-        _program_fork(cassette, at, value, script, live, output, match, stub_tools, run_unrecorded_tools,
-                      allow_unverified, program)  # fmt: skip
+        _program_fork(cassette, at, change, value, script, live, output, match, stub_tools,
+                      run_unrecorded_tools, allow_unverified, program)  # fmt: skip
     program_only = (("--script", script), ("--live", live), ("--match", match != "exact"),
                     ("--run-unrecorded-tools", run_unrecorded_tools))  # fmt: skip
     for option, used in program_only:
@@ -301,7 +300,8 @@ def _edit(at: int, change: str, value: str) -> Any:
 def _program_fork(
     cassette: Path,
     at: int,
-    result: str,
+    change: str,
+    value: str,
     script: Path | None,
     live: bool,
     output: Path,
@@ -311,20 +311,35 @@ def _program_fork(
     allow_unverified: bool,
     program: tuple[str, ...],
 ) -> None:
-    """``fork --at N --set JSON -- CMD``: the program replayed up to the tool result, continued."""
+    """``fork --at N <change> -- CMD``: the program replayed up to step N, changed there, continued.
+    A change that does not fit its step is refused here, before the program runs (exit 2)."""
     if live == (script is not None):
         raise click.UsageError("give exactly one of --live and --script FILE")
     replies = read_script(script) if script is not None else None
+    if change == "--set":
+        asked: dict[str, Any] = {"result": _json_option(value, "--set")}
+    else:
+        edit = _edit(at, change, value)
+        asked = {"change": change[2:], "text": value}
+    if cassette.is_file():  # checked before the program starts; a missing one: the launcher's line
+        (parent,) = checked_inputs([cassette], allow_unverified)
+        if change == "--set":  # any tool result, the last one too (it has no model call after it)
+            from otel_blackbox._playback.fork import set_point_error
+
+            if (refused := set_point_error(parent, at)) is not None:
+                raise click.UsageError(refused)
+        else:
+            from otel_blackbox._playback.fork_edits import program_start
+
+            program_start(parent, str(cassette), edit)  # BlackboxError, exit 2: it does not fit
     plan = {
         "at": at,
-        "result": _json_option(result, "--set"),
+        **asked,
         "output": str(output.resolve()),
         "replies": replies,
         **stub_plan(stub_tools, run_unrecorded_tools),
         "allow_unverified": allow_unverified,
     }
-    if cassette.is_file():  # checked before the program starts; a missing one: the launcher's line
-        checked_inputs([cassette], allow_unverified)
     sys.exit(run_program("fork", cassette, program, match=match, plan=plan))
 
 

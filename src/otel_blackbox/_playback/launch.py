@@ -86,7 +86,13 @@ def _make_session(mode: str, cassette: str, match: str, plan_json: str | None) -
         return ForkSession(
             cassette,
             ForkPlan(
-                at=plan["at"], result=plan["result"], output=Path(plan["output"]), replies=plan["replies"]
+                at=plan["at"],
+                result=plan.get("result"),
+                output=Path(plan["output"]),
+                replies=plan["replies"],
+                change=plan.get("change") or "set",
+                text=plan.get("text"),
+                by=plan.get("by") or "command",
             ),
             match=check_match(match),
             allow_unverified=allow,

@@ -74,8 +74,7 @@ def editor_page(parent: ForkParent, index: int, *, token: str, read_only: bool) 
     api = incident.api if incident.api in apis else (apis[0] if apis else None)
     stubs = "".join(stub_field(f, None, required=False) for f in _stubbable(incident))
     stub_part = (
-        "<details><summary>answers for calls the recording has no result for</summary>"
-        f"{stubs}</details>"
+        f"<details><summary>answers for calls the recording has no result for</summary>{stubs}</details>"
         if stubs
         else ""
     )

@@ -18,12 +18,17 @@ from otel_blackbox._types import JsonObject
 from otel_blackbox._wire.call_ids import CallIds
 
 __all__ = [
+    "REQUEST_EDITS",
     "Pieces",
     "Provider",
+    "RequestShape",
     "WireRequest",
     "WireResponse",
     "add_piece",
+    "content_saying",
+    "edited_request",
     "join_pieces",
+    "list_field",
     "read_usage",
     "replaced_content",
     "rewritten",
@@ -100,7 +105,9 @@ class Provider(Protocol):
         recorded on this API, ids included. Raises ValueError only.
         """
 
-    def replace_tool_result(self, request: JsonObject, tool_call_id: str, result: Any) -> JsonObject | None:
+    def replace_tool_result(
+        self, request: JsonObject, tool_call_id: str, result: Any, *, error: bool = False
+    ) -> JsonObject | None:
         """A fork's rewrite: a new request body in which the tool result for ``tool_call_id`` carries
         ``result`` instead of what the agent sent, or None when the request holds no result for it.
 
@@ -110,6 +117,24 @@ class Provider(Protocol):
         normally one), and nothing else changes. The replacement keeps the wire shape the agent
         used (see ``replaced_content``): where it sent a string, the string is the result's text;
         where it sent a list of content parts, one text part holds that text.
+
+        With ``error``, ``result`` is the text of an error the tool failed with, marked as the
+        built-in agent's ``wire_request`` marks a neutral ``{"error": ...}`` (Anthropic's
+        ``is_error``, Gemini's ``{"error": ...}`` response; the OpenAI APIs have no mark: the text).
+        """
+
+    def edit_request(self, request: JsonObject, kind: str, value: Any) -> JsonObject | None:
+        """A fork's rewrite of a request at or after its ``model_input`` change (``REQUEST_EDITS``,
+        edit.py's kinds): a new request body, or None when this one has nothing to change.
+
+        ``system_prompt`` (``value`` the text): the request's system prompt, in the field this API
+        keeps it in, is the text. ``tool_definition`` (``{"name", "definition": {"description"?,
+        "inputSchema"?}}``): the function tool of that name gets that description and input schema.
+        ``user_message`` (``{"text", "insert": bool, "since"?: request}``): the last message a user
+        wrote (not a tool round's results) says the text, or with ``insert`` a user message saying it
+        is appended. With ``since`` (the request the change was made at, as the program sent it),
+        the change is made again in a later request of the same conversation: at the same place, when
+        ``since``'s messages begin this request's (None otherwise). The input is never mutated.
         """
 
 
@@ -155,6 +180,88 @@ def rewritten(
     for target in found:
         rewrite(target)
     return copied if found else None
+
+
+# The changes a fork makes in a request (``Provider.edit_request``): edit.py's model_input kinds.
+REQUEST_EDITS = ("user_message", "system_prompt", "tool_definition")
+
+
+@dataclass(frozen=True)
+class RequestShape:
+    """Where one API's request keeps what ``edit_request`` changes (each API's rewrite_request.py)."""
+
+    conversation: Callable[[JsonObject], list[Any]]  # the messages, a list in the body (made one if not)
+    said: Callable[[JsonObject], bool]  # a message a user wrote: not a tool round's results
+    saying: Callable[[JsonObject | None, str], JsonObject]  # that message (None: a new one) saying this
+    system: Callable[[JsonObject, str], None]  # puts the system prompt into the body
+    functions: Callable[[JsonObject], list[JsonObject]]  # the body's function tool definitions
+    schema_keys: tuple[str, ...]  # where a definition keeps its input schema: the first, the others removed
+
+
+def edited_request(request: JsonObject, kind: str, value: Any, shape: RequestShape) -> JsonObject | None:
+    """``Provider.edit_request`` for an API of this ``shape``: a deep copy of ``request`` changed, or
+    None when nothing changed."""
+    copied = copy.deepcopy(request)
+    if kind == "system_prompt":
+        shape.system(copied, str(value))
+    elif kind == "tool_definition":
+        _define_tool(copied, value, shape)
+    elif kind == "user_message":
+        if not _edit_user(copied, value, shape):
+            return None
+    else:
+        raise ValueError(f"{kind!r}: not a change of a request (one of: {', '.join(REQUEST_EDITS)})")
+    return None if copied == request else copied
+
+
+def _define_tool(body: JsonObject, value: Any, shape: RequestShape) -> None:
+    name, definition = value.get("name"), value.get("definition") or {}
+    for function in shape.functions(body):
+        if function.get("name") != name:
+            continue
+        if "description" in definition:
+            function["description"] = definition["description"]
+        if "inputSchema" in definition:
+            for key in shape.schema_keys:
+                function.pop(key, None)
+            function[shape.schema_keys[0]] = copy.deepcopy(definition["inputSchema"])
+
+
+def _edit_user(body: JsonObject, value: Any, shape: RequestShape) -> bool:
+    """The user's last message replaced, or one appended: among the messages ``since`` held when the
+    change is made again in a later request (none when ``since``'s messages do not begin these)."""
+    text, since = str(value.get("text", "")), value.get("since")
+    messages = shape.conversation(body)
+    upto = len(messages)
+    if since is not None:
+        before = shape.conversation(copy.deepcopy(since))
+        if messages[: len(before)] != before:
+            return False
+        upto = len(before)
+    if value.get("insert"):
+        messages.insert(upto, shape.saying(None, text))
+        return True
+    said = [n for n in range(upto) if isinstance(messages[n], dict) and shape.said(messages[n])]
+    if said:
+        messages[said[-1]] = shape.saying(messages[said[-1]], text)
+    return bool(said)
+
+
+def list_field(key: str) -> Callable[[JsonObject], list[Any]]:
+    """A ``RequestShape.conversation`` for an API that keeps its messages as a list under ``key``."""
+
+    def conversation(body: JsonObject) -> list[Any]:
+        if not isinstance(body.get(key), list):
+            body[key] = []
+        found: list[Any] = body[key]
+        return found
+
+    return conversation
+
+
+def content_saying(message: JsonObject | None, text: str) -> JsonObject:
+    """A ``RequestShape.saying`` for an API whose message says its text as ``content``."""
+    return {**(message or {"role": "user"}), "content": text}
 
 
 class Pieces(list[Any]):

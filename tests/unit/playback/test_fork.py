@@ -111,7 +111,8 @@ def test_scripted_fork_through_the_cli_and_bad_fork_points(tmp_path: Path) -> No
     assert forked.stdout.splitlines()[-1] == "It is unavailable."
     bad = run_cli("fork", str(parent), "--at", "1", "--set", "1", "--script", str(replies), "-o", str(child),
                   "--", *agent, "--base-url", base_url)  # fmt: skip
-    assert bad.returncode == 1 and "a fork starts at a tool_result step, this is model_output" in bad.stderr
+    # Refused before the program runs, as every change that does not fit its step is.
+    assert bad.returncode == 2 and "a fork starts at a tool_result step, this is model_output" in bad.stderr
     neither = run_cli("fork", str(parent), "--at", "3", "--set", "1", "-o", str(child), "--", *agent)
     assert neither.returncode == 2 and "exactly one of --live and --script" in neither.stderr
 

@@ -5,7 +5,7 @@ module of pure functions:
 * ``read_response``: a response (JSON or its SSE stream) -> ``model_output``, and its token counts;
 * ``write_response``: a ``model_output`` -> a response the SDK accepts, synthesized for replay;
 * ``write_request``: a ``model_input`` -> a request, for the built-in agent's rerun;
-* ``rewrite_request``: a fork's rewrite of a request's tool result.
+* ``rewrite_request``: a fork's rewrites of a request (a tool result, a model_input change).
 
 The thinking and hosted tool blocks a request and a response both carry are read and written in
 ``blocks``, the stop reasons both directions take as the default named in ``stop_reasons``, the
@@ -62,5 +62,11 @@ class AnthropicMessages:
         return write_request.anthropic_request(model_input, stream=stream, native=native)
 
     @wire_errors("an Anthropic Messages request")
-    def replace_tool_result(self, request: JsonObject, tool_call_id: str, result: Any) -> JsonObject | None:
-        return rewrite_request.replace_tool_result(request, tool_call_id, result)
+    def replace_tool_result(
+        self, request: JsonObject, tool_call_id: str, result: Any, *, error: bool = False
+    ) -> JsonObject | None:
+        return rewrite_request.replace_tool_result(request, tool_call_id, result, error=error)
+
+    @wire_errors("an Anthropic Messages request")
+    def edit_request(self, request: JsonObject, kind: str, value: Any) -> JsonObject | None:
+        return rewrite_request.edit_request(request, kind, value)

@@ -6,7 +6,7 @@ functions:
 * ``read_response``: a response (JSON, or its stream) -> ``model_output``, and its token counts;
 * ``write_response``: a ``model_output`` -> a response the SDK accepts, synthesized for replay;
 * ``write_request``: a ``model_input`` -> a request body, for the built-in agent's rerun;
-* ``rewrite_request``: a fork's rewrite of a request's function response.
+* ``rewrite_request``: a fork's rewrites of a request (a function response, a model_input change).
 
 The URL names the model (``/v1beta/models/gemini-2.5-flash:...``, ``/v1/...``, Vertex AI's
 ``.../publishers/google/models/NAME:...``) and whether the answer streams (SSE with ``alt=sse``, else
@@ -96,5 +96,11 @@ class GeminiGenerateContent:
         return write_request.gemini_request(model_input, native=native)  # the URL says whether it streams
 
     @wire_errors("a Gemini generateContent request")
-    def replace_tool_result(self, request: JsonObject, tool_call_id: str, result: Any) -> JsonObject | None:
-        return rewrite_request.replace_tool_result(request, tool_call_id, result)
+    def replace_tool_result(
+        self, request: JsonObject, tool_call_id: str, result: Any, *, error: bool = False
+    ) -> JsonObject | None:
+        return rewrite_request.replace_tool_result(request, tool_call_id, result, error=error)
+
+    @wire_errors("a Gemini generateContent request")
+    def edit_request(self, request: JsonObject, kind: str, value: Any) -> JsonObject | None:
+        return rewrite_request.edit_request(request, kind, value)

@@ -5,7 +5,7 @@ directions, each a module of pure functions:
 * ``read_response``: a response (JSON or its SSE stream) -> ``model_output``, and its token counts;
 * ``write_response``: a ``model_output`` -> a response the SDK accepts, synthesized for replay;
 * ``write_request``: a ``model_input`` -> a request, for the built-in agent's rerun;
-* ``rewrite_request``: a fork's rewrite of a request's tool result.
+* ``rewrite_request``: a fork's rewrites of a request (a tool result, a model_input change).
 
 What an assistant message holds in requests and responses alike is in ``message``, the request's
 field table in ``fields``; the pieces shared with ``openai_responses`` (and Gemini's framing) in
@@ -62,5 +62,11 @@ class OpenAIChat:
         return write_request.chat_request(model_input, stream=stream, native=native)
 
     @wire_errors("an OpenAI Chat Completions request")
-    def replace_tool_result(self, request: JsonObject, tool_call_id: str, result: Any) -> JsonObject | None:
-        return rewrite_request.replace_tool_result(request, tool_call_id, result)
+    def replace_tool_result(
+        self, request: JsonObject, tool_call_id: str, result: Any, *, error: bool = False
+    ) -> JsonObject | None:
+        return rewrite_request.replace_tool_result(request, tool_call_id, result, error=error)
+
+    @wire_errors("an OpenAI Chat Completions request")
+    def edit_request(self, request: JsonObject, kind: str, value: Any) -> JsonObject | None:
+        return rewrite_request.edit_request(request, kind, value)

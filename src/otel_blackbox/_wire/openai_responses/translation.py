@@ -6,7 +6,7 @@ module of pure functions:
 * ``write_response``: a ``model_output`` -> a response the SDK accepts, synthesized for replay (its
   event stream in ``events``);
 * ``write_request``: a ``model_input`` -> a request, for the built-in agent's rerun;
-* ``rewrite_request``: a fork's rewrite of a request's tool result.
+* ``rewrite_request``: a fork's rewrites of a request (a tool result, a model_input change).
 
 The items a request and a response both carry are read and written in ``items``, an incomplete
 response's reason named in ``stop_reasons``, the request's field table in ``fields``; the pieces
@@ -63,5 +63,11 @@ class OpenAIResponses:
         return write_request.responses_request(model_input, stream=stream, native=native)
 
     @wire_errors("an OpenAI Responses API request")
-    def replace_tool_result(self, request: JsonObject, tool_call_id: str, result: Any) -> JsonObject | None:
-        return rewrite_request.replace_tool_result(request, tool_call_id, result)
+    def replace_tool_result(
+        self, request: JsonObject, tool_call_id: str, result: Any, *, error: bool = False
+    ) -> JsonObject | None:
+        return rewrite_request.replace_tool_result(request, tool_call_id, result, error=error)
+
+    @wire_errors("an OpenAI Responses API request")
+    def edit_request(self, request: JsonObject, kind: str, value: Any) -> JsonObject | None:
+        return rewrite_request.edit_request(request, kind, value)
