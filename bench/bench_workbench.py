@@ -3,7 +3,7 @@ typed on the command line, on the demo's refund incident; and what each page wei
 
 Run it as a script (it is not a test and asserts nothing about timing)::
 
-    python bench/bench_workbench.py [--rounds N] [--json out.json]
+    python bench/bench_workbench.py [--rounds N] [--action rerun|edit] [--json out.json]
 
 Setup: the fake OpenAI-compatible provider on 127.0.0.1 (examples/fake_llm.py), the refund incident
 recorded by the processor from the real OpenAI Agents SDK (examples/handoff_agent.py, the model
@@ -20,6 +20,10 @@ refund answered by a stub: ``failure fixed``):
 * ``cli``: ``otel-blackbox cassette --run ID`` (the workbench makes the incident on each submit too),
   ``otel-blackbox rerun INCIDENT --model thorough --stub ... -o CHILD``, ``otel-blackbox diff``, each
   a process, as typed. The clock runs from the first start to the last exit.
+
+With ``--action edit``, the same for Edit and continue: refund_order's failing result (step 9)
+replaced by the refund and the run continued on ``thorough``: the editor's form POSTed to ``/fork``
+against ``cassette --run``, ``fork INCIDENT --at 9 --set ... --model thorough`` and ``diff``.
 
 Medians of the rounds; the ratio workbench / cli. Page weight: the bytes (and gzip bytes, for
 reference: the workbench does not compress) of each page of the path.
@@ -85,15 +89,25 @@ class Page:
         return body
 
 
-def workbench_round(page: Page, run_id: str) -> tuple[float, float, str]:
-    form_page = page.get(f"/run/{run_id}").decode()
-    token = re.search(r'name="token" value="([^"]+)"', form_page)
+EDITED_STEP = 9  # refund_order's failing result in the incident's cassette
+
+
+def workbench_round(page: Page, run_id: str, action: str) -> tuple[float, float, str]:
+    form_path = f"/run/{run_id}" if action == "rerun" else f"/run/{run_id}/edit/{EDITED_STEP}"
+    token = re.search(r'name="token" value="([^"]+)"', page.get(form_path).decode())
     assert token
-    fields = {"token": token.group(1), "target_kind": "run", "target_id": run_id, "provider": "openai-chat",
-              "model": "thorough", "max_cost": "", "stub:refund_order": STUB_VALUE}  # fmt: skip
+    if action == "rerun":
+        fields = {"token": token.group(1), "target_kind": "run", "target_id": run_id,
+                  "provider": "openai-chat", "model": "thorough", "max_cost": "",
+                  "stub:refund_order": STUB_VALUE}  # fmt: skip
+    else:
+        fields = {"token": token.group(1), "parent": f"run/{run_id}", "step": str(EDITED_STEP),
+                  "change": "set", "value:set": STUB_VALUE, "provider": "openai-chat",
+                  "model": "thorough", "max_cost": ""}  # fmt: skip
     headers = {"Content-Type": "application/x-www-form-urlencoded", "Origin": f"http://127.0.0.1:{page.port}"}
     start = time.perf_counter()
-    status, answer, body = page.request("POST", "/rerun", urlencode(fields).encode(), headers)
+    status, answer, body = page.request("POST", f"/{'rerun' if action == 'rerun' else 'fork'}",
+                                        urlencode(fields).encode(), headers)  # fmt: skip
     assert status == 303, body
     job = answer["location"]
     while (progress := json.loads(page.get(f"/api{job}")))["state"] == "running":
@@ -105,23 +119,41 @@ def workbench_round(page: Page, run_id: str) -> tuple[float, float, str]:
     return elapsed, float(progress["seconds"]), job
 
 
-def cli_round(db: Path, run_id: str, folder: Path, env: dict[str, str]) -> float:
+def cli_round(db: Path, run_id: str, folder: Path, env: dict[str, str], action: str) -> float:
     incident, child = folder / "incident.json", folder / "child.json"
     child.unlink(missing_ok=True)
     start = time.perf_counter()
     make = [*CLI, "--db", str(db), "cassette", "--run", run_id, "-o", str(incident)]
     subprocess.run(make, env=env, capture_output=True, check=True)
-    rerun = [*CLI, "rerun", str(incident), "--model", "thorough", "--stub", f"refund_order={STUB_VALUE}"]
-    subprocess.run([*rerun, "-o", str(child)], env=env, capture_output=True, check=True)
+    if action == "rerun":
+        again = [*CLI, "rerun", str(incident), "--model", "thorough", "--stub", f"refund_order={STUB_VALUE}"]
+    else:
+        again = [
+            *CLI,
+            "fork",
+            str(incident),
+            "--at",
+            str(EDITED_STEP),
+            "--set",
+            STUB_VALUE,
+            "--model",
+            "thorough",
+        ]
+    subprocess.run([*again, "-o", str(child)], env=env, capture_output=True, check=True)
     diff = subprocess.run([*CLI, "diff", str(incident), str(child)], env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     assert "failure fixed" in diff.stdout, diff.stdout
     return elapsed
 
 
-def weights(page: Page, run_id: str, job: str) -> dict[str, dict[str, int]]:
+def weights(page: Page, run_id: str, job: str, action: str) -> dict[str, dict[str, int]]:
     paths = {"runs (/)": "/", "a run": f"/run/{run_id}", "a job": job, "job progress (JSON)": f"/api{job}",
              "a contract": f"{job}/contract", "contracts": "/contracts"}  # fmt: skip
+    if action == "edit":  # an edit's job has no contract page: its steps and editor instead
+        del paths["a contract"]
+        paths |= {"a run's steps": f"/run/{run_id}/steps",
+                  "a step's editor": f"/run/{run_id}/edit/{EDITED_STEP}",
+                  "the child's steps": f"{job}/child"}  # fmt: skip
     found = {}
     for name, path in paths.items():
         body = page.get(path)
@@ -132,6 +164,7 @@ def weights(page: Page, run_id: str, job: str) -> dict[str, dict[str, int]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--action", choices=["rerun", "edit"], default="rerun", help="what each round does")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-workbench-"))
@@ -156,14 +189,14 @@ def main() -> int:
                 order = ["workbench", "cli"] if n % 2 == 0 else ["cli", "workbench"]
                 for kind in order:
                     if kind == "workbench":
-                        elapsed, seconds, job = workbench_round(page, run_id)
+                        elapsed, seconds, job = workbench_round(page, run_id, args.action)
                         if n:
                             times["job"].append(seconds)  # the worker's own time, start to end
                     else:
-                        elapsed = cli_round(db, run_id, folder, env)
+                        elapsed = cli_round(db, run_id, folder, env, args.action)
                     if n:
                         times[kind].append(elapsed)
-            weight = weights(page, run_id, job)
+            weight = weights(page, run_id, job, args.action)
     finally:
         if ui is not None:
             ui.terminate()
@@ -172,6 +205,7 @@ def main() -> int:
     medians = {kind: statistics.median(values) for kind, values in times.items()}
     result: dict[str, Any] = {
         "rounds": args.rounds,
+        "action": args.action,
         "median_s": medians,
         "ratio_workbench_to_cli": medians["workbench"] / medians["cli"],
         "times_s": times,
@@ -179,7 +213,8 @@ def main() -> int:
         "python": platform.python_version(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
     }
-    print(f"rerun to verdict, medians of {args.rounds} rounds: workbench {medians['workbench']:.2f} s "
+    print(f"{args.action} to verdict, medians of {args.rounds} rounds: "
+          f"workbench {medians['workbench']:.2f} s "
           f"(its job {medians['job']:.2f} s), cli {medians['cli']:.2f} s, "
           f"ratio {result['ratio_workbench_to_cli']:.2f}")  # fmt: skip
     for name, sizes in weight.items():
