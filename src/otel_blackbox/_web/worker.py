@@ -18,10 +18,13 @@ import subprocess
 import sys
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from otel_blackbox._types import JsonObject
 from otel_blackbox.errors import BlackboxError
+
+if TYPE_CHECKING:
+    from otel_blackbox._playback.agent.run import BuiltInRerun
 
 __all__ = ["main"]
 
@@ -49,31 +52,30 @@ def _rerun_program(spec: dict[str, Any]) -> int:
 def _rerun(spec: dict[str, Any]) -> int:
     if spec.get("program"):
         return _rerun_program(spec)
-    from otel_blackbox._playback.agent.run import BuiltInRerun, rerun_built_in
+    from otel_blackbox._playback.agent.run import rerun_built_in
 
-    plan = BuiltInRerun(
+    return rerun_built_in(Path(spec["incident"]), _built_in_plan(spec), progress=_emit)
+
+
+def _built_in_plan(spec: dict[str, Any]) -> BuiltInRerun:
+    """The built-in agent's plan a rerun's or a fork's spec asks for (its child, provider, model...)."""
+    from otel_blackbox._playback.agent.run import BuiltInRerun  # the execution side: at run time
+
+    return BuiltInRerun(
         output=Path(spec["child"]),
         provider=spec.get("provider"),
         model=spec.get("model"),
         stubs=dict(spec.get("stubs") or {}),
         max_cost=_cost(spec),
     )
-    return rerun_built_in(Path(spec["incident"]), plan, progress=_emit)
 
 
 def _fork(spec: dict[str, Any]) -> int:
     """``fork PARENT --at N <change> -o CHILD`` by the built-in agent, asked by the workbench."""
     from otel_blackbox._playback.agent.edit import edit_from
     from otel_blackbox._playback.agent.fork_run import fork_built_in
-    from otel_blackbox._playback.agent.run import BuiltInRerun
 
-    plan = BuiltInRerun(
-        output=Path(spec["child"]),
-        provider=spec.get("provider"),
-        model=spec.get("model"),
-        stubs=dict(spec.get("stubs") or {}),
-        max_cost=_cost(spec),
-    )
+    plan = _built_in_plan(spec)
     edit = edit_from(int(spec["step"]), str(spec["change"]), str(spec["value"]))
     return fork_built_in(Path(spec["parent"]), edit, plan, by="workbench", progress=_emit)
 

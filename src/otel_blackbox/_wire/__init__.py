@@ -6,8 +6,9 @@ Each API's package has one module a direction, its name saying which: ``read_req
 -> ``model_input``), ``read_response`` (a response -> ``model_output`` and its token counts),
 ``write_response`` (``model_output`` -> a response, for replay), ``write_request`` (``model_input``
 -> a request, for the built-in agent's rerun) and ``rewrite_request`` (a fork's rewrite of the
-program's request: a tool result, a user message, the system prompt, a tool's definition); ``fields`` holds its request field table, and ``translation`` the ``Provider`` class that
-composes them. What the directions of one API share is in a module of that package named for what it
+program's request: a tool result, a user message, the system prompt, a tool's definition);
+``fields`` holds its request field table, and ``translation`` the ``Provider`` class that composes
+them. What the directions of one API share is in a module of that package named for what it
 is (``openai_responses/items.py``, ``anthropic/blocks.py``, ``gemini/contents.py``...); what the
 APIs share is here (``neutral_parts``, ``settings``, ``request_fields``, ``call_ids``). A reading
 module never imports a writing one.
