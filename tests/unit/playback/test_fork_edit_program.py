@@ -356,7 +356,7 @@ def test_each_api_rewrites_its_system_prompt_user_message_tool_and_error(name: s
 
     told = provider.edit_request(second, "system_prompt", "Be brief.")  # none sent: one added
     assert neutral(told)["systemPrompt"] == "Be brief."
-    assert neutral(told)["messages"] == neutral(second)["messages"]
+    assert told is not None and neutral(told)["messages"] == neutral(second)["messages"]
     assert neutral(provider.edit_request(told, "system_prompt", "Be terse."))["systemPrompt"] == "Be terse."
 
     said = provider.edit_request(second, "user_message", {"text": "Porto?", "insert": False})
