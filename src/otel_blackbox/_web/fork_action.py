@@ -78,7 +78,7 @@ def parent_of(server: Workbench, name: str) -> ForkParent:
     return ForkParent(f"job/{job.id}/{match['what']}", label, checked_cassette(path), path, job.target, job)
 
 
-def read_edit(form: Form, parent: ForkParent) -> tuple[Edit, str]:
+def read_edit(form: Form, parent: ForkParent, incident: Incident) -> tuple[Edit, str]:
     """The step and change the form asks for, checked against that step (``start_of``): the Edit and
     what it changes, for people ("tool result of refund_order")."""
     step_text = form_value(form, "step")
@@ -87,7 +87,7 @@ def read_edit(form: Form, parent: ForkParent) -> tuple[Edit, str]:
     change, text = change_text(form)
     try:
         edit = edit_from(int(step_text), change, text)
-        start = start_of(parent.cassette, parent.incident, edit)
+        start = start_of(parent.cassette, incident, edit)
     except BlackboxError as exc:
         raise BadForm(str(exc)) from None
     return edit, start.edit.description
@@ -96,9 +96,9 @@ def read_edit(form: Form, parent: ForkParent) -> tuple[Edit, str]:
 def start_fork(server: Workbench, form: Form, apis: list[str]) -> Job:
     """The parent changed at the form's step and continued, as a job; its child in ``children/``."""
     parent = parent_of(server, form_value(form, "parent"))
-    edit, described = read_edit(form, parent)
-    change, text = change_text(form)
     incident = parent.incident
+    edit, described = read_edit(form, parent, incident)
+    change, text = change_text(form)
     provider = provider_field(form, apis)
     model = model_field(form, required=False) or incident.model
     if not model:
@@ -107,11 +107,9 @@ def start_fork(server: Workbench, form: Form, apis: list[str]) -> Job:
     stubs = read_stubs(form, incident)
     board = server.board
     path = parent.path
-    if path is None:  # a recorded run: written as a rerun writes it (its cassette, masked, verified)
+    if path is None:  # a recorded run: the cassette the edit was checked on, written as a rerun's is
         assert parent.target is not None
-        with StoreReader(server.db_path) as conn:
-            _, spans = target_spans(conn, parent.target.kind, parent.target.id)
-        path, _ = board.workspace.write_incident(parent.target, mask_spans(spans))
+        path = board.workspace.save_incident(parent.target, parent.cassette)
     job_id = board.new_id()
     child = board.workspace.children / f"fork-{job_id}.json"
     child.parent.mkdir(parents=True, exist_ok=True)

@@ -107,11 +107,15 @@ class Workspace:
     def write_incident(self, target: Target, spans: list[SpanRecord]) -> tuple[Path, Cassette]:
         """The target as a cassette on disk (CassetteError when it would not verify: nothing written)."""
         cassette = target_cassette(spans, target)
+        return self.save_incident(target, cassette), cassette
+
+    def save_incident(self, target: Target, cassette: Cassette) -> Path:
+        """The target's cassette, already made, on disk (CassetteError when it would not verify)."""
         check_before_writing(cassette, force=False)
         path = self.incident_path(target)
         path.parent.mkdir(parents=True, exist_ok=True)
         save_cassette(cassette, path)
-        return path, cassette
+        return path
 
     def write_record(self, job_id: str, record: dict[str, Any]) -> None:
         self.jobs.mkdir(parents=True, exist_ok=True)
