@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from otel_blackbox._cassette.diff.outcome import outcome_label
 from otel_blackbox._cassette.io import load_cassette
 from otel_blackbox._cassette.model import Cassette, terminal_outcome
-from otel_blackbox._cost.cassettes import CassetteCost, call_costs
+from otel_blackbox._cost.cassettes import cassette_cost
 from otel_blackbox._mcp.bounds import VALUE_CHARS, clip_strings, dumps, usd_arg
 from otel_blackbox._mcp.cassettes import carrying, checked_cassettes, diff_result, output_target
 from otel_blackbox._render.text import clip
@@ -110,10 +110,12 @@ def _forked(
     parent_path: str, parent: Cassette, child_path: Path, code: int, allow_unverified: bool
 ) -> dict[str, Any]:
     """The answer: the child, how it ended, its edit, both outcomes and diff_cassettes' verdict."""
+    from otel_blackbox._playback.agent.fork_run import own_part  # the execution side, loaded already
+
     child = load_cassette(child_path)
     diff = diff_result(parent_path, str(child_path), allow_unverified=allow_unverified)
     ended = terminal_outcome(child)
-    cost = _own_cost(child)
+    cost = cassette_cost(own_part(child))  # the child's own model calls
     result: dict[str, Any] = {
         "child": str(child_path),
         "exit": _EXITS.get(code, "stopped"),
@@ -129,10 +131,3 @@ def _forked(
     }
     clipped: dict[str, Any] = clip_strings(result, VALUE_CHARS)
     return clipped
-
-
-def _own_cost(child: Cassette) -> CassetteCost:
-    """What the child's own model calls cost: those after the steps it copied from its parent."""
-    branch = child.agent.get("branch") if isinstance(child.agent, dict) else None
-    seeded = int(branch.get("seeded", 0)) if isinstance(branch, dict) else 0
-    return CassetteCost([c for c in call_costs(child) if c.step >= seeded])

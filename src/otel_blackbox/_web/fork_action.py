@@ -78,13 +78,12 @@ def parent_of(server: Workbench, name: str) -> ForkParent:
     return ForkParent(f"job/{job.id}/{match['what']}", label, checked_cassette(path), path, job.target, job)
 
 
-def read_edit(form: Form, parent: ForkParent, incident: Incident) -> tuple[Edit, str]:
-    """The step and change the form asks for, checked against that step (``start_of``): the Edit and
-    what it changes, for people ("tool result of refund_order")."""
+def read_edit(form: Form, parent: ForkParent, incident: Incident, change: str, text: str) -> tuple[Edit, str]:
+    """The form's step with ``change`` (``change_text``), checked against that step (``start_of``):
+    the Edit and what it changes, for people ("tool result of refund_order")."""
     step_text = form_value(form, "step")
     if not step_text.isdigit():
         raise BadForm(f"step: a step number, not {step_text[:20]!r}")
-    change, text = change_text(form)
     try:
         edit = edit_from(int(step_text), change, text)
         start = start_of(parent.cassette, incident, edit)
@@ -97,8 +96,8 @@ def start_fork(server: Workbench, form: Form, apis: list[str]) -> Job:
     """The parent changed at the form's step and continued, as a job; its child in ``children/``."""
     parent = parent_of(server, form_value(form, "parent"))
     incident = parent.incident
-    edit, described = read_edit(form, parent, incident)
     change, text = change_text(form)
+    edit, described = read_edit(form, parent, incident, change, text)
     provider = provider_field(form, apis)
     model = model_field(form, required=False) or incident.model
     if not model:

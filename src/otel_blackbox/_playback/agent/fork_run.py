@@ -25,7 +25,7 @@ from otel_blackbox._playback.budget import Budget
 from otel_blackbox._render.words import counted
 from otel_blackbox._types import JsonObject
 
-__all__ = ["fork_built_in"]
+__all__ = ["fork_built_in", "own_part"]
 
 
 def fork_built_in(
@@ -50,7 +50,7 @@ def fork_built_in(
 
     def before_call(child: Cassette, seeded: int, call: int) -> None:
         if budget is not None:  # the child's own calls: the parent's, copied, were paid for already
-            budget.before_call(_own(child, seeded), model=model, api=api, call=call)
+            budget.before_call(own_part(child, seeded), model=model, api=api, call=call)
 
     try:
         done = continue_edit(
@@ -67,7 +67,7 @@ def fork_built_in(
         f"[blackbox] fork of {parent.id} at step {edit.step} ({start.edit.description}) by the built-in "
         f"agent on {api} (model {model})"
     )
-    own = _own(done.session.cassette, done.seeded)
+    own = own_part(done.session.cassette, done.seeded)
     calls = counted(sum(1 for s in own.steps if s.type == "model_output"), "model call")
     kept = finish_child(done.session, done.stopped, plan.output, head=head, calls=calls, book=done.book,
                         source="the parent", priced=own)  # fmt: skip
@@ -76,6 +76,10 @@ def fork_built_in(
     return 0 if done.stopped is None else 1
 
 
-def _own(child: Cassette, seeded: int) -> Cassette:
-    """The child's steps after those copied from its parent: what its own model calls cost."""
+def own_part(child: Cassette, seeded: int | None = None) -> Cassette:
+    """The child's steps after those copied from its parent (``seeded``, else as its ``agent.branch``
+    records them): what its own model calls cost."""
+    if seeded is None:
+        branch = child.agent.get("branch") if isinstance(child.agent, dict) else None
+        seeded = int(branch.get("seeded", 0)) if isinstance(branch, dict) else 0
     return Cassette(id=child.id, created_at=child.created_at, steps=child.steps[seeded:], api=child.api)
